@@ -1,0 +1,3 @@
+from hpu_port.cli import main
+
+main()

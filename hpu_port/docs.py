@@ -1,0 +1,121 @@
+"""Rule documentation pages, generated from the rule files.
+
+The same text is shown by ``hpu-port explain CODE`` and written to
+``docs/rules/<CODE>.md``; a test fails when the written pages are stale.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hpu_port.examples import example_source
+from hpu_port.kinds import get_kind
+from hpu_port.rules import Rule
+
+FIX_SAFETY_TEXT = {
+    "safe": "The fix is **safe**: `hpu-port rewrite` applies it, and it keeps the program's meaning on Gaudi.",
+    "unsafe": "The fix is **unsafe**: it may change behaviour, so `hpu-port rewrite` applies it only with `--unsafe-fixes`; review the diff.",
+    "none": "There is **no automatic fix**: this rule reports what a person must change.",
+}
+
+
+def rule_page(rule: Rule) -> str:
+    parts = [
+        f"# {rule.code}: {rule.name}\n",
+        f"{rule.summary}\n",
+        f"- Kind: `{rule.kind}`\n- Category: {rule.category}\n- Fix: {rule.fix}\n"
+        f"- On by default: {'yes' if rule.default else 'no'}\n"
+        + (f"- Mode: only with `--mode {rule.mode}`\n" if rule.mode else "")
+        + (f"- Needs the `--{rule.option}` option to fix\n" if rule.option else ""),
+        "## What it does\n",
+        _what_it_does(rule),
+        "## Why\n",
+        f"{rule.why}\n",
+    ]
+    parts += _examples_section(rule)
+    parts += ["## Fix safety\n", FIX_SAFETY_TEXT[rule.fix] + "\n"]
+    if rule.references:
+        parts += ["## References\n", "".join(f"- <{url}>\n" for url in rule.references)]
+    return "\n".join(parts)
+
+
+def _what_it_does(rule: Rule) -> str:
+    details = get_kind(rule.kind).describe(rule)
+    return f"{rule.summary}\n" + (f"\n{details}" if details else "")
+
+
+def _examples_section(rule: Rule) -> list[str]:
+    parts: list[str] = []
+    invalid = [e for e in rule.examples if not e.valid]
+    valid = [e for e in rule.examples if e.valid]
+    for index, example in enumerate(invalid, 1):
+        title = "## Example\n" if index == 1 else f"### Example {index}\n"
+        parts += [title, _code(example.before)]
+        if example.after is not None:
+            parts += ["Use instead:\n", _code(example.after)]
+    if valid:
+        parts.append("## Left unchanged\n")
+        parts += [_code(example.before) for example in valid]
+    return parts
+
+
+def _code(source: str) -> str:
+    return "```python\n" + example_source(source).rstrip("\n") + "\n```\n"
+
+
+def index_page(rules: list[Rule]) -> str:
+    rows = "".join(
+        f"| [{r.code}]({r.code}.md) | {r.name} | {r.kind} | {r.fix} | {'yes' if r.default else 'no'} | {r.summary} |\n"
+        for r in rules
+    )
+    return (
+        "# Rules\n\n"
+        "Generated from the files in `rules/` by `python -m hpu_port.docs`; do not edit.\n\n"
+        + NUMBERING
+        + "\n| code | name | kind | fix | default | summary |\n|---|---|---|---|---|---|\n"
+        + rows
+    )
+
+
+NUMBERING = """Codes are stable: a code is never reused for another rule.
+
+| range | area |
+|---|---|
+| HPU0xx | imports the port needs |
+| HPU1xx | `torch.cuda` APIs, device strings and device placement |
+| HPU2xx | lazy mode: `mark_step`, `torch.compile`, HPU graphs |
+| HPU3xx | mixed precision: autocast, loss scaling, fp16 |
+| HPU4xx | distributed training: NCCL, DDP, launchers |
+| HPU5xx | CUDA libraries and frameworks: apex, pynvml, Lightning, DeepSpeed, Hugging Face |
+| HPU6xx | features Gaudi does not support: manual review |
+| HPU7xx | optimization advice |
+| HPU9xx | reserved for user rule files |
+"""
+
+
+def expected_pages(rules: list[Rule]) -> dict[str, str]:
+    pages = {f"{rule.code}.md": rule_page(rule) for rule in rules}
+    pages["README.md"] = index_page(rules)
+    return pages
+
+
+def write_pages(rules: list[Rule], directory: Path) -> list[str]:
+    """Write every page whose content differs; return the names written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in expected_pages(rules).items():
+        path = directory / name
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            written.append(name)
+    return written
+
+
+if __name__ == "__main__":  # python -m hpu_port.docs [DIR]
+    import sys
+
+    from hpu_port.rules import load_rules
+
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/rules")
+    for name in write_pages(load_rules(), target):
+        print(f"wrote {target / name}")

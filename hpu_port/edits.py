@@ -1,0 +1,202 @@
+"""Edits collected during the match pass, and the one transformer that applies them.
+
+Rules never change the tree while matching. They record edits keyed by the
+original node; a single CSTTransformer applies them bottom-up. A node edit is a
+function of the *updated* node, so edits on a parent see the edits already made
+to its children. Statement-level edits (remove a statement, insert one after
+another, add an import) are applied where the statements live, in the bodies of
+modules and blocks, so that comments above a removed statement are kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Union
+
+import libcst as cst
+
+NodeEdit = Callable[[cst.CSTNode], cst.CSTNode]
+
+
+@dataclass
+class EditPlan:
+    node_edits: dict[cst.CSTNode, list[NodeEdit]] = field(default_factory=dict)
+    removed_statements: set[cst.CSTNode] = field(default_factory=set)
+    dropped_aliases: set[cst.ImportAlias] = field(default_factory=set)
+    inserted_after: dict[cst.CSTNode, list[str]] = field(default_factory=dict)
+    new_imports: list[str] = field(default_factory=list)
+
+    def replace(self, node: cst.CSTNode, edit: NodeEdit) -> None:
+        self.node_edits.setdefault(node, []).append(edit)
+
+    def remove_statement(self, small_statement: cst.BaseSmallStatement) -> None:
+        self.removed_statements.add(small_statement)
+
+    def insert_after(self, small_statement: cst.BaseSmallStatement, code: str) -> None:
+        lines = self.inserted_after.setdefault(small_statement, [])
+        if code not in lines:
+            lines.append(code)
+
+    def add_import(self, statement: str) -> None:
+        if statement not in self.new_imports:
+            self.new_imports.append(statement)
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.node_edits
+            or self.removed_statements
+            or self.dropped_aliases
+            or self.inserted_after
+            or self.new_imports
+        )
+
+
+def apply_plan(module: cst.Module, plan: EditPlan) -> cst.Module:
+    return module.visit(_ApplyPlan(plan, module))
+
+
+class _ApplyPlan(cst.CSTTransformer):
+    def __init__(self, plan: EditPlan, module: cst.Module) -> None:
+        super().__init__()
+        self.plan = plan
+        self.config = module.config_for_parsing
+        # Statements to drop and to add after, keyed by the *updated* node:
+        # containers only ever see updated nodes. Nodes hash by identity, and
+        # holding them here keeps that identity from being reused.
+        self._drop: set[cst.CSTNode] = set()
+        self._after: dict[cst.CSTNode, list[str]] = {}
+
+    def on_leave(self, original, updated):
+        updated = super().on_leave(original, updated)
+        if isinstance(updated, cst.CSTNode):
+            for edit in self.plan.node_edits.get(original, ()):
+                updated = edit(updated)
+            if original in self.plan.removed_statements:
+                self._drop.add(updated)
+            if original in self.plan.inserted_after:
+                self._after[updated] = self.plan.inserted_after[original]
+        return updated
+
+    # -- imports losing names --------------------------------------------------
+
+    def leave_Import(self, original, updated):
+        return self._drop_aliases(original, updated)
+
+    def leave_ImportFrom(self, original, updated):
+        if isinstance(updated.names, cst.ImportStar):
+            return updated
+        return self._drop_aliases(original, updated)
+
+    def _drop_aliases(self, original, updated):
+        kept = [
+            new
+            for old, new in zip(original.names, updated.names)
+            if old not in self.plan.dropped_aliases
+        ]
+        if len(kept) == len(updated.names):
+            return updated
+        if not kept:
+            self._drop.add(updated)
+            return updated
+        kept[-1] = kept[-1].with_changes(comma=updated.names[-1].comma)
+        changes = {"names": kept}
+        if isinstance(updated, cst.ImportFrom) and updated.lpar is not None and len(kept) == 1:
+            changes["names"] = [kept[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+        return updated.with_changes(**changes)
+
+    # -- statement containers ----------------------------------------------------
+
+    def leave_SimpleStatementLine(self, original, updated):
+        body = self._rebuild_small(updated.body)
+        if not body:
+            self._drop.add(updated)
+            return updated
+        return updated.with_changes(body=body)
+
+    def leave_SimpleStatementSuite(self, original, updated):
+        body = self._rebuild_small(updated.body)
+        if not body:
+            body = [cst.Pass()]
+        return updated.with_changes(body=body)
+
+    def leave_IndentedBlock(self, original, updated):
+        body = self._rebuild_statements(updated.body)
+        if not body:
+            body = [cst.SimpleStatementLine([cst.Pass()])]
+        return updated.with_changes(body=body)
+
+    def leave_Module(self, original, updated):
+        body = self._rebuild_statements(updated.body)
+        if self.plan.new_imports:
+            body = _insert_imports(body, self.plan.new_imports, self.config)
+        return updated.with_changes(body=body)
+
+    def _rebuild_small(self, statements):
+        result = []
+        for statement in statements:
+            if statement in self._drop:
+                continue
+            result.append(statement)
+            for code in self._after.get(statement, ()):
+                result.append(cst.parse_statement(code, config=self.config).body[0])
+        # Keep the line readable: the last small statement takes no trailing `;`.
+        if result and result[-1].semicolon is not cst.MaybeSentinel.DEFAULT:
+            if len(result) != len(statements):
+                result[-1] = result[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+        return result
+
+    def _rebuild_statements(self, statements):
+        result = []
+        carried: list[cst.EmptyLine] = []
+        for statement in statements:
+            if statement in self._drop:
+                # The comments above a removed statement stay, above the next one.
+                carried.extend(statement.leading_lines)
+                continue
+            if carried:
+                statement = statement.with_changes(
+                    leading_lines=[*carried, *statement.leading_lines]
+                )
+                carried = []
+            result.append(statement)
+        return result
+
+
+def _insert_imports(body, imports: list[str], config) -> list:
+    """Insert after the docstring, `__future__` imports and the leading import block."""
+    index = 0
+    if body and _is_docstring(body[0]):
+        index = 1
+    while index < len(body) and _is_import_line(body[index]):
+        index += 1
+    new = [cst.parse_statement(code, config=config) for code in imports]
+    rest = body[index:]
+    if rest and not _is_import_line(rest[0]) and not rest[0].leading_lines:
+        # Set the new imports apart from the code that follows, as an import block is.
+        rest = [rest[0].with_changes(leading_lines=[cst.EmptyLine()]), *rest[1:]]
+    return [*body[:index], *new, *rest]
+
+
+def _is_docstring(statement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _is_import_line(statement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
+    )
+
+
+def replace_expression(new_code: str) -> NodeEdit:
+    """An edit that puts ``new_code`` in place of an expression, keeping its parentheses."""
+
+    def edit(updated: Union[cst.BaseExpression, cst.CSTNode]) -> cst.CSTNode:
+        new = cst.parse_expression(new_code)
+        return new.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+
+    return edit

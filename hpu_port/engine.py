@@ -1,0 +1,342 @@
+"""The per-file core: one pure function from (path, bytes, rule set) to a FileResult.
+
+One parse, one statement walk for scopes and imports, one batched visit in
+which every rule kind records findings and edits, one apply pass, one re-parse
+of the output. No printing and no disk access happen here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from hpu_port.edits import EditPlan, NodeEdit, apply_plan
+from hpu_port.names import ImportBinding, Scope, ScopeIndex, qualify, spell, target_name_nodes
+from hpu_port.results import FileResult, Finding
+from hpu_port.rules import Rule
+from hpu_port.settings import RuleSet
+
+
+class FileContext:
+    """What rule kinds see of the file being ported, and how they report."""
+
+    def __init__(self, module: cst.Module, ruleset: RuleSet, apply: bool) -> None:
+        self.module = module
+        self.ruleset = ruleset
+        self.apply = apply
+        self.scopes = ScopeIndex(module)
+        self.scope: Scope = self.scopes.module
+        self.plan = EditPlan()
+        self.non_references: set[cst.Name] = set()
+        self.docstring_depth = 0
+        self.quotes = {'"': 0, "'": 0}
+        self.hpu_runtime_used = False
+        self._hits: list[tuple[cst.CSTNode, Rule, str, bool, bool, bool]] = []
+        self._claimed: set[cst.CSTNode] = set()
+
+    # -- names ------------------------------------------------------------------
+
+    def qualify(self, expr: cst.BaseExpression) -> Optional[tuple[str, ImportBinding]]:
+        return qualify(expr, self.scope)
+
+    def is_reference(self, name: cst.Name) -> bool:
+        return name not in self.non_references
+
+    def spell(self, qualified: str, import_as: Optional[dict[str, str]] = None) -> Optional["Spelling"]:
+        """Code that names ``qualified`` here, and the import it needs, if any.
+
+        Reuses the file's own imports (``import torch as T`` gives ``T.hpu...``);
+        otherwise plans an import: ``import <root>``, or ``import <module> as
+        <alias>`` for a module listed in ``import_as``. None if the name it
+        would need is already taken by something else.
+        """
+        found = spell(qualified, self.scope)
+        if found is not None:
+            return Spelling(found[0], binding=found[1])
+        for module, alias in (import_as or {}).items():
+            if qualified.startswith(module + "."):
+                if self.scope.lookup(alias) is not None:
+                    return None
+                return Spelling(alias + qualified[len(module):], f"import {module} as {alias}")
+        root = qualified.split(".")[0]
+        if self.scope.lookup(root) is not None or root in self.scopes.module.locals:
+            return None
+        return Spelling(qualified, f"import {root}")
+
+    def string_quote(self) -> str:
+        """The quote character the file uses most, for strings a rule writes."""
+        return "'" if self.quotes["'"] > self.quotes['"'] else '"'
+
+    # -- reporting ----------------------------------------------------------------
+
+    def claim(self, node: cst.CSTNode) -> bool:
+        """Let only the first rule that matches a node report it."""
+        if node in self._claimed:
+            return False
+        self._claimed.add(node)
+        return True
+
+    def report(
+        self,
+        rule: Rule,
+        node: cst.CSTNode,
+        message: str,
+        fix: Optional[Callable[[EditPlan], None]] = None,
+        spelling: Optional["Spelling"] = None,
+    ) -> bool:
+        """Record a finding at ``node``; when the rule's fix is on, plan ``fix``.
+
+        ``fix`` is None when this match cannot be rewritten: the finding is then
+        for a person. Returns whether the fix was applied.
+        """
+        has_fix = rule.has_fix and fix is not None
+        fixable = has_fix and self.ruleset.fix_enabled(rule)
+        applied = fixable and self.apply
+        if fixable and rule.hpu_runtime:
+            self.hpu_runtime_used = True
+        if applied:
+            fix(self.plan)
+            if spelling is not None:
+                spelling.commit(self)
+        self._hits.append((node, rule, message, has_fix, fixable, applied))
+        return applied
+
+    def replace(self, node: cst.CSTNode, edit: NodeEdit) -> Callable[[EditPlan], None]:
+        """A fix that replaces ``node`` through ``edit`` (for ``report``)."""
+        return lambda plan: plan.replace(node, edit)
+
+    def findings(self, wrapper: MetadataWrapper) -> list[Finding]:
+        if not self._hits:
+            return []
+        positions = wrapper.resolve(PositionProvider)
+        findings = []
+        for node, rule, message, has_fix, fixable, applied in self._hits:
+            where = positions.get(node)
+            start = (where.start.line, where.start.column + 1) if where else (1, 1)
+            end = (where.end.line, where.end.column + 1) if where else start
+            findings.append(
+                Finding(
+                    code=rule.code,
+                    message=message,
+                    line=start[0],
+                    column=start[1],
+                    end_line=end[0],
+                    end_column=end[1],
+                    fix=rule.fix if has_fix else "none",
+                    fixable=fixable,
+                    applied=applied,
+                    category=rule.category,
+                )
+            )
+        return sorted(set(findings), key=Finding.sort_key)
+
+
+@dataclass
+class Spelling:
+    code: str
+    new_import: Optional[str] = None
+    binding: Optional[ImportBinding] = None
+
+    def commit(self, ctx: FileContext) -> None:
+        if self.new_import:
+            ctx.plan.add_import(self.new_import)
+        if self.binding is not None:
+            self.binding.reused = True
+
+
+class _ScopeEnter(cst.BatchableCSTVisitor):
+    """Runs before the kinds: scope switching and marking what is not a reference."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+
+    def _enter(self, node) -> None:
+        scope = self.ctx.scopes.scope_for(node)
+        if scope is not None:
+            self.ctx.scope = scope
+
+    def visit_FunctionDef(self, node) -> None:
+        self.ctx.non_references.add(node.name)
+        self._enter(node)
+
+    def visit_ClassDef(self, node) -> None:
+        self.ctx.non_references.add(node.name)
+        self._enter(node)
+
+    def visit_Param(self, node) -> None:
+        self.ctx.non_references.add(node.name)
+
+    def visit_Attribute(self, node) -> None:
+        self.ctx.non_references.add(node.attr)
+
+    def visit_Arg(self, node) -> None:
+        if node.keyword is not None:
+            self.ctx.non_references.add(node.keyword)
+
+    def visit_Import(self, node) -> None:
+        self._mark_import(node)
+
+    def visit_ImportFrom(self, node) -> None:
+        self._mark_import(node)
+
+    def _mark_import(self, node) -> None:
+        for name_node in _names_in(node):
+            self.ctx.non_references.add(name_node)
+
+    def visit_Global(self, node) -> None:
+        self._mark_import(node)
+
+    def visit_Nonlocal(self, node) -> None:
+        self._mark_import(node)
+
+    def visit_AssignTarget(self, node) -> None:
+        self._mark_targets(node.target)
+
+    def visit_AnnAssign(self, node) -> None:
+        self._mark_targets(node.target)
+
+    def visit_AugAssign(self, node) -> None:
+        self._mark_targets(node.target)
+
+    def visit_For(self, node) -> None:
+        self._mark_targets(node.target)
+
+    def visit_CompFor(self, node) -> None:
+        self._mark_targets(node.target)
+
+    def visit_AsName(self, node) -> None:
+        self._mark_targets(node.name)
+
+    def visit_NamedExpr(self, node) -> None:
+        self._mark_targets(node.target)
+
+    def _mark_targets(self, target) -> None:
+        self.ctx.non_references.update(target_name_nodes(target))
+
+    def visit_Expr(self, node) -> None:
+        # A bare string statement is a docstring (or documentation-like); rules
+        # never touch the text of documentation.
+        if isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            self.ctx.docstring_depth += 1
+
+    def visit_SimpleString(self, node) -> None:
+        if len(node.quote) == 1:
+            self.ctx.quotes[node.quote] += 1
+
+    def visit_Name(self, node) -> None:
+        if node in self.ctx.non_references:
+            return
+        binding = self.ctx.scope.lookup(node.value)
+        if isinstance(binding, ImportBinding):
+            binding.uses += 1
+
+
+class _ScopeExit(cst.BatchableCSTVisitor):
+    """Runs after the kinds, so that they leave a node in the scope they entered it."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+
+    def _leave(self, node) -> None:
+        scope = self.ctx.scopes.scope_for(node)
+        if scope is not None and scope.parent is not None:
+            self.ctx.scope = scope.parent
+
+    def leave_FunctionDef(self, node) -> None:
+        self._leave(node)
+
+    def leave_ClassDef(self, node) -> None:
+        self._leave(node)
+
+    def leave_Expr(self, node) -> None:
+        if isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            self.ctx.docstring_depth -= 1
+
+
+def _names_in(node: cst.CSTNode):
+    found = []
+
+    class Collect(cst.CSTVisitor):
+        def visit_Name(self, name):
+            found.append(name)
+
+    node.visit(Collect())
+    return found
+
+
+def port_module(module: cst.Module, ruleset: RuleSet, apply: bool) -> tuple[FileContext, MetadataWrapper]:
+    """Run every selected rule over a parsed module; edits are planned, not applied."""
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    ctx = FileContext(module, ruleset, apply)
+    visitors: list[cst.BatchableCSTVisitor] = [_ScopeEnter(ctx)]
+    for kind, rules in ruleset.by_kind():
+        visitor = kind.visitor(rules, ctx)
+        if visitor is not None:
+            visitors.append(visitor)
+    visitors.append(_ScopeExit(ctx))
+    cst.visit_batched(module, visitors)
+    for kind, rules in ruleset.by_kind():
+        kind.finish(rules, ctx)
+    _drop_fully_rewritten_imports(ctx)
+    return ctx, wrapper
+
+
+def _drop_fully_rewritten_imports(ctx: FileContext) -> None:
+    # `from torch.cuda import synchronize as sync` is dead once every `sync`
+    # became `torch.hpu.synchronize`; leaving it would keep CUDA text behind.
+    for binding in ctx.scopes.bindings:
+        if binding.fully_rewritten:
+            ctx.plan.dropped_aliases.add(binding.alias)
+
+
+def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) -> FileResult:
+    """Port one file's bytes. Never raises for bad input: errors become data."""
+    result = FileResult(path=path, source=source)
+    if not ruleset.might_match(source):
+        return result
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        result.error = f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {_first_line(exc.message)}"
+        return result
+    except (UnicodeDecodeError, LookupError, ValueError) as exc:
+        result.error = f"cannot decode: {_first_line(str(exc))}"
+        return result
+    except RecursionError:
+        result.error = "too deeply nested to parse"
+        return result
+    result.encoding = module.encoding
+    ctx, wrapper = port_module(module, ruleset, apply)
+    result.findings = ctx.findings(wrapper)
+    if apply and ctx.plan:
+        new_module = apply_plan(module, ctx.plan)
+        new_source = new_module.bytes
+        if new_source != source:
+            problem = _reparse_problem(new_source)
+            if problem:
+                codes = sorted({f.code for f in result.findings if f.applied})
+                result.error = (
+                    f"internal error: rules {', '.join(codes)} produced code that does not "
+                    f"parse ({problem}); nothing was written"
+                )
+                return result
+            result.new_source = new_source
+    return result
+
+
+def _reparse_problem(source: bytes) -> Optional[str]:
+    try:
+        cst.parse_module(source)
+    except Exception as exc:  # any failure means: do not write this output
+        return _first_line(str(exc))
+    return None
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else text.strip()

@@ -1,0 +1,39 @@
+"""Run a rule's own examples: the same code path the tests and `hpu-port explain` use."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Optional
+
+from hpu_port.engine import port_source
+from hpu_port.results import FileResult
+from hpu_port.rules import Example, Rule
+from hpu_port.settings import Options, RuleSet
+
+
+def example_source(code: str) -> str:
+    """Examples are written as indented blocks in TOML; this is the file they stand for."""
+    return textwrap.dedent(code).lstrip("\n")
+
+
+def example_options(example: Example) -> Options:
+    options = example.options
+    return Options(
+        mode=options.get("mode", "lazy"),
+        fp16_to_bf16=bool(options.get("fp16-to-bf16", False)),
+        unsafe_fixes=bool(options.get("unsafe-fixes", False)),
+    )
+
+
+def example_ruleset(rule: Rule, all_rules: list[Rule], example: Example) -> RuleSet:
+    """The rule itself, plus the import rules its fixes trigger (or the example's own selection)."""
+    if example.select:
+        chosen = [r for r in all_rules if r.code in example.select]
+    else:
+        chosen = [rule, *(r for r in all_rules if r.kind == "ensure-import" and r is not rule)]
+    return RuleSet(chosen, example_options(example))
+
+
+def run_example(rule: Rule, all_rules: list[Rule], example: Example, source: Optional[str] = None) -> FileResult:
+    code = example_source(example.before) if source is None else source
+    return port_source("example.py", code.encode(), example_ruleset(rule, all_rules, example))

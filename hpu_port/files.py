@@ -1,0 +1,108 @@
+"""Finding, reading and safely writing source files."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional
+
+# Directories that never hold the user's own source.
+SKIPPED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        "__pycache__",
+        "build",
+        "dist",
+        "site-packages",
+        "node_modules",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".eggs",
+    }
+)
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A path to port, or a problem found while looking for paths."""
+
+    path: str
+    error: Optional[str] = None
+
+
+def discover(paths: list[str]) -> list[Source]:
+    """Python files under the given paths, sorted and without duplicates.
+
+    A file named explicitly is taken whatever its suffix; a missing path is
+    reported as an error entry so that the run can go on with the others.
+    """
+    found: dict[str, Source] = {}
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for file in _walk(path):
+                found.setdefault(str(file), Source(str(file)))
+        elif path.is_file():
+            found.setdefault(str(path), Source(str(path)))
+        elif path.is_symlink():
+            found[str(path)] = Source(str(path), "broken symbolic link")
+        else:
+            found[str(path)] = Source(str(path), "no such file or directory")
+    return [found[key] for key in sorted(found)]
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for directory, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in SKIPPED_DIRS and not d.endswith(".egg-info")
+        )
+        for name in sorted(filenames):
+            if name.endswith(PYTHON_SUFFIXES):
+                yield Path(directory) / name
+
+
+def read_source(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+class FileChangedError(Exception):
+    """The file on disk is no longer the one that was read."""
+
+
+def write_atomically(path: str, data: bytes, expected: Optional[bytes] = None) -> None:
+    """Replace ``path`` with ``data`` so that it is never seen half-written.
+
+    Writes a temporary file in the same directory, flushes it to disk and
+    renames it over the original, keeping the original's permission bits.
+    With ``expected``, refuses to write when the file changed since it was read.
+    """
+    target = Path(path)
+    if expected is not None and read_source(path) != expected:
+        raise FileChangedError(f"{path} changed on disk while it was being ported")
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".hpu-port")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise

@@ -1,0 +1,127 @@
+"""Rule kinds: the only rule logic the engine knows.
+
+A kind turns the data of its rules into matching. Each module in this package
+defines one kind and registers it with ``@register_kind``; rule files name the
+kind they use. The engine never looks at rule codes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import string
+from typing import TYPE_CHECKING, Any, Iterable, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libcst as cst
+
+    from hpu_port.engine import FileContext
+    from hpu_port.rules import Rule
+
+_KINDS: dict[str, "Kind"] = {}
+_LOADED = False
+
+
+class Kind:
+    """Base class of a rule kind.
+
+    ``KEYS`` maps each rule-file key the kind accepts to (type, required).
+    ``MESSAGE_FIELDS`` lists the ``{placeholders}`` a rule's message may use.
+    """
+
+    name: str = ""
+    KEYS: dict[str, tuple[type, bool]] = {}
+    MESSAGE_FIELDS: frozenset[str] = frozenset({"name"})
+
+    def param_keys(self) -> set[str]:
+        return set(self.KEYS)
+
+    def parse_params(self, table: dict) -> Any:
+        """Check the kind's keys; return the parameters the visitor will use."""
+        for key, (expected, required) in self.KEYS.items():
+            if key not in table:
+                if required:
+                    raise ValueError(f"missing key {key!r} (required by kind {self.name!r})")
+                continue
+            if not isinstance(table[key], expected):
+                raise ValueError(f"{key!r} must be a {_type_name(expected)}")
+        return self.build_params(table)
+
+    def build_params(self, table: dict) -> Any:
+        return table
+
+    def check_message(self, message: str) -> Optional[str]:
+        for _, field_name, _, _ in string.Formatter().parse(message):
+            if field_name is not None and field_name not in self.MESSAGE_FIELDS:
+                allowed = ", ".join("{%s}" % f for f in sorted(self.MESSAGE_FIELDS))
+                return f"message uses unknown placeholder {{{field_name}}} (allowed: {allowed})"
+        return None
+
+    def describe(self, rule: "Rule") -> str:
+        """Extra Markdown for the rule's page (for example its table of names)."""
+        return ""
+
+    def triggers(self, rule: "Rule") -> set[str]:
+        """Text that must occur in a file for this rule to possibly match it."""
+        return set()
+
+    def visitor(self, rules: list["Rule"], ctx: "FileContext") -> Optional["cst.BatchableCSTVisitor"]:
+        return None
+
+    def finish(self, rules: list["Rule"], ctx: "FileContext") -> None:
+        """Called once the whole file was visited (for file-level decisions)."""
+
+
+def _type_name(expected: type) -> str:
+    return {dict: "table", list: "list", str: "string", bool: "boolean"}.get(
+        expected, expected.__name__
+    )
+
+
+def register_kind(cls: type) -> type:
+    _KINDS[cls.name] = cls()
+    return cls
+
+
+def _load_all() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+def get_kind(name: str) -> Optional[Kind]:
+    _load_all()
+    return _KINDS.get(name)
+
+
+def kind_names() -> list[str]:
+    _load_all()
+    return sorted(_KINDS)
+
+
+def all_kinds() -> Iterable[Kind]:
+    _load_all()
+    return _KINDS.values()
+
+
+def string_list(value: Any, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key!r} must be a list of strings")
+    return value
+
+
+def string_table(value: Any, key: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ValueError(f"{key!r} must be a table of strings")
+    return value
+
+
+def markdown_table(headers: tuple[str, str], rows: dict[str, str], code_values: bool) -> str:
+    lines = [f"| {headers[0]} | {headers[1]} |", "|---|---|"]
+    for key, value in rows.items():
+        shown = f"`{value}`" if code_values else (value or "")
+        lines.append(f"| `{key}` | {shown} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,71 @@
+"""Matching references to imported names (``torch.cuda.synchronize``, ``tc.sync``, ``sync``).
+
+Shared by the kinds that act on a qualified name wherever it is used: as a
+call, a decorator, a context manager, or a value passed around.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from hpu_port.names import ImportBinding
+
+
+class ReferenceVisitor(cst.BatchableCSTVisitor):
+    """Calls ``on_reference`` for each Name/Attribute chain whose qualified name is wanted.
+
+    Once a chain matched, the names inside it are not offered again.
+    """
+
+    def __init__(self, ctx, wanted: set[str]) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.wanted = wanted
+        self.last_parts = {name.rsplit(".", 1)[-1] for name in wanted}
+        self._inside: Optional[cst.CSTNode] = None
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self._inside is None and node.attr.value in self.last_parts:
+            self._check(node)
+
+    def leave_Attribute(self, node: cst.Attribute) -> None:
+        if node is self._inside:
+            self._inside = None
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if self._inside is None and self.ctx.is_reference(node):
+            self._check(node)
+
+    def _check(self, node) -> None:
+        hit = self.ctx.qualify(node)
+        if hit is None or hit[0] not in self.wanted:
+            return
+        if not self.ctx.claim(node):
+            return
+        if isinstance(node, cst.Attribute):
+            self._inside = node
+        self.on_reference(node, hit[0], hit[1])
+
+    def on_reference(self, node, qualified: str, binding: ImportBinding) -> None:
+        raise NotImplementedError
+
+
+def written(node: cst.CSTNode) -> str:
+    """The source text of a node, as the user wrote it."""
+    return cst.Module([]).code_for_node(node)
+
+
+def trigger_for(qualified: str) -> str:
+    """A piece of text any spelling of ``qualified`` must contain.
+
+    Every component of an imported name appears somewhere in the file (in the
+    import or in the attribute access), so one component is enough; the one
+    mentioning cuda is the most selective for this tool's rules.
+    """
+    parts = qualified.split(".")
+    for part in parts:
+        if "cuda" in part.lower() or "nccl" in part.lower():
+            return part
+    return parts[-1]

@@ -1,0 +1,111 @@
+"""Kind ``device-string``: string literals that name a device (``"cuda"``, ``"cuda:1"``).
+
+A literal that is exactly a device, anywhere in code, is rewritten: arguments,
+defaults, assignments, comparisons, containers. Docstrings and bytes are left
+alone. Strings that *build* a device name are rewritten too when their role is
+plain from the code: ``f"cuda:{rank}"``, ``"cuda:{}".format(i)``,
+``"cuda:%d" % i`` and ``"cuda:" + str(i)``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from hpu_port.kinds import Kind, register_kind
+from hpu_port.kinds._references import written
+
+
+@register_kind
+class DeviceString(Kind):
+    name = "device-string"
+    KEYS = {"device": (str, True), "replacement": (str, True)}
+    MESSAGE_FIELDS = frozenset({"name", "replacement"})
+
+    def build_params(self, table):
+        for key in ("device", "replacement"):
+            if not re.fullmatch(r"[a-z_][a-z0-9_]*", table[key]):
+                raise ValueError(f"{key!r} must be a device type such as 'cuda' or 'hpu'")
+        device = re.escape(table["device"])
+        return {
+            "device": table["device"],
+            "replacement": table["replacement"],
+            # exactly a device: "cuda", "cuda:0"
+            "exact": re.compile(rf"{device}(:[0-9]+)?"),
+            # a template that builds one: "cuda:{}", "cuda:{rank}", "cuda:%d", "cuda:"
+            "template": re.compile(rf"{device}:(\{{[A-Za-z0-9_.]*\}}|%[dsi]|)"),
+        }
+
+    def triggers(self, rule):
+        return {rule.params["device"]}
+
+    def visitor(self, rules, ctx):
+        return _DeviceStringVisitor(ctx, rules[0]) if rules else None
+
+
+class _DeviceStringVisitor(cst.BatchableCSTVisitor):
+    def __init__(self, ctx, rule) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.rule = rule
+        self.params = rule.params
+        self.templates: set[cst.SimpleString] = set()
+
+    # Strings whose role as a template is visible from the expression around them.
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, (cst.Modulo, cst.Add)) and isinstance(node.left, cst.SimpleString):
+            self.templates.add(node.left)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "format"
+            and isinstance(func.value, cst.SimpleString)
+        ):
+            self.templates.add(func.value)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if self.ctx.docstring_depth or "b" in node.prefix.lower():
+            return
+        raw = node.raw_value
+        if not (
+            self.params["exact"].fullmatch(raw)
+            or (node in self.templates and self.params["template"].fullmatch(raw))
+        ):
+            return
+        new_raw = self.params["replacement"] + raw[len(self.params["device"]):]
+        self._report(node, lambda updated: updated.with_changes(
+            value=updated.prefix + updated.quote + new_raw + updated.quote
+        ))
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        if self.ctx.docstring_depth or not node.parts:
+            return
+        first, rest = node.parts[0], node.parts[1:]
+        if not isinstance(first, cst.FormattedStringText):
+            return
+        text = first.value
+        exact = self.params["exact"].fullmatch(text) and not rest
+        built = (
+            text == self.params["device"] + ":"
+            and len(rest) == 1
+            and isinstance(rest[0], cst.FormattedStringExpression)
+        )
+        if not (exact or built):
+            return
+        new_text = self.params["replacement"] + text[len(self.params["device"]):]
+
+        def edit(updated: cst.FormattedString) -> cst.FormattedString:
+            parts = list(updated.parts)
+            parts[0] = parts[0].with_changes(value=new_text)
+            return updated.with_changes(parts=parts)
+
+        self._report(node, edit)
+
+    def _report(self, node, edit) -> None:
+        if not self.ctx.claim(node):
+            return
+        message = self.rule.message.format(name=written(node), replacement=self.params["replacement"])
+        self.ctx.report(self.rule, node, message, self.ctx.replace(node, edit))

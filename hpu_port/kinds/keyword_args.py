@@ -1,0 +1,134 @@
+"""Kind ``keyword-args``: set, rename or drop keyword arguments of a matched call.
+
+``calls`` lists the qualified names of the callables; ``drop`` the keywords to
+remove, ``rename`` old -> new keyword names, ``set`` keyword -> Python expression
+(added when missing, replaced when different).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from hpu_port.kinds import Kind, register_kind, string_list, string_table
+from hpu_port.kinds._references import trigger_for, written
+
+
+@register_kind
+class KeywordArgs(Kind):
+    name = "keyword-args"
+    KEYS = {"calls": (list, True), "drop": (list, False), "rename": (dict, False), "set": (dict, False)}
+    MESSAGE_FIELDS = frozenset({"name", "keywords"})
+
+    def build_params(self, table):
+        calls = string_list(table["calls"], "calls")
+        drop = string_list(table.get("drop", []), "drop")
+        rename = string_table(table.get("rename", {}), "rename")
+        settings = string_table(table.get("set", {}), "set")
+        if not (drop or rename or settings):
+            raise ValueError("needs at least one of 'drop', 'rename' or 'set'")
+        for keyword, code in settings.items():
+            try:
+                cst.parse_expression(code)
+            except cst.ParserSyntaxError:
+                raise ValueError(f"'set.{keyword}': {code!r} is not a Python expression") from None
+        return {"calls": set(calls), "drop": drop, "rename": rename, "set": settings}
+
+    def triggers(self, rule):
+        return {trigger_for(name) for name in rule.params["calls"]}
+
+    def visitor(self, rules, ctx):
+        return _KeywordArgsVisitor(ctx, rules)
+
+
+class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
+    def __init__(self, ctx, rules) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.rules = rules
+
+    def visit_Call(self, node: cst.Call) -> None:
+        hit = self.ctx.qualify(node.func)
+        if hit is None:
+            return
+        for rule in self.rules:
+            if hit[0] in rule.params["calls"]:
+                self._check(rule, node)
+
+    def _check(self, rule, node: cst.Call) -> None:
+        changed = _changed_keywords(node, rule.params)
+        if not changed:
+            return
+        message = rule.message.format(
+            name=written(node.func), keywords=", ".join(f"`{k}`" for k in changed)
+        )
+        params = rule.params
+        self.ctx.report(rule, node, message, self.ctx.replace(node, lambda c: edit_keywords(c, params)))
+
+
+def _keywords(call: cst.Call) -> dict[str, cst.Arg]:
+    return {arg.keyword.value: arg for arg in call.args if arg.keyword is not None}
+
+
+def _changed_keywords(call: cst.Call, params) -> list[str]:
+    present = _keywords(call)
+    changed = [k for k in params["drop"] if k in present]
+    changed += [k for k in params["rename"] if k in present]
+    for keyword, code in params["set"].items():
+        arg = present.get(keyword)
+        if arg is None or written(arg.value) != code:
+            changed.append(keyword)
+    return changed
+
+
+def edit_keywords(call: cst.Call, params) -> cst.Call:
+    """Apply drop / rename / set to a call's arguments, keeping its layout."""
+    args = remove_args(call.args, lambda arg: arg.keyword is not None and arg.keyword.value in params["drop"])
+    args = [_renamed(arg, params["rename"]) for arg in args]
+    for keyword, code in params["set"].items():
+        args = _set_keyword(args, keyword, code)
+    return call.with_changes(args=args)
+
+
+def _renamed(arg: cst.Arg, rename: dict) -> cst.Arg:
+    if arg.keyword is not None and arg.keyword.value in rename:
+        return arg.with_changes(keyword=cst.Name(rename[arg.keyword.value]))
+    return arg
+
+
+def _set_keyword(args: list, keyword: str, code: str) -> list:
+    value = cst.parse_expression(code)
+    for index, arg in enumerate(args):
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            args = list(args)
+            args[index] = arg.with_changes(value=value)
+            return args
+    new = cst.Arg(
+        value=value,
+        keyword=cst.Name(keyword),
+        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+    )
+    return append_arg(args, new)
+
+
+def append_arg(args: list, new: cst.Arg) -> list:
+    """Add an argument at the end, after a comma, keeping a trailing comma if there was one."""
+    if not args:
+        return [new]
+    last = args[-1]
+    trailing: Optional[cst.Comma] = last.comma if isinstance(last.comma, cst.Comma) else None
+    separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    if trailing is not None and not isinstance(trailing.whitespace_after, cst.SimpleWhitespace):
+        # A multi-line call with a trailing comma: the new argument gets a line of its own.
+        return [*args, new.with_changes(comma=trailing)]
+    return [*args[:-1], last.with_changes(comma=separator), new.with_changes(comma=trailing or cst.MaybeSentinel.DEFAULT)]
+
+
+def remove_args(args, predicate) -> list:
+    """Remove the arguments ``predicate`` selects; the new last one takes the old last comma."""
+    args = list(args)
+    kept = [arg for arg in args if not predicate(arg)]
+    if kept and args and kept[-1] is not args[-1]:
+        kept[-1] = kept[-1].with_changes(comma=args[-1].comma)
+    return kept

@@ -1,0 +1,87 @@
+"""Kind ``method-call``: a device-moving method becomes ``.to(<device>)``.
+
+``x.cuda()``, ``model.cuda(rank)`` and ``x.cuda(non_blocking=True)`` become
+``x.to("hpu")`` and ``x.to("hpu", non_blocking=True)``: the device argument is
+dropped (one process drives one Gaudi), every other keyword is kept.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from hpu_port.kinds import Kind, register_kind
+
+
+@register_kind
+class MethodCall(Kind):
+    name = "method-call"
+    KEYS = {
+        "method": (str, True),
+        "new-method": (str, True),
+        "device": (str, True),
+        "device-keyword": (str, False),
+    }
+    MESSAGE_FIELDS = frozenset({"name", "replacement"})
+
+    def build_params(self, table):
+        for key in ("method", "new-method"):
+            if not table[key].isidentifier():
+                raise ValueError(f"{key!r} must be a method name")
+        return {**table, "device-keyword": table.get("device-keyword", "device")}
+
+    def triggers(self, rule):
+        return {rule.params["method"]}
+
+    def visitor(self, rules, ctx):
+        return _MethodCallVisitor(ctx, rules)
+
+
+class _MethodCallVisitor(cst.BatchableCSTVisitor):
+    def __init__(self, ctx, rules) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.by_method = {rule.params["method"]: rule for rule in reversed(rules)}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in self.by_method:
+            return
+        # `torch.cuda(...)`-like calls on an imported module are not method calls.
+        if self.ctx.qualify(func.value) is not None:
+            return
+        if not self.ctx.claim(node):
+            return
+        rule = self.by_method[func.attr.value]
+        params = rule.params
+        replacement = f'.{params["new-method"]}({self.ctx.string_quote()}{params["device"]}{self.ctx.string_quote()})'
+        message = rule.message.format(name=f".{params['method']}()", replacement=replacement)
+        self.ctx.report(rule, node, message, self.ctx.replace(node, self._edit(params)))
+
+    def _edit(self, params):
+        quote = self.ctx.string_quote()
+
+        def edit(updated: cst.Call) -> cst.Call:
+            kept = [
+                arg
+                for index, arg in enumerate(updated.args)
+                if not _is_device_arg(arg, index, params["device-keyword"])
+            ]
+            device = cst.Arg(cst.SimpleString(f'{quote}{params["device"]}{quote}'))
+            args = [device, *kept]
+            if kept:
+                args[0] = device.with_changes(
+                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                )
+                args[-1] = args[-1].with_changes(comma=updated.args[-1].comma)
+            return updated.with_changes(
+                func=updated.func.with_changes(attr=cst.Name(params["new-method"])),
+                args=args,
+            )
+
+        return edit
+
+
+def _is_device_arg(arg: cst.Arg, index: int, keyword: str) -> bool:
+    if arg.keyword is not None:
+        return arg.keyword.value == keyword
+    return index == 0 and arg.star == ""

@@ -1,0 +1,68 @@
+"""Kind ``rename``: a qualified name becomes another, through every import form."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from hpu_port.edits import replace_expression
+from hpu_port.kinds import Kind, markdown_table, register_kind, string_table
+from hpu_port.kinds._references import ReferenceVisitor, trigger_for, written
+
+
+@register_kind
+class Rename(Kind):
+    """``[renames]`` maps qualified names to their replacements.
+
+    ``[import-as]`` optionally maps a target module to the alias to import it
+    under when the file has no import to reuse (``habana_frameworks.torch.hpu.graphs
+    = "htgraphs"``).
+    """
+
+    name = "rename"
+    KEYS = {"renames": (dict, True), "import-as": (dict, False)}
+    MESSAGE_FIELDS = frozenset({"name", "replacement"})
+
+    def build_params(self, table):
+        renames = string_table(table["renames"], "renames")
+        if not renames:
+            raise ValueError("'renames' must not be empty")
+        for old, new in renames.items():
+            _check_dotted(old, "renames")
+            _check_dotted(new, "renames")
+        return {"renames": renames, "import-as": string_table(table.get("import-as", {}), "import-as")}
+
+    def describe(self, rule):
+        return markdown_table(("CUDA name", "replacement"), rule.params["renames"], code_values=True)
+
+    def triggers(self, rule):
+        return {trigger_for(name) for name in rule.params["renames"]}
+
+    def visitor(self, rules, ctx):
+        return _RenameVisitor(ctx, rules)
+
+
+def _check_dotted(name: str, key: str) -> None:
+    if not all(part.isidentifier() for part in name.split(".")):
+        raise ValueError(f"{key!r}: {name!r} is not a dotted Python name")
+
+
+class _RenameVisitor(ReferenceVisitor):
+    def __init__(self, ctx, rules) -> None:
+        self.table = {}
+        for rule in rules:
+            for old, new in rule.params["renames"].items():
+                self.table.setdefault(old, (rule, new))
+        super().__init__(ctx, set(self.table))
+
+    def on_reference(self, node, qualified, binding) -> None:
+        rule, target = self.table[qualified]
+        message = rule.message.format(name=written(node), replacement=target)
+        spelling = self.ctx.spell(target, rule.params["import-as"])
+        if spelling is None:
+            self.ctx.report(rule, node, message + f" (not rewritten: a local name hides `{target}`)")
+            return
+        applied = self.ctx.report(
+            rule, node, message, self.ctx.replace(node, replace_expression(spelling.code)), spelling
+        )
+        if applied:
+            binding.rewritten += 1

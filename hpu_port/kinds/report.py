@@ -1,0 +1,44 @@
+"""Kind ``report``: a use of a qualified name that a person must deal with."""
+
+from __future__ import annotations
+
+from hpu_port.kinds import Kind, markdown_table, register_kind, string_table
+from hpu_port.kinds._references import ReferenceVisitor, trigger_for, written
+
+
+@register_kind
+class Report(Kind):
+    """``[names]`` maps each qualified name to the advice shown for it (may be empty)."""
+
+    name = "report"
+    KEYS = {"names": (dict, True)}
+    MESSAGE_FIELDS = frozenset({"name", "qualified", "advice"})
+
+    def build_params(self, table):
+        names = string_table(table["names"], "names")
+        if not names:
+            raise ValueError("'names' must not be empty")
+        return {"names": names}
+
+    def describe(self, rule):
+        return markdown_table(("name", "what to do"), rule.params["names"], code_values=False)
+
+    def triggers(self, rule):
+        return {trigger_for(name) for name in rule.params["names"]}
+
+    def visitor(self, rules, ctx):
+        return _ReportVisitor(ctx, rules)
+
+
+class _ReportVisitor(ReferenceVisitor):
+    def __init__(self, ctx, rules) -> None:
+        self.table = {}
+        for rule in rules:
+            for name, advice in rule.params["names"].items():
+                self.table.setdefault(name, (rule, advice))
+        super().__init__(ctx, set(self.table))
+
+    def on_reference(self, node, qualified, binding) -> None:
+        rule, advice = self.table[qualified]
+        message = rule.message.format(name=written(node), qualified=qualified, advice=advice)
+        self.ctx.report(rule, node, message.strip())

@@ -1,0 +1,96 @@
+"""Renderers: turn FileResults into text. Nothing here prints; the CLI does."""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import json
+from typing import Iterable
+
+from hpu_port import __version__
+from hpu_port.results import FileResult, Finding
+
+
+def _text(data: bytes, encoding: str) -> str:
+    return data.decode(encoding, errors="replace")
+
+
+def unified_diff(result: FileResult, context: int = 3) -> str:
+    """A unified diff of one file's change, with ``---``/``+++`` headers and hunks."""
+    if not result.changed:
+        return ""
+    old = _text(result.source, result.encoding).splitlines()
+    new = _text(result.new_source, result.encoding).splitlines()
+    lines = difflib.unified_diff(old, new, result.path, result.path, n=context, lineterm="")
+    return "".join(line + "\n" for line in lines)
+
+
+def diff_line_style(line: str) -> str:
+    """The rich style of a diff line, for coloured output on a terminal."""
+    if line.startswith(("+++", "---")):
+        return "bold"
+    if line.startswith("@@"):
+        return "cyan"
+    if line.startswith("+"):
+        return "green"
+    if line.startswith("-"):
+        return "red"
+    return ""
+
+
+def finding_line(path: str, finding: Finding) -> str:
+    """``path:line:col: CODE [*] message``; ``[*]`` marks what rewrite fixes."""
+    marker = " [*]" if finding.fixable else ""
+    return f"{path}:{finding.line}:{finding.column}: {finding.code}{marker} {finding.message}"
+
+
+def all_findings(results: Iterable[FileResult]) -> list[tuple[str, Finding]]:
+    rows = [(r.path, f) for r in results for f in r.findings]
+    return sorted(rows, key=lambda row: (row[0], row[1].sort_key()))
+
+
+def render_text(results: list[FileResult]) -> str:
+    return "".join(finding_line(path, f) + "\n" for path, f in all_findings(results))
+
+
+JSON_SCHEMA_VERSION = 1
+
+
+def finding_record(path: str, finding: Finding) -> dict:
+    return {
+        "path": path,
+        "line": finding.line,
+        "column": finding.column,
+        "end_line": finding.end_line,
+        "end_column": finding.end_column,
+        "code": finding.code,
+        "message": finding.message,
+        "category": finding.category,
+        "fix": finding.fix,
+        "fixable": finding.fixable,
+    }
+
+
+def render_json(results: list[FileResult]) -> str:
+    document = {
+        "tool": "hpu-port",
+        "version": __version__,
+        "schema_version": JSON_SCHEMA_VERSION,
+        "findings": [finding_record(path, f) for path, f in all_findings(results)],
+        "errors": [{"path": r.path, "message": r.error} for r in results if r.failed],
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
+def render_csv(results: list[FileResult]) -> str:
+    out = io.StringIO()
+    fields = ["path", "line", "column", "end_line", "end_column", "code", "category", "fix", "fixable", "message"]
+    writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for path, finding in all_findings(results):
+        writer.writerow(finding_record(path, finding))
+    return out.getvalue()
+
+
+RENDERERS = {"text": render_text, "json": render_json, "csv": render_csv}

@@ -1,0 +1,63 @@
+"""Per-file results: everything the engine learns about one file, as plain data.
+
+Nothing here prints or touches the disk; renderers and the writer consume these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing a rule noticed at a place in a file.
+
+    ``fix`` is the fix safety of this match (``safe``, ``unsafe``, or ``none``
+    when it cannot be rewritten); ``fixable`` tells whether ``rewrite`` with the
+    current options fixes it; ``applied`` whether this run's output includes it.
+    """
+
+    code: str
+    message: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    fix: str = "none"
+    fixable: bool = False
+    applied: bool = False
+    category: str = ""
+
+    @property
+    def needs_person(self) -> bool:
+        """True when ``rewrite`` cannot fix this finding: a person must act."""
+        return not self.fixable
+
+    def sort_key(self) -> tuple:
+        return (self.line, self.column, self.code, self.message)
+
+
+@dataclass
+class FileResult:
+    """The outcome of porting one file.
+
+    ``new_source`` is None when nothing changed (or nothing was applied).
+    ``error`` is a one-line description when the file could not be processed;
+    then nothing must be written for it.
+    """
+
+    path: str
+    source: bytes = b""
+    new_source: Optional[bytes] = None
+    findings: list[Finding] = field(default_factory=list)
+    error: Optional[str] = None
+    encoding: str = "utf-8"
+
+    @property
+    def changed(self) -> bool:
+        return self.new_source is not None and self.new_source != self.source
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None

@@ -1,0 +1,68 @@
+"""Run the engine over paths: discover, read, port, and (when asked) write back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hpu_port.engine import port_source
+from hpu_port.files import FileChangedError, discover, read_source, write_atomically
+from hpu_port.results import FileResult
+from hpu_port.settings import RuleSet
+
+
+@dataclass
+class RunSummary:
+    results: list[FileResult] = field(default_factory=list)
+
+    @property
+    def scanned(self) -> int:
+        return len(self.results)
+
+    @property
+    def changed(self) -> list[FileResult]:
+        return [r for r in self.results if r.changed and not r.failed]
+
+    @property
+    def failed(self) -> list[FileResult]:
+        return [r for r in self.results if r.failed]
+
+    @property
+    def findings(self) -> int:
+        return sum(len(r.findings) for r in self.results)
+
+    @property
+    def manual(self) -> int:
+        return sum(1 for r in self.results for f in r.findings if f.needs_person)
+
+
+def port_path(path: str, ruleset: RuleSet, apply: bool) -> FileResult:
+    """Read and port one file; an unreadable file becomes a result with an error."""
+    try:
+        source = read_source(path)
+    except IsADirectoryError:
+        return FileResult(path=path, error="is a directory")
+    except OSError as exc:
+        return FileResult(path=path, error=f"cannot read: {exc.strerror or exc}")
+    return port_source(path, source, ruleset, apply)
+
+
+def run(paths: list[str], ruleset: RuleSet, apply: bool = True) -> RunSummary:
+    """Port every file under ``paths``, in a stable (sorted) order."""
+    summary = RunSummary()
+    for source in discover(paths):
+        if source.error:
+            summary.results.append(FileResult(path=source.path, error=source.error))
+        else:
+            summary.results.append(port_path(source.path, ruleset, apply))
+    return summary
+
+
+def write_results(summary: RunSummary) -> None:
+    """Write every changed file; a file that cannot be written gets an error."""
+    for result in summary.changed:
+        try:
+            write_atomically(result.path, result.new_source, expected=result.source)
+        except FileChangedError:
+            result.error = "changed on disk while it was being ported; not written"
+        except OSError as exc:
+            result.error = f"cannot write: {exc.strerror or exc}"

@@ -1,0 +1,77 @@
+"""Qualified names through every import form, and shadowing."""
+
+import pytest
+
+from tests.conftest import ported
+
+IMPORT_FORMS = [
+    pytest.param("import torch\ntorch.cuda.synchronize()\n", "import torch\nimport habana_frameworks.torch.core as htcore\n\ntorch.hpu.synchronize()\n", id="import-torch"),
+    pytest.param("import torch as T\nT.cuda.synchronize()\n", "import torch as T\nimport habana_frameworks.torch.core as htcore\n\nT.hpu.synchronize()\n", id="import-as"),
+    pytest.param("import torch.cuda as tc\ntc.synchronize()\n", "import torch\nimport habana_frameworks.torch.core as htcore\n\ntorch.hpu.synchronize()\n", id="import-submodule-as"),
+    pytest.param("import torch.cuda\ntorch.cuda.synchronize()\n", "import torch.cuda\nimport habana_frameworks.torch.core as htcore\n\ntorch.hpu.synchronize()\n", id="import-submodule"),
+    pytest.param("from torch import cuda\ncuda.synchronize()\n", "import torch\nimport habana_frameworks.torch.core as htcore\n\ntorch.hpu.synchronize()\n", id="from-import-module"),
+    pytest.param("from torch.cuda import synchronize as sync\nsync()\n", "import torch\nimport habana_frameworks.torch.core as htcore\n\ntorch.hpu.synchronize()\n", id="from-import-as"),
+    pytest.param(
+        "import torch\n\ndef f():\n    import torch.cuda as tc\n    tc.synchronize()\n",
+        "import torch\nimport habana_frameworks.torch.core as htcore\n\ndef f():\n    torch.hpu.synchronize()\n",
+        id="function-local-import",
+    ),
+    pytest.param(
+        "import torch\n\nclass Trainer:\n    def sync(self):\n        torch.cuda.synchronize()\n",
+        "import torch\nimport habana_frameworks.torch.core as htcore\n\nclass Trainer:\n    def sync(self):\n        torch.hpu.synchronize()\n",
+        id="method",
+    ),
+    pytest.param(
+        "try:\n    import torch.cuda as tc\nexcept ImportError:\n    tc = None\ntc.synchronize()\n",
+        "import torch\nimport habana_frameworks.torch.core as htcore\n\ntry:\n    pass\nexcept ImportError:\n    tc = None\ntorch.hpu.synchronize()\n",
+        id="try-except-import",
+    ),
+    pytest.param(
+        "from torch.cuda import synchronize\nhooks = [synchronize]\n",
+        "import torch\nimport habana_frameworks.torch.core as htcore\n\nhooks = [torch.hpu.synchronize]\n",
+        id="name-as-value",
+    ),
+    pytest.param(
+        "import torch\nfrom torch.cuda import amp, synchronize\nsynchronize()\nx = amp\n",
+        "import torch\nfrom torch.cuda import amp\nimport habana_frameworks.torch.core as htcore\n\ntorch.hpu.synchronize()\nx = amp\n",
+        id="partial-from-import",
+    ),
+]
+
+
+@pytest.mark.parametrize("before, after", IMPORT_FORMS)
+def test_import_forms(before, after):
+    assert ported(before, select=["HPU001", "HPU101"]) == after
+    assert ported(after, select=["HPU001", "HPU101"]) == after
+
+
+SHADOWED = [
+    pytest.param("import torch\ndef f(torch):\n    torch.cuda.synchronize()\n", id="parameter"),
+    pytest.param("import torch\ndef f():\n    torch = backend()\n    torch.cuda.synchronize()\n", id="local-assignment"),
+    pytest.param("import torch\ndef f():\n    for torch in backends:\n        torch.cuda.synchronize()\n", id="loop-target"),
+    pytest.param("import torch\ndef f():\n    with ctx() as torch:\n        torch.cuda.synchronize()\n", id="with-target"),
+    pytest.param("from torch.cuda import synchronize\ndef f(synchronize):\n    synchronize()\n", id="shadowed-from-import"),
+    pytest.param("cuda = object()\ncuda.synchronize()\n", id="not-imported"),
+    pytest.param("from .backend import torch\ntorch.cuda.synchronize()\n", id="relative-import"),
+    pytest.param("import torch\nobj.torch.cuda.synchronize()\n", id="attribute-of-something-else"),
+]
+
+
+@pytest.mark.parametrize("code", SHADOWED)
+def test_shadowed_or_unrelated_names_are_left_alone(code):
+    assert ported(code, select=["HPU101"]) == code
+
+
+def test_global_declaration_sees_module_import():
+    code = "import torch\ndef f():\n    global torch\n    torch.cuda.synchronize()\n"
+    assert "torch.hpu.synchronize()" in ported(code, select=["HPU101"])
+
+
+def test_nested_function_sees_enclosing_import():
+    code = "def outer():\n    import torch\n    def inner():\n        torch.cuda.synchronize()\n    return inner\n"
+    assert "torch.hpu.synchronize()" in ported(code, select=["HPU101"])
+
+
+def test_class_scope_does_not_leak_into_methods():
+    code = "import torch\nclass A:\n    torch = None\n    def f(self):\n        torch.cuda.synchronize()\n"
+    assert "torch.hpu.synchronize()" in ported(code, select=["HPU101"])
