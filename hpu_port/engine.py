@@ -302,7 +302,7 @@ def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) 
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        result.error = f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {_first_line(exc.message)}"
+        result.error = _describe_syntax_error(source, exc)
         return result
     except (UnicodeDecodeError, LookupError, ValueError) as exc:
         result.error = f"cannot decode: {_first_line(str(exc))}"
@@ -327,6 +327,26 @@ def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) 
                 return result
             result.new_source = new_source
     return result
+
+
+def _describe_syntax_error(source: bytes, exc: cst.ParserSyntaxError) -> str:
+    """One line naming the place and the problem, as Python itself would put it."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(source)
+    except SyntaxError as error:
+        where = f"line {error.lineno}" + (f", column {error.offset}" if error.offset else "")
+        return f"syntax error at {where}: {error.msg}"
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    message = _first_line(exc.message)
+    if len(message) > 120:
+        message = message[:117] + "..."
+    return f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {message}"
 
 
 def _reparse_problem(source: bytes) -> Optional[str]:

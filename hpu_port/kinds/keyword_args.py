@@ -87,7 +87,7 @@ def edit_keywords(call: cst.Call, params) -> cst.Call:
     args = remove_args(call.args, lambda arg: arg.keyword is not None and arg.keyword.value in params["drop"])
     args = [_renamed(arg, params["rename"]) for arg in args]
     for keyword, code in params["set"].items():
-        args = _set_keyword(args, keyword, code)
+        args = _set_keyword(args, keyword, code, call.whitespace_before_args)
     return call.with_changes(args=args)
 
 
@@ -97,7 +97,7 @@ def _renamed(arg: cst.Arg, rename: dict) -> cst.Arg:
     return arg
 
 
-def _set_keyword(args: list, keyword: str, code: str) -> list:
+def _set_keyword(args: list, keyword: str, code: str, indent) -> list:
     value = cst.parse_expression(code)
     for index, arg in enumerate(args):
         if arg.keyword is not None and arg.keyword.value == keyword:
@@ -109,19 +109,23 @@ def _set_keyword(args: list, keyword: str, code: str) -> list:
         keyword=cst.Name(keyword),
         equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
     )
-    return append_arg(args, new)
+    return append_arg(args, new, indent)
 
 
-def append_arg(args: list, new: cst.Arg) -> list:
-    """Add an argument at the end, after a comma, keeping a trailing comma if there was one."""
+def append_arg(args: list, new: cst.Arg, indent=None) -> list:
+    """Add an argument at the end, keeping the call's layout.
+
+    In a call laid out one argument per line with a trailing comma, the new
+    argument gets a line of its own (``indent`` is the whitespace after the
+    opening parenthesis); otherwise it follows ``, `` on the same line.
+    """
     if not args:
         return [new]
     last = args[-1]
     trailing: Optional[cst.Comma] = last.comma if isinstance(last.comma, cst.Comma) else None
     separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    if trailing is not None and not isinstance(trailing.whitespace_after, cst.SimpleWhitespace):
-        # A multi-line call with a trailing comma: the new argument gets a line of its own.
-        return [*args, new.with_changes(comma=trailing)]
+    if trailing is not None and isinstance(indent, cst.ParenthesizedWhitespace):
+        separator = cst.Comma(whitespace_after=indent)
     return [*args[:-1], last.with_changes(comma=separator), new.with_changes(comma=trailing or cst.MaybeSentinel.DEFAULT)]
 
 

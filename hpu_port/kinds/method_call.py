@@ -53,14 +53,14 @@ class _MethodCallVisitor(cst.BatchableCSTVisitor):
             return
         rule = self.by_method[func.attr.value]
         params = rule.params
-        replacement = f'.{params["new-method"]}({self.ctx.string_quote()}{params["device"]}{self.ctx.string_quote()})'
+        replacement = f'.{params["new-method"]}("{params["device"]}")'
         message = rule.message.format(name=f".{params['method']}()", replacement=replacement)
         self.ctx.report(rule, node, message, self.ctx.replace(node, self._edit(params)))
 
     def _edit(self, params):
-        quote = self.ctx.string_quote()
-
         def edit(updated: cst.Call) -> cst.Call:
+            # Decided when applying, once the whole file's quote style is known.
+            quote = self.ctx.string_quote()
             kept = [
                 arg
                 for index, arg in enumerate(updated.args)

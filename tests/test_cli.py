@@ -1,0 +1,225 @@
+"""The CLI contract: commands, options, stdout/stderr split and exit codes 0/1/2."""
+
+import json
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from hpu_port.cli import main
+
+CUDA_CODE = 'import torch\n\nx = torch.zeros(2, device="cuda")\ntorch.cuda.synchronize()\n'
+CLEAN_CODE = "import torch\n\nx = torch.zeros(2)\n"
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "train.py").write_text(CUDA_CODE)
+    (tmp_path / "pkg" / "clean.py").write_text(CLEAN_CODE)
+    (tmp_path / "pkg" / "__pycache__").mkdir()
+    (tmp_path / "pkg" / "__pycache__" / "skip.py").write_text(CUDA_CODE)
+    return tmp_path
+
+
+def invoke(runner, *args):
+    return runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_rewrite_writes_files_and_exits_0(runner, tree):
+    result = invoke(runner, "rewrite", tree)
+    assert result.exit_code == 0
+    text = (tree / "pkg" / "train.py").read_text()
+    assert 'device="hpu"' in text and "torch.hpu.synchronize()" in text
+    assert (tree / "pkg" / "clean.py").read_text() == CLEAN_CODE
+    assert (tree / "pkg" / "__pycache__" / "skip.py").read_text() == CUDA_CODE
+    assert result.stdout == ""
+    assert "2 files scanned, 1 rewritten, 0 failed" in result.stderr
+    # A second run has nothing to do.
+    again = invoke(runner, "rewrite", "--check", tree)
+    assert again.exit_code == 0 and again.stdout == ""
+
+
+def test_dry_run_prints_a_unified_diff_and_writes_nothing(runner, tree):
+    result = invoke(runner, "rewrite", "--dry-run", tree)
+    assert result.exit_code == 1
+    path = tree / "pkg" / "train.py"
+    assert path.read_text() == CUDA_CODE
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"--- {path}" and lines[1] == f"+++ {path}"
+    assert lines[2].startswith("@@ ")
+    assert '-x = torch.zeros(2, device="cuda")' in lines
+    assert '+x = torch.zeros(2, device="hpu")' in lines
+    assert "\x1b[" not in result.stdout  # plain when piped
+    assert "1 would be rewritten" in result.stderr
+
+
+def test_dry_run_diff_applies_with_patch(runner, tree, tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("patch") is None:
+        pytest.fail("the `patch` program is needed for this test")
+    result = invoke(runner, "rewrite", "--dry-run", tree / "pkg" / "train.py")
+    subprocess.run(["patch", "-s", "-p0"], input=result.stdout.encode(), cwd="/", check=True)
+    assert "torch.hpu.synchronize()" in (tree / "pkg" / "train.py").read_text()
+
+
+def test_check_flag_lists_files(runner, tree):
+    result = invoke(runner, "rewrite", "--check", tree)
+    assert result.exit_code == 1
+    assert result.stdout == f"{tree / 'pkg' / 'train.py'}\n"
+
+
+def test_nothing_to_do_exits_0(runner, tree):
+    result = invoke(runner, "rewrite", "--dry-run", tree / "pkg" / "clean.py")
+    assert result.exit_code == 0 and result.stdout == ""
+
+
+def test_syntax_error_exits_2_and_other_files_are_processed(runner, tree):
+    broken = tree / "pkg" / "broken.py"
+    broken.write_text('print "python 2"\nx = "cuda"\n')
+    result = invoke(runner, "rewrite", tree)
+    assert result.exit_code == 2
+    assert broken.read_text() == 'print "python 2"\nx = "cuda"\n'
+    assert "torch.hpu.synchronize()" in (tree / "pkg" / "train.py").read_text()
+    [error] = [line for line in result.stderr.splitlines() if "error" in line]
+    assert error.startswith(f"{broken}: error: syntax error at line 1")
+
+
+def test_missing_path_exits_2(runner, tree):
+    result = invoke(runner, "rewrite", "--dry-run", tree / "nope.py", tree / "pkg" / "train.py")
+    assert result.exit_code == 2
+    assert f"{tree / 'nope.py'}: error: no such file or directory" in result.stderr
+    assert "+++" in result.stdout  # the good file was still processed
+
+
+def test_check_reports_findings_sorted(runner, tree):
+    result = invoke(runner, "check", tree)
+    assert result.exit_code == 1
+    path = tree / "pkg" / "train.py"
+    assert result.stdout.splitlines() == [
+        f"{path}:1:1: HPU001 [*] add `import habana_frameworks.torch.core as htcore`: it registers the HPU device (`torch.hpu`, `\"hpu\"`) with torch",
+        f'{path}:3:27: HPU110 [*] "cuda" names a CUDA device; use "hpu"',
+        f"{path}:4:1: HPU101 [*] `torch.cuda.synchronize` is a CUDA device API; use `torch.hpu.synchronize`",
+    ]
+    assert path.read_text() == CUDA_CODE
+    assert "3 findings (3 fixable by rewrite, 0 need a person)" in result.stderr
+
+
+def test_check_clean_exits_0(runner, tree):
+    result = invoke(runner, "check", tree / "pkg" / "clean.py")
+    assert result.exit_code == 0 and result.stdout == ""
+
+
+def test_check_json_and_output_file(runner, tree):
+    out = tree / "report.json"
+    result = invoke(runner, "check", "--format", "json", "--output", out, tree)
+    assert result.exit_code == 1 and result.stdout == ""
+    data = json.loads(out.read_text())
+    assert data["tool"] == "hpu-port"
+    assert [f["code"] for f in data["findings"]] == ["HPU001", "HPU110", "HPU101"]
+    assert set(data["findings"][1]) >= {"path", "line", "column", "end_line", "end_column", "code", "message", "category", "fix"}
+
+
+def test_check_csv(runner, tree):
+    result = invoke(runner, "check", "--format", "csv", tree)
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("path,line,column")
+    assert len(lines) == 4
+
+
+def test_select_and_ignore(runner, tree):
+    only_strings = invoke(runner, "check", "--select", "HPU110", tree)
+    assert [line.split(": ")[1].split()[0] for line in only_strings.stdout.splitlines()] == ["HPU110"]
+    ignored = invoke(runner, "check", "--ignore", "HPU110,HPU001", tree)
+    assert "HPU110" not in ignored.stdout and "HPU101" in ignored.stdout
+
+
+def test_unknown_select_code_exits_2(runner, tree):
+    result = invoke(runner, "check", "--select", "HPU777", tree)
+    assert result.exit_code == 2
+    assert "unknown rule code or prefix 'HPU777'" in result.stderr
+
+
+def test_bad_rule_file_exits_2_before_touching_files(runner, tree):
+    bad = tree / "bad.toml"
+    bad.write_text('code = "HPU990"\nkind = "rename"\nbogus = 1\n')
+    result = invoke(runner, "rewrite", "--rules", bad, tree)
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"hpu-port: error: {bad}: rule HPU990: unknown key 'bogus'"
+    assert (tree / "pkg" / "train.py").read_text() == CUDA_CODE
+
+
+def test_user_rule_file_is_applied(runner, tree):
+    rule = tree / "mine.toml"
+    rule.write_text(
+        textwrap.dedent(
+            '''
+            code = "HPU901"
+            name = "mylib-helper"
+            summary = "s"
+            why = "w"
+            kind = "rename"
+            fix = "safe"
+            default = true
+            category = "device"
+            message = "`{name}` -> `{replacement}`"
+            [renames]
+            "mylib.cuda_helper" = "mylib.hpu_helper"
+            [[examples.invalid]]
+            before = "import mylib\\nmylib.cuda_helper()\\n"
+            after = "import mylib\\nmylib.hpu_helper()\\n"
+            [[examples.valid]]
+            code = "x = 1\\n"
+            '''
+        )
+    )
+    (tree / "pkg" / "helper.py").write_text("import mylib\nmylib.cuda_helper()\n")
+    result = invoke(runner, "rewrite", "--rules", rule, tree / "pkg" / "helper.py")
+    assert result.exit_code == 0
+    assert (tree / "pkg" / "helper.py").read_text() == "import mylib\nmylib.hpu_helper()\n"
+    listed = invoke(runner, "rules", "--rules", rule)
+    assert any(line.startswith("HPU901\tmylib-helper\trename\tsafe\ton") for line in listed.stdout.splitlines())
+
+
+def test_rules_lists_every_rule(runner, all_rules):
+    result = invoke(runner, "rules")
+    assert result.exit_code == 0
+    assert [line.split("\t")[0] for line in result.stdout.splitlines()] == [r.code for r in all_rules]
+
+
+def test_explain(runner):
+    result = invoke(runner, "explain", "HPU110")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("# HPU110: cuda-device-string")
+    for section in ("## What it does", "## Why", "## Example", "Use instead:", "## Fix safety"):
+        assert section in result.stdout
+    by_name = invoke(runner, "explain", "cuda-device-string")
+    assert by_name.stdout == result.stdout
+
+
+def test_explain_unknown_code_exits_2(runner):
+    result = invoke(runner, "explain", "HPU999")
+    assert result.exit_code == 2 and "unknown rule 'HPU999'" in result.stderr
+
+
+def test_usage_error_exits_2(runner):
+    assert invoke(runner, "rewrite").exit_code == 2
+    assert invoke(runner, "rewrite", "--mode", "turbo", ".").exit_code == 2
+
+
+def test_mode_option_is_accepted(runner, tree):
+    result = invoke(runner, "rewrite", "--mode", "eager", "--dry-run", tree / "pkg" / "train.py")
+    assert result.exit_code == 1
+
+
+def test_version(runner):
+    from hpu_port import __version__
+
+    assert invoke(runner, "--version").stdout.strip().endswith(__version__)
