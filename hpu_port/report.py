@@ -22,8 +22,33 @@ def unified_diff(result: FileResult, context: int = 3) -> str:
         return ""
     old = _text(result.source, result.encoding).splitlines()
     new = _text(result.new_source, result.encoding).splitlines()
-    lines = difflib.unified_diff(old, new, result.path, result.path, n=context, lineterm="")
+    lines = [f"--- {result.path}", f"+++ {result.path}"]
+    # autojunk off: with it, frequent lines (blank ones) are ignored while
+    # matching, and untouched blank lines show up as removed and re-added.
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for group in matcher.get_grouped_opcodes(context):
+        lines.append(_hunk_header(group))
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                lines += [" " + line for line in old[i1:i2]]
+                continue
+            lines += ["-" + line for line in old[i1:i2]]
+            lines += ["+" + line for line in new[j1:j2]]
     return "".join(line + "\n" for line in lines)
+
+
+def _hunk_header(group) -> str:
+    first, last = group[0], group[-1]
+    old_start, old_len = first[1], last[2] - first[1]
+    new_start, new_len = first[3], last[4] - first[3]
+    return f"@@ -{_range(old_start, old_len)} +{_range(new_start, new_len)} @@"
+
+
+def _range(start: int, length: int) -> str:
+    # Unified diff ranges are 1-based; an empty range names the line before it.
+    if length == 1:
+        return str(start + 1)
+    return f"{start + 1 if length else start},{length}"
 
 
 def diff_line_style(line: str) -> str:

@@ -197,3 +197,12 @@ def test_finding_positions():
     result = port(code, apply=False)
     finding = next(f for f in result.findings if f.code == "HPU110")
     assert (finding.line, finding.column, finding.end_line, finding.end_column) == (3, 27, 3, 33)
+
+
+def test_attribute_names_are_not_devices():
+    code = 'if hasattr(torch, "cuda"):\n    f = getattr(model, "cuda")\n'
+    assert ported(code, select=["HPU110"]) == code
+
+
+def test_device_prefix_literal():
+    assert ported('ok = dev.startswith("cuda:")\n', select=["HPU110"]) == 'ok = dev.startswith("hpu:")\n'

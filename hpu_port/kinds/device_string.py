@@ -17,6 +17,9 @@ from hpu_port.kinds import Kind, register_kind
 from hpu_port.kinds._references import written
 
 
+ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
+
+
 @register_kind
 class DeviceString(Kind):
     name = "device-string"
@@ -31,8 +34,8 @@ class DeviceString(Kind):
         return {
             "device": table["device"],
             "replacement": table["replacement"],
-            # exactly a device: "cuda", "cuda:0"
-            "exact": re.compile(rf"{device}(:[0-9]+)?"),
+            # exactly a device, or the prefix of one: "cuda", "cuda:0", "cuda:"
+            "exact": re.compile(rf"{device}(:[0-9]*)?"),
             # a template that builds one: "cuda:{}", "cuda:{rank}", "cuda:%d", "cuda:"
             "template": re.compile(rf"{device}:(\{{[A-Za-z0-9_.]*\}}|%[dsi]|)"),
         }
@@ -59,6 +62,11 @@ class _DeviceStringVisitor(cst.BatchableCSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if isinstance(func, cst.Name) and func.value in ATTRIBUTE_FUNCTIONS and len(node.args) > 1:
+            # getattr(x, "cuda"): the name of an attribute, not a device.
+            if isinstance(node.args[1].value, cst.SimpleString):
+                self.ctx.claim(node.args[1].value)
+            return
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value == "format"
