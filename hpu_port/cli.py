@@ -37,15 +37,11 @@ def _load_ruleset(rules_files, select, ignore, mode="lazy", fp16=False, unsafe=F
     return RuleSet(chosen, Options(mode=mode, fp16_to_bf16=fp16, unsafe_fixes=unsafe))
 
 
-def _console(no_color: bool, stderr: bool = False):
+def _console():
+    """A rich console for stdout; only used once we decided to colour."""
     from rich.console import Console
 
-    return Console(
-        file=sys.stderr if stderr else sys.stdout,
-        no_color=no_color or bool(os.environ.get("NO_COLOR")),
-        highlight=False,
-        soft_wrap=True,
-    )
+    return Console(file=sys.stdout, force_terminal=True, highlight=False, soft_wrap=True)
 
 
 def _stdout_colored(no_color: bool) -> bool:
@@ -60,7 +56,7 @@ def _print_diff(text: str, no_color: bool) -> None:
 
     from hpu_port.report import diff_line_style
 
-    console = _console(no_color)
+    console = _console()
     for line in text.splitlines():
         console.print(Text(line, style=diff_line_style(line)))
 
@@ -193,7 +189,7 @@ def list_rules(rules_files, show_all, no_color):
         table = Table("code", "name", "kind", "fix", "default", "summary", box=None)
         for r in ruleset_rules:
             table.add_row(r.code, r.name, r.kind, r.fix, "on" if r.default else "off", r.summary)
-        _console(no_color).print(table)
+        _console().print(table)
         return
     for r in ruleset_rules:
         click.echo(f"{r.code}\t{r.name}\t{r.kind}\t{r.fix}\t{'on' if r.default else 'off'}\t{r.summary}")
@@ -225,7 +221,7 @@ def explain(code, rules_files, no_color):
     if _stdout_colored(no_color):
         from rich.markdown import Markdown
 
-        _console(no_color).print(Markdown(page))
+        _console().print(Markdown(page))
     else:
         click.echo(page, nl=False)
 

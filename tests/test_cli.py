@@ -223,3 +223,24 @@ def test_version(runner):
     from hpu_port import __version__
 
     assert invoke(runner, "--version").stdout.strip().endswith(__version__)
+
+
+def test_diff_is_coloured_on_a_terminal(runner, tree, monkeypatch):
+    import hpu_port.cli as cli
+
+    monkeypatch.setattr(cli, "_stdout_colored", lambda no_color: not no_color)
+    coloured = invoke(runner, "rewrite", "--dry-run", tree / "pkg" / "train.py")
+    assert "\x1b[" in coloured.stdout
+    plain = invoke(runner, "rewrite", "--dry-run", "--no-color", tree / "pkg" / "train.py")
+    assert "\x1b[" not in plain.stdout
+
+
+def test_no_color_environment_variable(monkeypatch):
+    import hpu_port.cli as cli
+
+    monkeypatch.setattr(cli.sys.stdout, "isatty", lambda: True, raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert cli._stdout_colored(False) is False
+    monkeypatch.delenv("NO_COLOR")
+    assert cli._stdout_colored(False) is True
+    assert cli._stdout_colored(True) is False
