@@ -107,11 +107,37 @@ class _ApplyPlan(cst.CSTTransformer):
     # -- statement containers ----------------------------------------------------
 
     def leave_SimpleStatementLine(self, original, updated):
+        if any(small in self._after for small in updated.body):
+            return self._lines_with_insertions(updated)
         body = self._rebuild_small(updated.body)
         if not body:
             self._drop.add(updated)
             return updated
         return updated.with_changes(body=body)
+
+    def _lines_with_insertions(self, line: cst.SimpleStatementLine):
+        """One statement per line, each inserted statement on a line after its anchor.
+
+        `loss.backward(); opt.step()` with insertions reads best split up; the
+        comment at the end of the line stays with the last original statement.
+        """
+        kept = [small for small in line.body if small not in self._drop]
+        lines = []
+        for index, small in enumerate(kept):
+            is_last = index == len(kept) - 1
+            lines.append(
+                cst.SimpleStatementLine(
+                    body=[small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)],
+                    leading_lines=line.leading_lines if index == 0 else (),
+                    trailing_whitespace=line.trailing_whitespace if is_last else cst.TrailingWhitespace(),
+                )
+            )
+            for code in self._after.get(small, ()):
+                lines.append(cst.parse_statement(code, config=self.config))
+        if not lines:
+            self._drop.add(line)
+            return line
+        return cst.FlattenSentinel(lines)
 
     def leave_SimpleStatementSuite(self, original, updated):
         body = self._rebuild_small(updated.body)

@@ -37,4 +37,6 @@ def test_dry_run_of_the_example_shows_every_edit():
     assert "+import habana_frameworks.torch.core as htcore" in added
     assert '+    model = Net().to("hpu")' in added
     assert '+        state = torch.load(args.checkpoint, map_location="hpu:0")' in added
-    assert len(added) == len(removed) + 1  # every edit replaces a line; one import is added
+    assert added.count("+        htcore.mark_step()") == 2  # after backward and after the optimizer step
+    # every other edit replaces a line; one import and two mark_steps are added
+    assert len(added) == len(removed) + 3
