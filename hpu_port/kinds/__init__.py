@@ -87,9 +87,9 @@ def _load_all() -> None:
     global _LOADED
     if _LOADED:
         return
-    _LOADED = True
     for info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{info.name}")
+    _LOADED = True
 
 
 def get_kind(name: str) -> Optional[Kind]:

@@ -2,11 +2,14 @@
 
 ``calls`` lists the qualified names of the callables; ``drop`` the keywords to
 remove, ``rename`` old -> new keyword names, ``set`` keyword -> Python expression
-(added when missing, replaced when different).
+(added when missing, replaced when different; with ``set-when``, replaced only
+when the current value is one of those listed). A matched callable used as a
+bare decorator (``@torch.compile``) becomes a call with the ``set`` keywords.
 """
 
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
@@ -18,7 +21,13 @@ from hpu_port.kinds._references import trigger_for, written
 @register_kind
 class KeywordArgs(Kind):
     name = "keyword-args"
-    KEYS = {"calls": (list, True), "drop": (list, False), "rename": (dict, False), "set": (dict, False)}
+    KEYS = {
+        "calls": (list, True),
+        "drop": (list, False),
+        "rename": (dict, False),
+        "set": (dict, False),
+        "set-when": (dict, False),
+    }
     MESSAGE_FIELDS = frozenset({"name", "keywords"})
 
     def build_params(self, table):
@@ -33,7 +42,12 @@ class KeywordArgs(Kind):
                 cst.parse_expression(code)
             except cst.ParserSyntaxError:
                 raise ValueError(f"'set.{keyword}': {code!r} is not a Python expression") from None
-        return {"calls": set(calls), "drop": drop, "rename": rename, "set": settings}
+        set_when = table.get("set-when", {})
+        for keyword, values in set_when.items():
+            if keyword not in settings:
+                raise ValueError(f"'set-when.{keyword}' names a keyword that 'set' does not set")
+            string_list(values, f"set-when.{keyword}")
+        return {"calls": set(calls), "drop": drop, "rename": rename, "set": settings, "set-when": set_when}
 
     def triggers(self, rule):
         return {trigger_for(name) for name in rule.params["calls"]}
@@ -56,7 +70,18 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
             if hit[0] in rule.params["calls"]:
                 self._check(rule, node)
 
-    def _check(self, rule, node: cst.Call) -> None:
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        if isinstance(node.decorator, cst.Call):
+            return  # handled as a call
+        hit = self.ctx.qualify(node.decorator)
+        if hit is None:
+            return
+        for rule in self.rules:
+            if hit[0] in rule.params["calls"] and rule.params["set"]:
+                call = cst.Call(func=node.decorator)
+                self._check(rule, call, node)
+
+    def _check(self, rule, node: cst.Call, report_at=None) -> None:
         changed = _changed_keywords(node, rule.params)
         if not changed:
             return
@@ -64,7 +89,13 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
             name=written(node.func), keywords=", ".join(f"`{k}`" for k in changed)
         )
         params = rule.params
-        self.ctx.report(rule, node, message, self.ctx.replace(node, lambda c: edit_keywords(c, params)))
+        if report_at is None:
+            fix = self.ctx.replace(node, lambda c: edit_keywords(c, params))
+        else:  # a bare decorator becomes a call
+            fix = self.ctx.replace(
+                report_at, lambda d: d.with_changes(decorator=edit_keywords(cst.Call(func=d.decorator), params))
+            )
+        self.ctx.report(rule, report_at or node, message, fix)
 
 
 def _keywords(call: cst.Call) -> dict[str, cst.Arg]:
@@ -75,19 +106,48 @@ def _changed_keywords(call: cst.Call, params) -> list[str]:
     present = _keywords(call)
     changed = [k for k in params["drop"] if k in present]
     changed += [k for k in params["rename"] if k in present]
+    for keyword in _keywords_to_set(call, params):
+        changed.append(keyword)
+    return changed
+
+
+def _keywords_to_set(call: cst.Call, params) -> list[str]:
+    present = _keywords(call)
+    result = []
     for keyword, code in params["set"].items():
         arg = present.get(keyword)
-        if arg is None or written(arg.value) != code:
-            changed.append(keyword)
-    return changed
+        if arg is None:
+            result.append(keyword)
+        elif keyword in params["set-when"]:
+            if _same_value(written(arg.value), params["set-when"][keyword]):
+                result.append(keyword)
+        elif not _same_value(written(arg.value), [code]):
+            result.append(keyword)
+    return result
+
+
+def _same_value(code: str, candidates: list[str]) -> bool:
+    """Compare Python literals by value ('x' equals "x"); other code by its text."""
+    value = _literal(code)
+    return any(code == c or (value is not _NO_VALUE and value == _literal(c)) for c in candidates)
+
+
+_NO_VALUE = object()
+
+
+def _literal(code: str):
+    try:
+        return ast.literal_eval(code)
+    except (ValueError, SyntaxError):
+        return _NO_VALUE
 
 
 def edit_keywords(call: cst.Call, params) -> cst.Call:
     """Apply drop / rename / set to a call's arguments, keeping its layout."""
     args = remove_args(call.args, lambda arg: arg.keyword is not None and arg.keyword.value in params["drop"])
     args = [_renamed(arg, params["rename"]) for arg in args]
-    for keyword, code in params["set"].items():
-        args = _set_keyword(args, keyword, code, call.whitespace_before_args)
+    for keyword in _keywords_to_set(call, params):
+        args = _set_keyword(args, keyword, params["set"][keyword], call.whitespace_before_args)
     return call.with_changes(args=args)
 
 
