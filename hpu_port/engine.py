@@ -34,6 +34,7 @@ class FileContext:
         self.docstring_depth = 0
         self.quotes = {'"': 0, "'": 0}
         self.hpu_runtime_used = False
+        self.fixed_categories: set[str] = set()
         self._hits: list[tuple[cst.CSTNode, Rule, str, bool, bool, bool]] = []
         self._claimed: set[cst.CSTNode] = set()
 
@@ -97,6 +98,8 @@ class FileContext:
         applied = fixable and self.apply
         if fixable and rule.hpu_runtime:
             self.hpu_runtime_used = True
+        if fixable:
+            self.fixed_categories.add(rule.category)
         if applied:
             fix(self.plan)
             if spelling is not None:

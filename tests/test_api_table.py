@@ -1,6 +1,7 @@
 """The rule tables agree with the API map kept in rules/gaudi_api_map.csv."""
 
 import csv
+import re
 
 import pytest
 
@@ -25,11 +26,12 @@ RULE_RENAMES = {
     if rule.kind == "rename"
     for old, new in rule.params["renames"].items()
 }
-HPU_NAMES = {_name(row["hpu_equivalent"]) for row in TABLE} | {
-    part.strip(" ()=")
+# Every dotted name the table mentions as an HPU equivalent, wherever it sits
+# in the cell ("torch.Tensor.to(torch.bfloat16)" names torch.bfloat16 too).
+HPU_NAMES = {
+    name
     for row in TABLE
-    for part in row["hpu_equivalent"].replace("/", " ").split()
-    if "." in part
+    for name in re.findall(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", row["hpu_equivalent"])
 }
 
 

@@ -22,12 +22,14 @@ class ReferenceVisitor(cst.BatchableCSTVisitor):
     def __init__(self, ctx, wanted: set[str]) -> None:
         super().__init__()
         self.ctx = ctx
-        self.wanted = wanted
-        self.last_parts = {name.rsplit(".", 1)[-1] for name in wanted}
+        # `pynvml.*` stands for every name under pynvml (but not pynvml itself).
+        self.prefixes = tuple(name[:-1] for name in wanted if name.endswith(".*"))
+        self.wanted = {name for name in wanted if not name.endswith(".*")}
+        self.last_parts = {name.rsplit(".", 1)[-1] for name in self.wanted}
         self._inside: Optional[cst.CSTNode] = None
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if self._inside is None and node.attr.value in self.last_parts:
+        if self._inside is None and (self.prefixes or node.attr.value in self.last_parts):
             self._check(node)
 
     def leave_Attribute(self, node: cst.Attribute) -> None:
@@ -40,13 +42,22 @@ class ReferenceVisitor(cst.BatchableCSTVisitor):
 
     def _check(self, node) -> None:
         hit = self.ctx.qualify(node)
-        if hit is None or hit[0] not in self.wanted:
+        if hit is None or not self.is_wanted(hit[0]):
             return
         if not self.ctx.claim(node):
             return
         if isinstance(node, cst.Attribute):
             self._inside = node
         self.on_reference(node, hit[0], hit[1])
+
+    def is_wanted(self, qualified: str) -> bool:
+        return qualified in self.wanted or (bool(self.prefixes) and qualified.startswith(self.prefixes))
+
+    def wildcard_for(self, qualified: str) -> Optional[str]:
+        for prefix in self.prefixes:
+            if qualified.startswith(prefix):
+                return prefix + "*"
+        return None
 
     def on_reference(self, node, qualified: str, binding: ImportBinding) -> None:
         raise NotImplementedError
@@ -64,7 +75,7 @@ def trigger_for(qualified: str) -> str:
     import or in the attribute access), so one component is enough; the one
     mentioning cuda is the most selective for this tool's rules.
     """
-    parts = qualified.split(".")
+    parts = [part for part in qualified.split(".") if part != "*"]
     for part in parts:
         if "cuda" in part.lower() or "nccl" in part.lower():
             return part

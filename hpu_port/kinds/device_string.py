@@ -44,15 +44,14 @@ class DeviceString(Kind):
         return {rule.params["device"]}
 
     def visitor(self, rules, ctx):
-        return _DeviceStringVisitor(ctx, rules[0]) if rules else None
+        return _DeviceStringVisitor(ctx, rules)
 
 
 class _DeviceStringVisitor(cst.BatchableCSTVisitor):
-    def __init__(self, ctx, rule) -> None:
+    def __init__(self, ctx, rules) -> None:
         super().__init__()
         self.ctx = ctx
-        self.rule = rule
-        self.params = rule.params
+        self.rules = rules
         self.templates: set[cst.SimpleString] = set()
 
     # Strings whose role as a template is visible from the expression around them.
@@ -78,15 +77,14 @@ class _DeviceStringVisitor(cst.BatchableCSTVisitor):
         if self.ctx.docstring_depth or "b" in node.prefix.lower():
             return
         raw = node.raw_value
-        if not (
-            self.params["exact"].fullmatch(raw)
-            or (node in self.templates and self.params["template"].fullmatch(raw))
-        ):
-            return
-        new_raw = self.params["replacement"] + raw[len(self.params["device"]):]
-        self._report(node, lambda updated: updated.with_changes(
-            value=updated.prefix + updated.quote + new_raw + updated.quote
-        ))
+        for rule in self.rules:
+            params = rule.params
+            if params["exact"].fullmatch(raw) or (node in self.templates and params["template"].fullmatch(raw)):
+                new_raw = params["replacement"] + raw[len(params["device"]):]
+                self._report(rule, node, lambda updated: updated.with_changes(
+                    value=updated.prefix + updated.quote + new_raw + updated.quote
+                ))
+                return
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         if self.ctx.docstring_depth or not node.parts:
@@ -94,26 +92,30 @@ class _DeviceStringVisitor(cst.BatchableCSTVisitor):
         first, rest = node.parts[0], node.parts[1:]
         if not isinstance(first, cst.FormattedStringText):
             return
-        text = first.value
-        exact = self.params["exact"].fullmatch(text) and not rest
-        built = (
-            text == self.params["device"] + ":"
-            and len(rest) == 1
-            and isinstance(rest[0], cst.FormattedStringExpression)
-        )
-        if not (exact or built):
-            return
-        new_text = self.params["replacement"] + text[len(self.params["device"]):]
+        for rule in self.rules:
+            params = rule.params
+            text = first.value
+            exact = params["exact"].fullmatch(text) and not rest
+            built = (
+                text == params["device"] + ":"
+                and len(rest) == 1
+                and isinstance(rest[0], cst.FormattedStringExpression)
+            )
+            if exact or built:
+                self._report(rule, node, _replace_first_part(params["replacement"] + text[len(params["device"]):]))
+                return
 
-        def edit(updated: cst.FormattedString) -> cst.FormattedString:
-            parts = list(updated.parts)
-            parts[0] = parts[0].with_changes(value=new_text)
-            return updated.with_changes(parts=parts)
-
-        self._report(node, edit)
-
-    def _report(self, node, edit) -> None:
+    def _report(self, rule, node, edit) -> None:
         if not self.ctx.claim(node):
             return
-        message = self.rule.message.format(name=written(node), replacement=self.params["replacement"])
-        self.ctx.report(self.rule, node, message, self.ctx.replace(node, edit))
+        message = rule.message.format(name=written(node), replacement=rule.params["replacement"])
+        self.ctx.report(rule, node, message, self.ctx.replace(node, edit))
+
+
+def _replace_first_part(new_text: str):
+    def edit(updated: cst.FormattedString) -> cst.FormattedString:
+        parts = list(updated.parts)
+        parts[0] = parts[0].with_changes(value=new_text)
+        return updated.with_changes(parts=parts)
+
+    return edit

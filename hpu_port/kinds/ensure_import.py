@@ -1,7 +1,9 @@
 """Kind ``ensure-import``: add an import, once, to files a fix made depend on it.
 
 Files that a rule with ``hpu-runtime = true`` rewrote now use the HPU device,
-which ``import habana_frameworks.torch.core`` registers with torch. The import
+which ``import habana_frameworks.torch.core`` registers with torch. With
+``when-categories``, the import is added to files that a rule of one of those
+categories rewrote instead (``distributed`` -> the HCCL backend module). The import
 is added after the module docstring, ``__future__`` imports and the leading
 import block, unless an equivalent import is already at module level.
 """
@@ -14,7 +16,12 @@ from hpu_port.kinds import Kind, register_kind, string_list
 @register_kind
 class EnsureImport(Kind):
     name = "ensure-import"
-    KEYS = {"module": (str, True), "alias": (str, False), "satisfied-by": (list, False)}
+    KEYS = {
+        "module": (str, True),
+        "alias": (str, False),
+        "satisfied-by": (list, False),
+        "when-categories": (list, False),
+    }
     MESSAGE_FIELDS = frozenset({"name"})
 
     def build_params(self, table):
@@ -25,13 +32,14 @@ class EnsureImport(Kind):
         if alias is not None and not alias.isidentifier():
             raise ValueError(f"'alias': {alias!r} is not a Python name")
         satisfied = string_list(table.get("satisfied-by", []), "satisfied-by")
-        return {"module": module, "alias": alias, "satisfied-by": [module, *satisfied]}
+        categories = string_list(table.get("when-categories", []), "when-categories")
+        return {"module": module, "alias": alias, "satisfied-by": [module, *satisfied], "when-categories": set(categories)}
 
     def finish(self, rules, ctx):
-        if not ctx.hpu_runtime_used:
-            return
         for rule in rules:
-            if not _already_imported(ctx, rule.params["satisfied-by"]):
+            categories = rule.params["when-categories"]
+            needed = ctx.fixed_categories & categories if categories else ctx.hpu_runtime_used
+            if needed and not _already_imported(ctx, rule.params["satisfied-by"]):
                 statement = _import_statement(ctx, rule.params)
                 message = rule.message.format(name=statement)
                 ctx.report(rule, ctx.module, message, lambda plan, s=statement: plan.add_import(s))

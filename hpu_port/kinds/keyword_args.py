@@ -2,14 +2,16 @@
 
 ``calls`` lists the qualified names of the callables; ``drop`` the keywords to
 remove, ``rename`` old -> new keyword names, ``set`` keyword -> Python expression
-(added when missing, replaced when different; with ``set-when``, replaced only
-when the current value is one of those listed). A matched callable used as a
+(added when missing, replaced when different). With ``set-when``, a keyword is
+replaced only when its current value is one of those listed, and added only
+when the list holds ``"<missing>"``. A matched callable used as a
 bare decorator (``@torch.compile``) becomes a call with the ``set`` keywords.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 from typing import Optional
 
 import libcst as cst
@@ -27,6 +29,7 @@ class KeywordArgs(Kind):
         "rename": (dict, False),
         "set": (dict, False),
         "set-when": (dict, False),
+        "positions": (dict, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "keywords"})
 
@@ -47,7 +50,17 @@ class KeywordArgs(Kind):
             if keyword not in settings:
                 raise ValueError(f"'set-when.{keyword}' names a keyword that 'set' does not set")
             string_list(values, f"set-when.{keyword}")
-        return {"calls": set(calls), "drop": drop, "rename": rename, "set": settings, "set-when": set_when}
+        positions = table.get("positions", {})
+        if not all(isinstance(v, int) and v >= 0 for v in positions.values()):
+            raise ValueError("'positions' maps keywords to argument positions (0, 1, ...)")
+        return {
+            "calls": set(calls),
+            "drop": drop,
+            "rename": rename,
+            "set": settings,
+            "set-when": set_when,
+            "positions": positions,
+        }
 
     def triggers(self, rule):
         return {trigger_for(name) for name in rule.params["calls"]}
@@ -67,7 +80,7 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
         if hit is None:
             return
         for rule in self.rules:
-            if hit[0] in rule.params["calls"]:
+            if calls_match(hit[0], rule.params["calls"]):
                 self._check(rule, node)
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
@@ -77,7 +90,7 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
         if hit is None:
             return
         for rule in self.rules:
-            if hit[0] in rule.params["calls"] and rule.params["set"]:
+            if calls_match(hit[0], rule.params["calls"]) and rule.params["set"]:
                 call = cst.Call(func=node.decorator)
                 self._check(rule, call, node)
 
@@ -98,8 +111,19 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
         self.ctx.report(rule, report_at or node, message, fix)
 
 
-def _keywords(call: cst.Call) -> dict[str, cst.Arg]:
-    return {arg.keyword.value: arg for arg in call.args if arg.keyword is not None}
+def calls_match(qualified: str, patterns) -> bool:
+    """Exact names, or shell-style patterns (`transformers.*TrainingArguments`)."""
+    return qualified in patterns or any("*" in p and fnmatch.fnmatchcase(qualified, p) for p in patterns)
+
+
+def _keywords(call: cst.Call, positions=None) -> dict[str, cst.Arg]:
+    """Keyword arguments by name; ``positions`` also names positional ones."""
+    found = {arg.keyword.value: arg for arg in call.args if arg.keyword is not None}
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    for keyword, index in (positions or {}).items():
+        if index < len(positional) and keyword not in found:
+            found[keyword] = positional[index]
+    return found
 
 
 def _changed_keywords(call: cst.Call, params) -> list[str]:
@@ -112,18 +136,22 @@ def _changed_keywords(call: cst.Call, params) -> list[str]:
 
 
 def _keywords_to_set(call: cst.Call, params) -> list[str]:
-    present = _keywords(call)
+    present = _keywords(call, params["positions"])
     result = []
     for keyword, code in params["set"].items():
         arg = present.get(keyword)
         if arg is None:
-            result.append(keyword)
+            if keyword not in params["set-when"] or MISSING in params["set-when"][keyword]:
+                result.append(keyword)
         elif keyword in params["set-when"]:
             if _same_value(written(arg.value), params["set-when"][keyword]):
                 result.append(keyword)
         elif not _same_value(written(arg.value), [code]):
             result.append(keyword)
     return result
+
+
+MISSING = "<missing>"
 
 
 def _same_value(code: str, candidates: list[str]) -> bool:
@@ -147,7 +175,7 @@ def edit_keywords(call: cst.Call, params) -> cst.Call:
     args = remove_args(call.args, lambda arg: arg.keyword is not None and arg.keyword.value in params["drop"])
     args = [_renamed(arg, params["rename"]) for arg in args]
     for keyword in _keywords_to_set(call, params):
-        args = _set_keyword(args, keyword, params["set"][keyword], call.whitespace_before_args)
+        args = _set_keyword(args, keyword, params["set"][keyword], call.whitespace_before_args, params["positions"])
     return call.with_changes(args=args)
 
 
@@ -157,10 +185,11 @@ def _renamed(arg: cst.Arg, rename: dict) -> cst.Arg:
     return arg
 
 
-def _set_keyword(args: list, keyword: str, code: str, indent) -> list:
+def _set_keyword(args: list, keyword: str, code: str, indent, positions=None) -> list:
     value = cst.parse_expression(code)
+    current = _keywords(cst.Call(func=cst.Name("f"), args=args), positions).get(keyword)
     for index, arg in enumerate(args):
-        if arg.keyword is not None and arg.keyword.value == keyword:
+        if arg is current:
             args = list(args)
             args[index] = arg.with_changes(value=value)
             return args

@@ -1,8 +1,11 @@
-"""Kind ``method-call``: a device-moving method becomes ``.to(<device>)``.
+"""Kind ``method-call``: a method call becomes another, with a new first argument.
 
 ``x.cuda()``, ``model.cuda(rank)`` and ``x.cuda(non_blocking=True)`` become
 ``x.to("hpu")`` and ``x.to("hpu", non_blocking=True)``: the device argument is
-dropped (one process drives one Gaudi), every other keyword is kept.
+dropped (one process drives one Gaudi), every other keyword is kept. With
+``argument-name`` the new first argument is a qualified name instead
+(``x.half()`` -> ``x.to(torch.bfloat16)``). Without ``new-method`` the rule
+only reports the call (``scaler.get_scale()``).
 """
 
 from __future__ import annotations
@@ -17,16 +20,19 @@ class MethodCall(Kind):
     name = "method-call"
     KEYS = {
         "method": (str, True),
-        "new-method": (str, True),
-        "device": (str, True),
+        "new-method": (str, False),
+        "device": (str, False),
+        "argument-name": (str, False),
         "device-keyword": (str, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
     def build_params(self, table):
         for key in ("method", "new-method"):
-            if not table[key].isidentifier():
+            if key in table and not table[key].isidentifier():
                 raise ValueError(f"{key!r} must be a method name")
+        if "new-method" in table and ("device" in table) == ("argument-name" in table):
+            raise ValueError("with 'new-method', give exactly one of 'device' or 'argument-name'")
         return {**table, "device-keyword": table.get("device-keyword", "device")}
 
     def triggers(self, rule):
@@ -53,20 +59,34 @@ class _MethodCallVisitor(cst.BatchableCSTVisitor):
             return
         rule = self.by_method[func.attr.value]
         params = rule.params
-        replacement = f'.{params["new-method"]}("{params["device"]}")'
+        if "new-method" not in params:
+            self.ctx.report(rule, node, rule.message.format(name=f".{params['method']}()", replacement=""))
+            return
+        if "device" in params:
+            first, spelling = None, None
+            replacement = f'.{params["new-method"]}("{params["device"]}")'
+        else:
+            spelling = self.ctx.spell(params["argument-name"])
+            if spelling is None:
+                return
+            first = spelling.code
+            replacement = f'.{params["new-method"]}({first})'
         message = rule.message.format(name=f".{params['method']}()", replacement=replacement)
-        self.ctx.report(rule, node, message, self.ctx.replace(node, self._edit(params)))
+        self.ctx.report(rule, node, message, self.ctx.replace(node, self._edit(params, first)), spelling)
 
-    def _edit(self, params):
+    def _edit(self, params, first_code):
         def edit(updated: cst.Call) -> cst.Call:
-            # Decided when applying, once the whole file's quote style is known.
-            quote = self.ctx.string_quote()
             kept = [
                 arg
                 for index, arg in enumerate(updated.args)
                 if not _is_device_arg(arg, index, params["device-keyword"])
             ]
-            device = cst.Arg(cst.SimpleString(f'{quote}{params["device"]}{quote}'))
+            if first_code is None:
+                # Decided when applying, once the whole file's quote style is known.
+                quote = self.ctx.string_quote()
+                device = cst.Arg(cst.SimpleString(f'{quote}{params["device"]}{quote}'))
+            else:
+                device = cst.Arg(cst.parse_expression(first_code))
             args = [device, *kept]
             if kept:
                 args[0] = device.with_changes(

@@ -8,7 +8,11 @@ from hpu_port.kinds._references import ReferenceVisitor, trigger_for, written
 
 @register_kind
 class Report(Kind):
-    """``[names]`` maps each qualified name to the advice shown for it (may be empty)."""
+    """``[names]`` maps each qualified name to the advice shown for it (may be empty).
+
+    A name ending in ``.*`` stands for every name under it that no other rule
+    rewrote (``"pynvml.*"``).
+    """
 
     name = "report"
     KEYS = {"names": (dict, True)}
@@ -39,6 +43,6 @@ class _ReportVisitor(ReferenceVisitor):
         super().__init__(ctx, set(self.table))
 
     def on_reference(self, node, qualified, binding) -> None:
-        rule, advice = self.table[qualified]
+        rule, advice = self.table.get(qualified) or self.table[self.wildcard_for(qualified)]
         message = rule.message.format(name=written(node), qualified=qualified, advice=advice)
         self.ctx.report(rule, node, message.strip())

@@ -1,0 +1,73 @@
+"""Kind ``string-literal``: string literals with a fixed meaning (environment variable names).
+
+``replace`` maps exact literal values to new ones (``"CUDA_VISIBLE_DEVICES"`` ->
+``"HABANA_VISIBLE_MODULES"``); ``match`` lists regular expressions whose
+matching literals are reported without a fix (``NCCL_.*``). Docstrings and
+bytes are never touched.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from hpu_port.kinds import Kind, register_kind, string_list, string_table
+from hpu_port.kinds._references import written
+
+
+@register_kind
+class StringLiteral(Kind):
+    name = "string-literal"
+    KEYS = {"replace": (dict, False), "match": (list, False)}
+    MESSAGE_FIELDS = frozenset({"name", "replacement"})
+
+    def build_params(self, table):
+        replace = string_table(table.get("replace", {}), "replace")
+        patterns = []
+        for pattern in string_list(table.get("match", []), "match"):
+            try:
+                patterns.append(re.compile(pattern))
+            except re.error as exc:
+                raise ValueError(f"'match': {pattern!r} is not a regular expression: {exc}") from None
+        if not replace and not patterns:
+            raise ValueError("needs 'replace' or 'match'")
+        return {"replace": replace, "match": patterns}
+
+    def describe(self, rule):
+        rows = [f"| `{old}` | `{new}` |" for old, new in rule.params["replace"].items()]
+        rows += [f"| `{p.pattern}` (pattern) | reported |" for p in rule.params["match"]]
+        return "| literal | becomes |\n|---|---|\n" + "\n".join(rows) + "\n"
+
+    def triggers(self, rule):
+        tokens = set(rule.params["replace"])
+        for pattern in rule.params["match"]:
+            literal = re.match(r"[A-Za-z0-9_]+", pattern.pattern)
+            tokens.add(literal.group(0) if literal else "")
+        return {t for t in tokens if t} or {""}
+
+    def visitor(self, rules, ctx):
+        return _StringLiteralVisitor(ctx, rules)
+
+
+class _StringLiteralVisitor(cst.BatchableCSTVisitor):
+    def __init__(self, ctx, rules) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.rules = rules
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if self.ctx.docstring_depth or "b" in node.prefix.lower():
+            return
+        value = node.raw_value
+        for rule in self.rules:
+            new = rule.params["replace"].get(value)
+            if new is not None:
+                if self.ctx.claim(node):
+                    message = rule.message.format(name=written(node), replacement=new)
+                    edit = lambda u, new=new: u.with_changes(value=u.prefix + u.quote + new + u.quote)
+                    self.ctx.report(rule, node, message, self.ctx.replace(node, edit))
+                return
+            if any(p.fullmatch(value) for p in rule.params["match"]) and self.ctx.claim(node):
+                self.ctx.report(rule, node, rule.message.format(name=written(node), replacement=""))
+                return
