@@ -180,12 +180,26 @@ class _ApplyPlan(cst.CSTTransformer):
                 carried.extend(statement.leading_lines)
                 continue
             if carried:
-                statement = statement.with_changes(
-                    leading_lines=[*carried, *statement.leading_lines]
-                )
+                lines = _merge_leading_lines(carried, list(statement.leading_lines), at_start=not result)
+                statement = statement.with_changes(leading_lines=lines)
                 carried = []
             result.append(statement)
         return result
+
+
+def _merge_leading_lines(carried: list, own: list, at_start: bool) -> list:
+    """Lines above removed statements joined to the next statement's own.
+
+    Comments are kept; blank lines are not stacked on a statement that has its
+    own, and a body does not start with a blank line it did not have.
+    """
+    if all(line.comment is None for line in carried) and own:
+        carried = []
+    lines = [*carried, *own]
+    if at_start:
+        while lines and lines[0].comment is None:
+            lines.pop(0)
+    return lines
 
 
 def _insert_imports(body, imports: list[str], config) -> list:

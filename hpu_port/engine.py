@@ -46,17 +46,28 @@ class FileContext:
     def is_reference(self, name: cst.Name) -> bool:
         return name not in self.non_references
 
-    def spell(self, qualified: str, import_as: Optional[dict[str, str]] = None) -> Optional["Spelling"]:
+    def spell(
+        self,
+        qualified: str,
+        import_as: Optional[dict[str, str]] = None,
+        from_imports: frozenset = frozenset(),
+    ) -> Optional["Spelling"]:
         """Code that names ``qualified`` here, and the import it needs, if any.
 
         Reuses the file's own imports (``import torch as T`` gives ``T.hpu...``);
-        otherwise plans an import: ``import <root>``, or ``import <module> as
-        <alias>`` for a module listed in ``import_as``. None if the name it
+        otherwise plans an import: ``import <root>``, ``import <module> as
+        <alias>`` for a module listed in ``import_as``, or ``from <module>
+        import <name>`` for a module in ``from_imports``. None if the name it
         would need is already taken by something else.
         """
         found = spell(qualified, self.scope)
         if found is not None:
             return Spelling(found[0], binding=found[1])
+        module, _, name = qualified.rpartition(".")
+        if module in from_imports:
+            if self.scope.lookup(name) is not None or name in self.scopes.module.locals:
+                return None
+            return Spelling(name, f"from {module} import {name}")
         for module, alias in (import_as or {}).items():
             if qualified.startswith(module + "."):
                 if self.scope.lookup(alias) is not None:

@@ -5,6 +5,7 @@ Each entry of ``[rewrites."<qualified name>"]`` may give:
 - ``to``: the new callable (qualified name);
 - ``positional``: the old callable's positional parameter names, so that
   positional arguments can be passed as keywords to the new one;
+  ``keep-positional``: how many leading positional arguments stay as they are;
 - ``prepend``: keywords put first (``device_type = '"hpu"'``);
 - ``set``: keywords added or replaced; ``drop``: keywords removed;
 - ``require``: keyword -> accepted values; a call passing another value is
@@ -27,13 +28,13 @@ import libcst as cst
 from hpu_port.kinds import Kind, register_kind, string_list, string_table
 from hpu_port.kinds._references import ReferenceVisitor, trigger_for, written
 
-ENTRY_KEYS = {"to", "positional", "prepend", "set", "drop", "require", "switch-keyword", "switch"}
+ENTRY_KEYS = {"to", "positional", "keep-positional", "prepend", "set", "drop", "require", "switch-keyword", "switch"}
 
 
 @register_kind
 class CallRewrite(Kind):
     name = "call-rewrite"
-    KEYS = {"rewrites": (dict, True)}
+    KEYS = {"rewrites": (dict, True), "from-import": (list, False)}
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
     def build_params(self, table):
@@ -47,7 +48,7 @@ class CallRewrite(Kind):
             if "to" not in entry:
                 raise ValueError(f"'rewrites.{name}' needs 'to'")
             rewrites[name] = _entry(name, entry)
-        return {"rewrites": rewrites}
+        return {"rewrites": rewrites, "from-import": set(string_list(table.get("from-import", []), "from-import"))}
 
     def describe(self, rule):
         lines = ["| call | becomes |", "|---|---|"]
@@ -76,6 +77,7 @@ def _entry(name: str, entry: dict) -> dict:
     return {
         "to": entry["to"],
         "positional": string_list(entry.get("positional", []), f"{where}.positional"),
+        "keep-positional": entry.get("keep-positional", 0),
         "prepend": entry.get("prepend", {}),
         "set": entry.get("set", {}),
         "drop": set(string_list(entry.get("drop", []), f"{where}.drop")),
@@ -128,7 +130,7 @@ class _CallRewriteVisitor(ReferenceVisitor):
         if target is None:
             self.ctx.report(rule, node, message + f" (not rewritten: `{entry['switch-keyword']}` is not a literal)")
             return
-        spelling = self.ctx.spell(target)
+        spelling = self.ctx.spell(target, from_imports=rule.params["from-import"])
         if spelling is None:
             return
         new_call = _new_call(node, arguments, entry, spelling.code)
@@ -145,7 +147,7 @@ class _CallRewriteVisitor(ReferenceVisitor):
         if hit is None or hit[0] not in self.table or not self.ctx.claim(node.decorator):
             return
         rule, entry = self.table[hit[0]]
-        spelling = self.ctx.spell(entry["to"])
+        spelling = self.ctx.spell(entry["to"], from_imports=rule.params["from-import"])
         if spelling is None:
             return
         message = rule.message.format(name=written(node.decorator), replacement=entry["to"])
@@ -207,9 +209,11 @@ def _new_call(call: cst.Call, arguments, entry, func_code: str) -> cst.Call:
     skip = entry["drop"] | set(entry["prepend"]) | set(entry["set"])
     if entry["switch-keyword"]:
         skip.add(entry["switch-keyword"])
-    args = [_keyword_arg(k, cst.parse_expression(v)) for k, v in entry["prepend"].items()]
+    kept = entry["positional"][: entry["keep-positional"]]
+    args = [arguments[name] for name in kept if name in arguments and arguments[name].keyword is None]
+    args += [_keyword_arg(k, cst.parse_expression(v)) for k, v in entry["prepend"].items()]
     for name, arg in arguments.items():
-        if name in skip:
+        if name in skip or any(arg is a for a in args):
             continue
         args.append(arg if arg.keyword is not None else _keyword_arg(name, arg.value, arg.comma))
     args += [_keyword_arg(k, cst.parse_expression(v)) for k, v in entry["set"].items()]
