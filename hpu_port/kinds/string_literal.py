@@ -2,8 +2,9 @@
 
 ``replace`` maps exact literal values to new ones (``"CUDA_VISIBLE_DEVICES"`` ->
 ``"HABANA_VISIBLE_MODULES"``); ``match`` lists regular expressions whose
-matching literals are reported without a fix (``NCCL_.*``). Docstrings and
-bytes are never touched.
+matching literals are reported without a fix (``NCCL_.*``). With ``dict-keys-only``, only literals
+used as keys of dict displays count (config dicts). Docstrings and bytes are
+never touched.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hpu_port.kinds._references import written
 @register_kind
 class StringLiteral(Kind):
     name = "string-literal"
-    KEYS = {"replace": (dict, False), "match": (list, False)}
+    KEYS = {"replace": (dict, False), "match": (list, False), "dict-keys-only": (bool, False)}
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
     def build_params(self, table):
@@ -32,7 +33,7 @@ class StringLiteral(Kind):
                 raise ValueError(f"'match': {pattern!r} is not a regular expression: {exc}") from None
         if not replace and not patterns:
             raise ValueError("needs 'replace' or 'match'")
-        return {"replace": replace, "match": patterns}
+        return {"replace": replace, "match": patterns, "dict-keys-only": table.get("dict-keys-only", False)}
 
     def describe(self, rule):
         rows = [f"| `{old}` | `{new}` |" for old, new in rule.params["replace"].items()]
@@ -55,12 +56,18 @@ class _StringLiteralVisitor(cst.BatchableCSTVisitor):
         super().__init__()
         self.ctx = ctx
         self.rules = rules
+        self.dict_keys: set[cst.CSTNode] = set()
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        self.dict_keys.add(node.key)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if self.ctx.docstring_depth or "b" in node.prefix.lower():
             return
         value = node.raw_value
         for rule in self.rules:
+            if rule.params["dict-keys-only"] and node not in self.dict_keys:
+                continue
             new = rule.params["replace"].get(value)
             if new is not None:
                 if self.ctx.claim(node):
