@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import PositionProvider
 
 from hpu_port.edits import EditPlan, NodeEdit, apply_plan
 from hpu_port.names import ImportBinding, Scope, ScopeIndex, qualify, spell, target_name_nodes
 from hpu_port.results import FileResult, Finding
 from hpu_port.rules import Rule
 from hpu_port.settings import RuleSet
+from hpu_port.walk import walk
 
 
 class FileContext:
@@ -122,10 +123,10 @@ class FileContext:
         """A fix that replaces ``node`` through ``edit`` (for ``report``)."""
         return lambda plan: plan.replace(node, edit)
 
-    def findings(self, wrapper: MetadataWrapper) -> list[Finding]:
+    def findings(self) -> list[Finding]:
         if not self._hits:
             return []
-        positions = wrapper.resolve(PositionProvider)
+        positions = node_positions(self.module)
         findings = []
         for node, rule, message, has_fix, fixable, applied in self._hits:
             where = positions.get(node)
@@ -272,20 +273,33 @@ class _ScopeExit(cst.BatchableCSTVisitor):
             self.ctx.docstring_depth -= 1
 
 
-def _names_in(node: cst.CSTNode):
-    found = []
+class _NameCollector:
+    def __init__(self) -> None:
+        self.found: list[cst.Name] = []
 
-    class Collect(cst.CSTVisitor):
-        def visit_Name(self, name):
-            found.append(name)
-
-    node.visit(Collect())
-    return found
+    def visit_Name(self, name: cst.Name) -> None:
+        self.found.append(name)
 
 
-def port_module(module: cst.Module, ruleset: RuleSet, apply: bool) -> tuple[FileContext, MetadataWrapper]:
+def _names_in(node: cst.CSTNode) -> list[cst.Name]:
+    collector = _NameCollector()
+    walk(node, [collector])
+    return collector.found
+
+
+def node_positions(module: cst.Module) -> dict:
+    """Start and end of every node, from one code-generation pass.
+
+    ``MetadataWrapper.resolve(PositionProvider)`` computes the same, after a
+    full visit of the tree that positions do not need.
+    """
+    provider = PositionProvider()
+    provider._gen_impl(module)
+    return provider._computed
+
+
+def port_module(module: cst.Module, ruleset: RuleSet, apply: bool) -> FileContext:
     """Run every selected rule over a parsed module; edits are planned, not applied."""
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     ctx = FileContext(module, ruleset, apply)
     visitors: list[cst.BatchableCSTVisitor] = [_ScopeEnter(ctx)]
     for kind, rules in ruleset.by_kind():
@@ -293,11 +307,11 @@ def port_module(module: cst.Module, ruleset: RuleSet, apply: bool) -> tuple[File
         if visitor is not None:
             visitors.append(visitor)
     visitors.append(_ScopeExit(ctx))
-    cst.visit_batched(module, visitors)
+    walk(module, visitors)
     for kind, rules in ruleset.by_kind():
         kind.finish(rules, ctx)
     _drop_fully_rewritten_imports(ctx)
-    return ctx, wrapper
+    return ctx
 
 
 def _drop_fully_rewritten_imports(ctx: FileContext) -> None:
@@ -313,6 +327,7 @@ def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) 
     result = FileResult(path=path, source=source)
     if not ruleset.might_match(source):
         return result
+    ruleset = ruleset.for_source(source)
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -325,13 +340,13 @@ def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) 
         result.error = "too deeply nested to parse"
         return result
     result.encoding = module.encoding
-    ctx, wrapper = port_module(module, ruleset, apply)
-    result.findings = ctx.findings(wrapper)
+    ctx = port_module(module, ruleset, apply)
+    result.findings = ctx.findings()
     if apply and ctx.plan:
         new_module = apply_plan(module, ctx.plan)
         new_source = new_module.bytes
         if new_source != source:
-            problem = _reparse_problem(new_source)
+            problem = _reparse_problem(new_source, source)
             if problem:
                 codes = sorted({f.code for f in result.findings if f.applied})
                 result.error = (
@@ -363,9 +378,30 @@ def _describe_syntax_error(source: bytes, exc: cst.ParserSyntaxError) -> str:
     return f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {message}"
 
 
-def _reparse_problem(source: bytes) -> Optional[str]:
+def _reparse_problem(new: bytes, old: bytes) -> Optional[str]:
+    """Why ``new`` does not parse, or None. The stdlib parser is about ten times
+    faster than libcst's; libcst decides only for code this Python cannot parse
+    (syntax of a newer version)."""
+    import ast
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ast.parse(new)
+            return None
+        except SyntaxError as exc:
+            stdlib_problem = f"line {exc.lineno}: {exc.msg}"
+        except (ValueError, RecursionError, MemoryError):
+            stdlib_problem = None
+        try:
+            ast.parse(old)
+            if stdlib_problem:
+                return stdlib_problem
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
     try:
-        cst.parse_module(source)
+        cst.parse_module(new)
     except Exception as exc:  # any failure means: do not write this output
         return _first_line(str(exc))
     return None

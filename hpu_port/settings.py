@@ -52,19 +52,42 @@ class RuleSet:
         return [(get_kind(name), rules) for name, rules in sorted(groups.items())]
 
     @cached_property
+    def _rule_triggers(self) -> list[tuple[Rule, "re.Pattern[bytes]"]]:
+        return [(rule, _pattern(get_kind(rule.kind).triggers(rule))) for rule in self.rules]
+
+    @cached_property
     def trigger_pattern(self) -> "re.Pattern[bytes]":
         tokens: set[str] = set()
         for kind, rules in self.by_kind():
             for rule in rules:
                 tokens |= kind.triggers(rule)
-        if not tokens:
-            return re.compile(rb"(?!x)x")  # matches nothing
-        alternatives = sorted((re.escape(t.encode()) for t in tokens), key=len, reverse=True)
-        return re.compile(b"|".join(alternatives))
+        return _pattern(tokens)
 
     def might_match(self, source: bytes) -> bool:
         """Cheap test on raw bytes: a file with no trigger text is never parsed."""
-        return self.trigger_pattern.search(source) is not None
+        return self.trigger_pattern is not None and self.trigger_pattern.search(source) is not None
+
+    def for_source(self, source: bytes) -> "RuleSet":
+        """Only the rules whose trigger text occurs in ``source``.
+
+        A file that mentions `no_grad` but no CUDA API is walked by one rule's
+        visitor, not by all of them. Rules without triggers (imports added as a
+        consequence of other fixes) are always kept.
+        """
+        chosen = [rule for rule, pattern in self._rule_triggers if pattern is None or pattern.search(source)]
+        if len(chosen) == len(self.rules):
+            return self
+        subset = RuleSet(chosen, self.options)
+        subset.__dict__["_rule_triggers"] = [(r, p) for r, p in self._rule_triggers if r in chosen]
+        return subset
+
+
+def _pattern(tokens: set[str]):
+    """One regular expression for any of ``tokens``; None when there are none."""
+    if not tokens:
+        return None
+    alternatives = sorted((re.escape(t.encode()) for t in tokens), key=len, reverse=True)
+    return re.compile(b"|".join(alternatives))
 
 
 def codes(rules: Iterable[Rule]) -> list[str]:

@@ -66,10 +66,12 @@ class InsertAfter(Kind):
         return params
 
     def triggers(self, rule):
+        # Anchors are calls, so the name is always followed by "(".
         params = rule.params
-        tokens = set(params["after-methods"]) | {c.rsplit(".", 1)[-1] for c in params["after-calls"]}
+        tokens = {f".{m}(" for m in params["after-methods"]}
+        tokens |= {c.rsplit(".", 1)[-1] + "(" for c in params["after-calls"]}
         if params["step-method"]:
-            tokens.add(params["step-method"])
+            tokens.add(f".{params['step-method']}(")
         return tokens
 
     def visitor(self, rules, ctx):

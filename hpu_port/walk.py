@@ -1,0 +1,106 @@
+"""A fast pre/post-order walk of a libcst tree that feeds several visitors at once.
+
+libcst's own ``visit`` rebuilds every node it passes (as transformers need),
+which costs about as much as parsing, and ``visit_batched`` inspects each
+visitor on every call. Rules only read the tree, so this walk follows the
+nodes' fields directly, skips whitespace and punctuation (no rule looks at
+them), and dispatches through method tables computed once per visitor class.
+Visitor methods are libcst's: ``visit_<Node>(node)`` before the children and
+``leave_<Node>(node)`` after them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import lru_cache
+from typing import Callable, Iterable, Sequence
+
+import libcst as cst
+
+# Fields holding only layout: whitespace, parentheses, commas, operators' spacing.
+_LAYOUT_FIELDS = frozenset(
+    {
+        "lpar",
+        "rpar",
+        "comma",
+        "semicolon",
+        "leading_lines",
+        "lines_after_decorators",
+        "header",
+        "footer",
+        "trailing_whitespace",
+        "newline",
+        "equal",
+        "colon",
+        "dot",
+        "star",
+        "lbracket",
+        "rbracket",
+        "lbrace",
+        "rbrace",
+        "operator",
+        "whitespace_before",
+        "whitespace_after",
+    }
+)
+
+
+@lru_cache(maxsize=None)
+def _child_fields(node_type: type) -> tuple[str, ...]:
+    return tuple(
+        f.name
+        for f in dataclasses.fields(node_type)
+        if f.name not in _LAYOUT_FIELDS and not f.name.startswith("whitespace")
+    )
+
+
+@lru_cache(maxsize=None)
+def _methods_of(visitor_type: type) -> tuple[tuple[str, str], ...]:
+    """(prefix, node type name) of each visit_/leave_ method a visitor class defines."""
+    found = []
+    for name in dir(visitor_type):
+        for prefix in ("visit_", "leave_"):
+            if name.startswith(prefix) and name[len(prefix):][:1].isupper() and "_" not in name[len(prefix):]:
+                if getattr(visitor_type, name) is not getattr(cst.CSTVisitor, name, None):
+                    found.append((prefix, name[len(prefix):]))
+    return tuple(found)
+
+
+def _tables(visitors: Sequence[object]) -> tuple[dict, dict]:
+    visits: dict[str, list[Callable]] = {}
+    leaves: dict[str, list[Callable]] = {}
+    for visitor in visitors:
+        for prefix, node_name in _methods_of(type(visitor)):
+            table = visits if prefix == "visit_" else leaves
+            table.setdefault(node_name, []).append(getattr(visitor, prefix + node_name))
+    return visits, leaves
+
+
+def _children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
+    for name in _child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+def walk(root: cst.CSTNode, visitors: Sequence[object]) -> None:
+    """Visit ``root`` and its descendants in source order, without recursion."""
+    visits, leaves = _tables(visitors)
+    stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
+    while stack:
+        node, leaving = stack.pop()
+        name = type(node).__name__
+        if leaving:
+            for method in leaves.get(name, ()):
+                method(node)
+            continue
+        for method in visits.get(name, ()):
+            method(node)
+        stack.append((node, True))
+        children = list(_children(node))
+        for child in reversed(children):
+            stack.append((child, False))
