@@ -317,8 +317,11 @@ def port_module(module: cst.Module, ruleset: RuleSet, apply: bool) -> FileContex
 def _drop_fully_rewritten_imports(ctx: FileContext) -> None:
     # `from torch.cuda import synchronize as sync` is dead once every `sync`
     # became `torch.hpu.synchronize`; leaving it would keep CUDA text behind.
+    # A top-level package (`import torch`) stays unless a rule owns it
+    # (`import pynvml` once everything moved to pyhlml).
+    owned = ctx.ruleset.removable_imports
     for binding in ctx.scopes.bindings:
-        if binding.fully_rewritten:
+        if binding.fully_rewritten and ("." in binding.target or binding.target in owned):
             ctx.plan.dropped_aliases.add(binding.alias)
 
 

@@ -57,6 +57,8 @@ class Rule:
     mode: Optional[str] = None
     option: Optional[str] = None
     references: tuple[str, ...] = ()
+    covers: tuple[str, ...] = ()
+    remove_imports_of: tuple[str, ...] = ()
     raw_params: dict = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -79,6 +81,8 @@ COMMON_KEYS: dict[str, tuple[type, bool]] = {
     "mode": (str, False),
     "option": (str, False),
     "references": (list, False),
+    "covers": (list, False),
+    "remove-imports-of": (list, False),
     "examples": (dict, True),
 }
 
@@ -173,6 +177,8 @@ def parse_rule(data: dict, source: str) -> Rule:
         mode=common.get("mode"),
         option=common.get("option"),
         references=tuple(common.get("references", ())),
+        covers=tuple(common.get("covers", ())),
+        remove_imports_of=tuple(common.get("remove-imports-of", ())),
         raw_params={k: v for k, v in data.items() if k not in COMMON_KEYS},
     )
 

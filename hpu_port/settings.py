@@ -52,6 +52,11 @@ class RuleSet:
         return [(get_kind(name), rules) for name, rules in sorted(groups.items())]
 
     @cached_property
+    def removable_imports(self) -> frozenset:
+        """Top-level modules whose import goes once every use was rewritten."""
+        return frozenset(m for rule in self.rules for m in rule.remove_imports_of)
+
+    @cached_property
     def _rule_triggers(self) -> list[tuple[Rule, "re.Pattern[bytes]"]]:
         return [(rule, _pattern(get_kind(rule.kind).triggers(rule))) for rule in self.rules]
 

@@ -61,6 +61,16 @@ class Kind:
         """Extra Markdown for the rule's page (for example its table of names)."""
         return ""
 
+    def handled_names(self, rule: "Rule") -> set[str]:
+        """Qualified names (or `prefix.*`) this rule acts on, for coverage checks."""
+        names: set[str] = set()
+        for key in ("renames", "names", "rewrites"):
+            names |= set(rule.params.get(key, {})) if isinstance(rule.params, dict) else set()
+        for key in ("calls", "attributes", "identity-calls"):
+            value = rule.params.get(key, ()) if isinstance(rule.params, dict) else ()
+            names |= set(value)
+        return names
+
     def triggers(self, rule: "Rule") -> set[str]:
         """Text that must occur in a file for this rule to possibly match it."""
         return set()

@@ -4,7 +4,10 @@
 remove, ``rename`` old -> new keyword names, ``set`` keyword -> Python expression
 (added when missing, replaced when different). With ``set-when``, a keyword is
 replaced only when its current value is one of those listed, and added only
-when the list holds ``"<missing>"``. A matched callable used as a
+when the list holds ``"<missing>"``; ``"*"`` stands for any value. ``only-if``
+limits the rule to calls passing the given values (``pin_memory = ["True"]``);
+``report-when`` reports calls passing the given values, without a fix
+(``sparse = ["True"]``). A matched callable used as a
 bare decorator (``@torch.compile``) becomes a call with the ``set`` keywords.
 """
 
@@ -30,6 +33,8 @@ class KeywordArgs(Kind):
         "set": (dict, False),
         "set-when": (dict, False),
         "positions": (dict, False),
+        "only-if": (dict, False),
+        "report-when": (dict, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "keywords"})
 
@@ -38,8 +43,9 @@ class KeywordArgs(Kind):
         drop = string_list(table.get("drop", []), "drop")
         rename = string_table(table.get("rename", {}), "rename")
         settings = string_table(table.get("set", {}), "set")
-        if not (drop or rename or settings):
-            raise ValueError("needs at least one of 'drop', 'rename' or 'set'")
+        report_when = table.get("report-when", {})
+        if not (drop or rename or settings or report_when):
+            raise ValueError("needs at least one of 'drop', 'rename', 'set' or 'report-when'")
         for keyword, code in settings.items():
             try:
                 cst.parse_expression(code)
@@ -60,6 +66,8 @@ class KeywordArgs(Kind):
             "set": settings,
             "set-when": set_when,
             "positions": positions,
+            "only-if": table.get("only-if", {}),
+            "report-when": report_when,
         }
 
     def triggers(self, rule):
@@ -95,6 +103,14 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
                 self._check(rule, call, node)
 
     def _check(self, rule, node: cst.Call, report_at=None) -> None:
+        present = _keywords(node, rule.params["positions"])
+        if not all(k in present and _same_value(written(present[k].value), v) for k, v in rule.params["only-if"].items()):
+            return
+        flagged = [k for k, v in rule.params["report-when"].items() if k in present and _same_value(written(present[k].value), v)]
+        if flagged:
+            names = ", ".join(f"`{k}={written(present[k].value)}`" for k in flagged)
+            self.ctx.report(rule, node, rule.message.format(name=written(node.func), keywords=names))
+            return
         changed = _changed_keywords(node, rule.params)
         if not changed:
             return
@@ -144,7 +160,10 @@ def _keywords_to_set(call: cst.Call, params) -> list[str]:
             if keyword not in params["set-when"] or MISSING in params["set-when"][keyword]:
                 result.append(keyword)
         elif keyword in params["set-when"]:
-            if _same_value(written(arg.value), params["set-when"][keyword]):
+            accepted = params["set-when"][keyword]
+            if ANY in accepted and not _same_value(written(arg.value), [code]):
+                result.append(keyword)
+            elif _same_value(written(arg.value), accepted):
                 result.append(keyword)
         elif not _same_value(written(arg.value), [code]):
             result.append(keyword)
@@ -152,6 +171,7 @@ def _keywords_to_set(call: cst.Call, params) -> list[str]:
 
 
 MISSING = "<missing>"
+ANY = "*"
 
 
 def _same_value(code: str, candidates: list[str]) -> bool:

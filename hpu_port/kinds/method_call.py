@@ -5,7 +5,8 @@
 dropped (one process drives one Gaudi), every other keyword is kept. With
 ``argument-name`` the new first argument is a qualified name instead
 (``x.half()`` -> ``x.to(torch.bfloat16)``). Without ``new-method`` the rule
-only reports the call (``scaler.get_scale()``).
+only reports the call (``scaler.get_scale()``); with ``attribute = true`` it
+reports reading the attribute instead (``tensor.is_cuda``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class MethodCall(Kind):
         "device": (str, False),
         "argument-name": (str, False),
         "device-keyword": (str, False),
+        "attribute": (bool, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
@@ -46,7 +48,14 @@ class _MethodCallVisitor(cst.BatchableCSTVisitor):
     def __init__(self, ctx, rules) -> None:
         super().__init__()
         self.ctx = ctx
-        self.by_method = {rule.params["method"]: rule for rule in reversed(rules)}
+        self.by_method = {r.params["method"]: r for r in reversed(rules) if not r.params.get("attribute")}
+        self.by_attribute = {r.params["method"]: r for r in reversed(rules) if r.params.get("attribute")}
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        rule = self.by_attribute.get(node.attr.value)
+        if rule is None or self.ctx.qualify(node.value) is not None or not self.ctx.claim(node):
+            return
+        self.ctx.report(rule, node, rule.message.format(name=f".{node.attr.value}", replacement=""))
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

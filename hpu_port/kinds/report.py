@@ -11,18 +11,19 @@ class Report(Kind):
     """``[names]`` maps each qualified name to the advice shown for it (may be empty).
 
     A name ending in ``.*`` stands for every name under it that no other rule
-    rewrote (``"pynvml.*"``).
+    rewrote (``"pynvml.*"``). With ``report-imports``, importing one of the
+    modules is reported too (``import flash_attn``), even if nothing uses it.
     """
 
     name = "report"
-    KEYS = {"names": (dict, True)}
+    KEYS = {"names": (dict, True), "report-imports": (bool, False)}
     MESSAGE_FIELDS = frozenset({"name", "qualified", "advice"})
 
     def build_params(self, table):
         names = string_table(table["names"], "names")
         if not names:
             raise ValueError("'names' must not be empty")
-        return {"names": names}
+        return {"names": names, "report-imports": table.get("report-imports", False)}
 
     def describe(self, rule):
         return markdown_table(("name", "what to do"), rule.params["names"], code_values=False)
@@ -41,6 +42,18 @@ class _ReportVisitor(ReferenceVisitor):
             for name, advice in rule.params["names"].items():
                 self.table.setdefault(name, (rule, advice))
         super().__init__(ctx, set(self.table))
+
+    def leave_Module(self, node) -> None:
+        for binding in self.ctx.scopes.bindings:
+            module = binding.module_path
+            for name, (rule, advice) in self.table.items():
+                if not rule.params["report-imports"]:
+                    continue
+                base = name[:-2] if name.endswith(".*") else name
+                if (module == base or module.startswith(base + ".")) and self.ctx.claim(binding.alias):
+                    message = rule.message.format(name=f"import {module}", qualified=module, advice=advice)
+                    self.ctx.report(rule, binding.alias, message.strip())
+                    break
 
     def on_reference(self, node, qualified, binding) -> None:
         rule, advice = self.table.get(qualified) or self.table[self.wildcard_for(qualified)]
