@@ -146,7 +146,23 @@ class FileContext:
                     category=rule.category,
                 )
             )
-        return sorted(set(findings), key=Finding.sort_key)
+        return _without_redundant_fallbacks(sorted(set(findings), key=Finding.sort_key))
+
+
+def _without_redundant_fallbacks(findings: list[Finding]) -> list[Finding]:
+    """Fallback findings (a line that merely mentions CUDA) only where nothing else was said."""
+    from hpu_port.kinds import fallback_codes
+
+    fallback = fallback_codes()
+    specific_lines = {f.line for f in findings if f.code not in fallback}
+    kept, fallback_lines = [], set()
+    for finding in findings:
+        if finding.code in fallback:
+            if finding.line in specific_lines or finding.line in fallback_lines:
+                continue
+            fallback_lines.add(finding.line)
+        kept.append(finding)
+    return kept
 
 
 @dataclass

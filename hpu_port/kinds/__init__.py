@@ -31,6 +31,8 @@ class Kind:
 
     name: str = ""
     KEYS: dict[str, tuple[type, bool]] = {}
+    # A fallback kind's findings are dropped on lines where another rule spoke.
+    FALLBACK = False
     MESSAGE_FIELDS: frozenset[str] = frozenset({"name"})
 
     def param_keys(self) -> set[str]:
@@ -105,6 +107,17 @@ def _load_all() -> None:
 def get_kind(name: str) -> Optional[Kind]:
     _load_all()
     return _KINDS.get(name)
+
+
+_FALLBACK_CODES: set[str] = set()
+
+
+def register_fallback_code(code: str) -> None:
+    _FALLBACK_CODES.add(code)
+
+
+def fallback_codes() -> set[str]:
+    return _FALLBACK_CODES
 
 
 def kind_names() -> list[str]:
