@@ -143,7 +143,7 @@ def _report_manual(summary) -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "sarif", "markdown", "csv"]), default="text", show_default=True, help="Report format.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report to FILE instead of stdout.")
 @mode_option
 @fp16_option
@@ -154,12 +154,13 @@ def _report_manual(summary) -> None:
 @color_option
 def check(paths, output_format, output, mode, fp16, select, ignore, unsafe_fixes, rules_files, no_color):
     """Report every finding under PATHS: what rewrite would change and what needs a person."""
-    from hpu_port.report import RENDERERS
+    from hpu_port.report import render
     from hpu_port.runner import run
 
     ruleset = _load_ruleset(rules_files, select, ignore, mode, fp16, unsafe_fixes)
-    summary = run(list(paths), ruleset, apply=False)
-    text = RENDERERS[output_format](summary.results)
+    # JSON carries the diff of each file, so the rewrite is computed (not written).
+    summary = run(list(paths), ruleset, apply=output_format == "json")
+    text = render(output_format, summary.results, ruleset.rules)
     if output:
         Path(output).write_text(text, encoding="utf-8")
     else:

@@ -75,7 +75,7 @@ def all_findings(results: Iterable[FileResult]) -> list[tuple[str, Finding]]:
     return sorted(rows, key=lambda row: (row[0], row[1].sort_key()))
 
 
-def render_text(results: list[FileResult]) -> str:
+def render_text(results: list[FileResult], rules=()) -> str:
     return "".join(finding_line(path, f) + "\n" for path, f in all_findings(results))
 
 
@@ -97,18 +97,21 @@ def finding_record(path: str, finding: Finding) -> dict:
     }
 
 
-def render_json(results: list[FileResult]) -> str:
+def render_json(results: list[FileResult], rules=()) -> str:
     document = {
         "tool": "hpu-port",
         "version": __version__,
         "schema_version": JSON_SCHEMA_VERSION,
         "findings": [finding_record(path, f) for path, f in all_findings(results)],
+        "files": [
+            {"path": r.path, "diff": unified_diff(r)} for r in sorted(results, key=lambda r: r.path) if r.changed
+        ],
         "errors": [{"path": r.path, "message": r.error} for r in results if r.failed],
     }
     return json.dumps(document, indent=2) + "\n"
 
 
-def render_csv(results: list[FileResult]) -> str:
+def render_csv(results: list[FileResult], rules=()) -> str:
     out = io.StringIO()
     fields = ["path", "line", "column", "end_line", "end_column", "code", "category", "fix", "fixable", "message"]
     writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
@@ -118,4 +121,16 @@ def render_csv(results: list[FileResult]) -> str:
     return out.getvalue()
 
 
-RENDERERS = {"text": render_text, "json": render_json, "csv": render_csv}
+def _renderers():
+    from hpu_port.report_markdown import render_markdown
+    from hpu_port.report_sarif import render_sarif
+
+    return {"text": render_text, "json": render_json, "csv": render_csv, "sarif": render_sarif, "markdown": render_markdown}
+
+
+FORMATS = ("text", "json", "sarif", "markdown", "csv")
+
+
+def render(output_format: str, results: list[FileResult], rules) -> str:
+    """The report in ``output_format``; ``rules`` are the rules that ran (for metadata)."""
+    return _renderers()[output_format](results, rules)
