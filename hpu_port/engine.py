@@ -103,21 +103,22 @@ class FileContext:
         """Record a finding at ``node``; when the rule's fix is on, plan ``fix``.
 
         ``fix`` is None when this match cannot be rewritten: the finding is then
-        for a person. Returns whether the fix was applied.
+        for a person. Returns whether ``rewrite`` fixes it with these options
+        (planned, and applied when this run applies fixes).
         """
         has_fix = rule.has_fix and fix is not None
         fixable = has_fix and self.ruleset.fix_enabled(rule)
         applied = fixable and self.apply
-        if fixable and rule.hpu_runtime:
-            self.hpu_runtime_used = True
         if fixable:
+            # Planned in `check` too, so that both see the same file state;
+            # only `rewrite` applies the plan.
+            self.hpu_runtime_used |= rule.hpu_runtime
             self.fixed_categories.add(rule.category)
-        if applied:
             fix(self.plan)
             if spelling is not None:
                 spelling.commit(self)
         self._hits.append((node, rule, message, has_fix, fixable, applied))
-        return applied
+        return fixable
 
     def replace(self, node: cst.CSTNode, edit: NodeEdit) -> Callable[[EditPlan], None]:
         """A fix that replaces ``node`` through ``edit`` (for ``report``)."""
@@ -146,15 +147,17 @@ class FileContext:
                     category=rule.category,
                 )
             )
-        return _without_redundant_fallbacks(sorted(set(findings), key=Finding.sort_key))
+        removed_lines = {positions[a].start.line for a in self.plan.dropped_aliases if a in positions}
+        return _without_redundant_fallbacks(sorted(set(findings), key=Finding.sort_key), removed_lines)
 
 
-def _without_redundant_fallbacks(findings: list[Finding]) -> list[Finding]:
-    """Fallback findings (a line that merely mentions CUDA) only where nothing else was said."""
+def _without_redundant_fallbacks(findings: list[Finding], removed_lines: set) -> list[Finding]:
+    """Fallback findings (a line that merely mentions CUDA) only where nothing else
+    was said, and not on import lines that the rewrite removes."""
     from hpu_port.kinds import fallback_codes
 
     fallback = fallback_codes()
-    specific_lines = {f.line for f in findings if f.code not in fallback}
+    specific_lines = {f.line for f in findings if f.code not in fallback} | removed_lines
     kept, fallback_lines = [], set()
     for finding in findings:
         if finding.code in fallback:
