@@ -18,6 +18,7 @@ from hpu_port.names import ImportBinding, Scope, ScopeIndex, qualify, spell, tar
 from hpu_port.results import FileResult, Finding
 from hpu_port.rules import Rule
 from hpu_port.settings import RuleSet
+from hpu_port.splice import splice
 from hpu_port.walk import walk
 
 
@@ -368,6 +369,12 @@ def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) 
         new_module = apply_plan(module, ctx.plan)
         new_source = new_module.bytes
         if new_source != source:
+            roundtrip = module.bytes
+            if roundtrip != source:
+                new_source = splice(source, roundtrip, new_source)
+                if new_source is None:
+                    result.error = "cannot keep the bytes of the lines no rule changed (unusual line endings); nothing was written"
+                    return result
             problem = _reparse_problem(new_source, source)
             if problem:
                 codes = sorted({f.code for f in result.findings if f.applied})

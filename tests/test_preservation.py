@@ -69,3 +69,22 @@ values = [ 1,2 ,3 ]  # odd spacing stays
 def test_files_without_matches_are_untouched(source):
     result = port_source("f.py", source, make_ruleset())
     assert result.new_source is None and result.findings == [] and result.error is None
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        pytest.param(
+            b'x = 1\n\x0cy = "cuda"\n\x0cz = 2\n',
+            b'import habana_frameworks.torch.core as htcore\n\nx = 1\ny = "hpu"\n\x0cz = 2\n',
+            id="form-feeds",
+        ),
+        pytest.param(
+            b'x = 1\ry = "cuda"\rz = 2\r',
+            b'import habana_frameworks.torch.core as htcore\r\rx = 1\ry = "hpu"\rz = 2\r',
+            id="cr-only-line-endings",
+        ),
+    ],
+)
+def test_lines_libcst_would_normalise_stay_byte_identical(source, expected):
+    assert run(source) == expected
