@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import libcst as cst
-from libcst.metadata import PositionProvider
 
 from hpu_port.edits import EditPlan, NodeEdit, apply_plan
+from hpu_port.positions import positions_of
 from hpu_port.names import ImportBinding, Scope, ScopeIndex, qualify, spell, target_name_nodes
 from hpu_port.results import FileResult, Finding
 from hpu_port.rules import Rule
@@ -128,7 +128,8 @@ class FileContext:
     def findings(self) -> list[Finding]:
         if not self._hits:
             return []
-        positions = node_positions(self.module)
+        wanted = [hit[0] for hit in self._hits] + list(self.plan.dropped_aliases)
+        positions = positions_of(self.module, wanted)
         findings = []
         for node, rule, message, has_fix, fixable, applied in self._hits:
             where = positions.get(node)
@@ -307,17 +308,6 @@ def _names_in(node: cst.CSTNode) -> list[cst.Name]:
     return collector.found
 
 
-def node_positions(module: cst.Module) -> dict:
-    """Start and end of every node, from one code-generation pass.
-
-    ``MetadataWrapper.resolve(PositionProvider)`` computes the same, after a
-    full visit of the tree that positions do not need.
-    """
-    provider = PositionProvider()
-    provider._gen_impl(module)
-    return provider._computed
-
-
 def port_module(module: cst.Module, ruleset: RuleSet, apply: bool) -> FileContext:
     """Run every selected rule over a parsed module; edits are planned, not applied."""
     ctx = FileContext(module, ruleset, apply)
@@ -355,6 +345,9 @@ def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) 
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
         result.error = _describe_syntax_error(source, exc)
+        return result
+    except SyntaxError as exc:  # raised while reading the encoding declaration
+        result.error = f"cannot decode: {_first_line(str(exc.msg or exc))}"
         return result
     except (UnicodeDecodeError, LookupError, ValueError) as exc:
         result.error = f"cannot decode: {_first_line(str(exc))}"

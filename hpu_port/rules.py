@@ -59,6 +59,7 @@ class Rule:
     references: tuple[str, ...] = ()
     covers: tuple[str, ...] = ()
     remove_imports_of: tuple[str, ...] = ()
+    triggers: tuple[str, ...] = ()
     raw_params: dict = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -83,6 +84,7 @@ COMMON_KEYS: dict[str, tuple[type, bool]] = {
     "references": (list, False),
     "covers": (list, False),
     "remove-imports-of": (list, False),
+    "triggers": (list, False),
     "examples": (dict, True),
 }
 
@@ -164,7 +166,7 @@ def parse_rule(data: dict, source: str) -> Rule:
         from hpu_port.kinds import register_fallback_code
 
         register_fallback_code(common["code"])
-    return Rule(
+    rule = Rule(
         code=common["code"],
         name=common["name"],
         summary=common["summary"].strip(),
@@ -183,8 +185,15 @@ def parse_rule(data: dict, source: str) -> Rule:
         references=tuple(common.get("references", ())),
         covers=tuple(common.get("covers", ())),
         remove_imports_of=tuple(common.get("remove-imports-of", ())),
+        triggers=tuple(common.get("triggers", ())),
         raw_params={k: v for k, v in data.items() if k not in COMMON_KEYS},
     )
+    if not rule.triggers:
+        try:
+            kind.triggers(rule)
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+    return rule
 
 
 def _check_common_keys(data: dict, kind_keys: set[str], fail) -> dict:

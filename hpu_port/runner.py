@@ -43,7 +43,12 @@ def port_path(path: str, ruleset: RuleSet, apply: bool) -> FileResult:
         return FileResult(path=path, error="is a directory")
     except OSError as exc:
         return FileResult(path=path, error=f"cannot read: {exc.strerror or exc}")
-    return port_source(path, source, ruleset, apply)
+    try:
+        return port_source(path, source, ruleset, apply)
+    except RecursionError:
+        return FileResult(path=path, source=source, error="too deeply nested to process")
+    except Exception as exc:  # one odd file must never stop the run
+        return FileResult(path=path, source=source, error=f"internal error: {type(exc).__name__}: {exc}")
 
 
 def run(paths: list[str], ruleset: RuleSet, apply: bool = True) -> RunSummary:

@@ -58,14 +58,13 @@ class RuleSet:
 
     @cached_property
     def _rule_triggers(self) -> list[tuple[Rule, "re.Pattern[bytes]"]]:
-        return [(rule, _pattern(get_kind(rule.kind).triggers(rule))) for rule in self.rules]
+        return [(rule, _pattern(rule_triggers(rule))) for rule in self.rules]
 
     @cached_property
     def trigger_pattern(self) -> "re.Pattern[bytes]":
         tokens: set[str] = set()
-        for kind, rules in self.by_kind():
-            for rule in rules:
-                tokens |= kind.triggers(rule)
+        for rule in self.rules:
+            tokens |= rule_triggers(rule)
         return _pattern(tokens)
 
     def might_match(self, source: bytes) -> bool:
@@ -85,6 +84,12 @@ class RuleSet:
         subset = RuleSet(chosen, self.options)
         subset.__dict__["_rule_triggers"] = [(r, p) for r, p in self._rule_triggers if r in chosen]
         return subset
+
+
+def rule_triggers(rule: Rule) -> set[str]:
+    """Text a file must contain for ``rule`` to act on it: the rule's own
+    ``triggers`` if it names them, else what its kind derives from its data."""
+    return set(rule.triggers) if rule.triggers else get_kind(rule.kind).triggers(rule)
 
 
 def _pattern(tokens: set[str]):

@@ -43,9 +43,11 @@ class StringLiteral(Kind):
     def triggers(self, rule):
         tokens = set(rule.params["replace"])
         for pattern in rule.params["match"]:
-            literal = re.match(r"[A-Za-z0-9_]+", pattern.pattern)
-            tokens.add(literal.group(0) if literal else "")
-        return {t for t in tokens if t} or {""}
+            tokens.add(re.match(r"[A-Za-z0-9_]*", pattern.pattern).group(0))
+        if "" in tokens and not rule.triggers:
+            # Every file would have to be read: make the rule say what to look for.
+            raise ValueError("a 'match' pattern starts with no literal text; list the text files must contain in 'triggers'")
+        return tokens
 
     def visitor(self, rules, ctx):
         return _StringLiteralVisitor(ctx, rules)
