@@ -24,9 +24,9 @@ def _split_codes(values: tuple[str, ...]) -> list[str]:
     return [code.strip() for value in values for code in value.split(",") if code.strip()]
 
 
-def _load_ruleset(rules_files, select, ignore, mode="lazy", fp16=False, unsafe=False):
+def _load_ruleset(rules_files, select, ignore, mode="lazy", fp16=False, unsafe=False, max_size_mb=None):
     from hpu_port.rules import RuleFileError, load_rules, select_rules
-    from hpu_port.settings import Options, RuleSet
+    from hpu_port.settings import DEFAULT_MAX_FILE_SIZE, Options, RuleSet
 
     try:
         rules = load_rules([Path(p) for p in rules_files])
@@ -34,7 +34,8 @@ def _load_ruleset(rules_files, select, ignore, mode="lazy", fp16=False, unsafe=F
     except RuleFileError as exc:
         click.echo(f"hpu-port: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
-    return RuleSet(chosen, Options(mode=mode, fp16_to_bf16=fp16, unsafe_fixes=unsafe))
+    size = int(max_size_mb * 2**20) if max_size_mb is not None else DEFAULT_MAX_FILE_SIZE
+    return RuleSet(chosen, Options(mode=mode, fp16_to_bf16=fp16, unsafe_fixes=unsafe, max_file_size=size))
 
 
 def _console():
@@ -83,6 +84,10 @@ mode_option = click.option(
 )
 fp16_option = click.option("--fp16-to-bf16", "fp16", is_flag=True, help="Rewrite float16/half to bfloat16 where it is a dtype.")
 unsafe_option = click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change behaviour.")
+size_option = click.option(
+    "--max-file-size", "max_size_mb", type=click.FloatRange(min=0.001), default=None, metavar="MIB",
+    help="Skip (with an error) files larger than this, in MiB [default: 4].",
+)
 color_option = click.option("--no-color", is_flag=True, help="Plain output even on a terminal (NO_COLOR is honoured too).")
 
 
@@ -102,13 +107,14 @@ def main() -> None:
 @ignore_option
 @unsafe_option
 @rules_option
+@size_option
 @color_option
-def rewrite(paths, dry_run, check_only, mode, fp16, select, ignore, unsafe_fixes, rules_files, no_color):
+def rewrite(paths, dry_run, check_only, mode, fp16, select, ignore, unsafe_fixes, rules_files, max_size_mb, no_color):
     """Rewrite CUDA code under PATHS for Gaudi, in place."""
     from hpu_port.report import unified_diff
     from hpu_port.runner import run, write_results
 
-    ruleset = _load_ruleset(rules_files, select, ignore, mode, fp16, unsafe_fixes)
+    ruleset = _load_ruleset(rules_files, select, ignore, mode, fp16, unsafe_fixes, max_size_mb)
     writing = not (dry_run or check_only)
     summary = run(list(paths), ruleset, apply=True)
     if writing:
@@ -151,13 +157,14 @@ def _report_manual(summary) -> None:
 @ignore_option
 @unsafe_option
 @rules_option
+@size_option
 @color_option
-def check(paths, output_format, output, mode, fp16, select, ignore, unsafe_fixes, rules_files, no_color):
+def check(paths, output_format, output, mode, fp16, select, ignore, unsafe_fixes, rules_files, max_size_mb, no_color):
     """Report every finding under PATHS: what rewrite would change and what needs a person."""
     from hpu_port.report import render
     from hpu_port.runner import run
 
-    ruleset = _load_ruleset(rules_files, select, ignore, mode, fp16, unsafe_fixes)
+    ruleset = _load_ruleset(rules_files, select, ignore, mode, fp16, unsafe_fixes, max_size_mb)
     # JSON carries the diff of each file, so the rewrite is computed (not written).
     summary = run(list(paths), ruleset, apply=output_format == "json")
     text = render(output_format, summary.results, ruleset.rules)

@@ -340,6 +340,13 @@ def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) 
     result = FileResult(path=path, source=source)
     if not ruleset.might_match(source):
         return result
+    limit = ruleset.options.max_file_size
+    if len(source) > limit:
+        result.error = (
+            f"too large to port ({len(source) / 2**20:.1f} MiB > {limit / 2**20:.1f} MiB); "
+            "raise --max-file-size if it is hand-written code"
+        )
+        return result
     ruleset = ruleset.for_source(source)
     try:
         module = cst.parse_module(source)

@@ -54,12 +54,24 @@ def discover(paths: list[str]) -> list[Source]:
             for file in _walk(path):
                 found.setdefault(str(file), Source(str(file)))
         elif path.is_file():
-            found.setdefault(str(path), Source(str(path)))
+            error = None if _looks_like_python(path) else "not a Python file (expected .py, .pyi or a python #! line)"
+            found.setdefault(str(path), Source(str(path), error))
         elif path.is_symlink():
             found[str(path)] = Source(str(path), "broken symbolic link")
         else:
             found[str(path)] = Source(str(path), "no such file or directory")
     return [found[key] for key in sorted(found)]
+
+
+def _looks_like_python(path: Path) -> bool:
+    if path.name.endswith(PYTHON_SUFFIXES):
+        return True
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(200)
+    except OSError:
+        return True  # reading it will report the problem
+    return first.startswith(b"#!") and b"python" in first
 
 
 def _walk(root: Path) -> Iterator[Path]:

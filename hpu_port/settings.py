@@ -11,11 +11,16 @@ from hpu_port.kinds import Kind, get_kind
 from hpu_port.rules import Rule
 
 
+DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class Options:
     mode: str = "lazy"
     fp16_to_bf16: bool = False
     unsafe_fixes: bool = False
+    # Larger files are generated data in practice; libcst needs minutes for them.
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
 
 
 @dataclass
