@@ -17,7 +17,21 @@ import click
 
 from hpu_port import __version__
 
-EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_FOUND, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _interrupt_on_sigterm() -> None:
+    """Turn SIGTERM into an interrupt, so that a write in progress is cleaned up
+    (each file is replaced atomically: it is either as it was or fully ported)."""
+    import signal
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (embedded use)
+        pass
 
 
 def _split_codes(values: tuple[str, ...]) -> list[str]:
@@ -116,9 +130,14 @@ def rewrite(paths, dry_run, check_only, mode, fp16, select, ignore, unsafe_fixes
 
     ruleset = _load_ruleset(rules_files, select, ignore, mode, fp16, unsafe_fixes, max_size_mb)
     writing = not (dry_run or check_only)
-    summary = run(list(paths), ruleset, apply=True)
-    if writing:
-        write_results(summary)
+    _interrupt_on_sigterm()
+    try:
+        summary = run(list(paths), ruleset, apply=True)
+        if writing:
+            write_results(summary)
+    except KeyboardInterrupt:
+        click.echo("hpu-port: interrupted; every file is either unchanged or completely rewritten", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     for result in summary.changed:
         if dry_run:
             _print_diff(unified_diff(result), no_color)

@@ -335,8 +335,32 @@ def _drop_fully_rewritten_imports(ctx: FileContext) -> None:
             ctx.plan.dropped_aliases.add(binding.alias)
 
 
+MAX_EXTRA_PASSES = 2
+
+
 def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) -> FileResult:
-    """Port one file's bytes. Never raises for bad input: errors become data."""
+    """Port one file's bytes. Never raises for bad input: errors become data.
+
+    When a pass changes the file's imports, names may resolve differently
+    (a fix added `import torch` to a file that used torch without importing
+    it), so the output is ported again, at most twice more, until nothing
+    changes: a second run over the result is then a no-op.
+    """
+    result = _port_once(path, source, ruleset, apply)
+    current = result.new_source
+    for _ in range(MAX_EXTRA_PASSES):
+        if current is None or result.failed or not result.imports_changed:
+            break
+        again = _port_once(path, current, ruleset, apply)
+        if again.failed or again.new_source is None:
+            break
+        current = again.new_source
+        result.new_source = current
+        result.imports_changed = again.imports_changed
+    return result
+
+
+def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
     result = FileResult(path=path, source=source)
     if not ruleset.might_match(source):
         return result
@@ -347,44 +371,56 @@ def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) 
             "raise --max-file-size if it is hand-written code"
         )
         return result
-    ruleset = ruleset.for_source(source)
+    module = _parse(source, result)
+    if module is None:
+        return result
+    ctx = port_module(module, ruleset.for_source(source), apply)
+    result.findings = ctx.findings()
+    result.imports_changed = bool(ctx.plan.new_imports or ctx.plan.dropped_aliases)
+    if apply and ctx.plan:
+        _apply(module, ctx.plan, source, result)
+    return result
+
+
+def _parse(source: bytes, result: FileResult) -> Optional[cst.Module]:
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
         result.error = _describe_syntax_error(source, exc)
-        return result
+        return None
     except SyntaxError as exc:  # raised while reading the encoding declaration
         result.error = f"cannot decode: {_first_line(str(exc.msg or exc))}"
-        return result
+        return None
     except (UnicodeDecodeError, LookupError, ValueError) as exc:
         result.error = f"cannot decode: {_first_line(str(exc))}"
-        return result
+        return None
     except RecursionError:
         result.error = "too deeply nested to parse"
-        return result
+        return None
     result.encoding = module.encoding
-    ctx = port_module(module, ruleset, apply)
-    result.findings = ctx.findings()
-    if apply and ctx.plan:
-        new_module = apply_plan(module, ctx.plan)
-        new_source = new_module.bytes
-        if new_source != source:
-            roundtrip = module.bytes
-            if roundtrip != source:
-                new_source = splice(source, roundtrip, new_source)
-                if new_source is None:
-                    result.error = "cannot keep the bytes of the lines no rule changed (unusual line endings); nothing was written"
-                    return result
-            problem = _reparse_problem(new_source, source)
-            if problem:
-                codes = sorted({f.code for f in result.findings if f.applied})
-                result.error = (
-                    f"internal error: rules {', '.join(codes)} produced code that does not "
-                    f"parse ({problem}); nothing was written"
-                )
-                return result
-            result.new_source = new_source
-    return result
+    return module
+
+
+def _apply(module: cst.Module, plan: EditPlan, source: bytes, result: FileResult) -> None:
+    """Apply the plan; keep untouched bytes; refuse output that does not parse."""
+    new_source = apply_plan(module, plan).bytes
+    if new_source == source:
+        return
+    roundtrip = module.bytes
+    if roundtrip != source:
+        new_source = splice(source, roundtrip, new_source)
+        if new_source is None:
+            result.error = "cannot keep the bytes of the lines no rule changed (unusual line endings); nothing was written"
+            return
+    problem = _reparse_problem(new_source, source)
+    if problem:
+        codes = sorted({f.code for f in result.findings if f.applied})
+        result.error = (
+            f"internal error: rules {', '.join(codes)} produced code that does not "
+            f"parse ({problem}); nothing was written"
+        )
+        return
+    result.new_source = new_source
 
 
 def _describe_syntax_error(source: bytes, exc: cst.ParserSyntaxError) -> str:

@@ -75,13 +75,26 @@ def _looks_like_python(path: Path) -> bool:
 
 
 def _walk(root: Path) -> Iterator[Path]:
-    for directory, dirnames, filenames in os.walk(root):
+    """Python files under ``root``; symbolic links never lead outside it."""
+    real_root = root.resolve()
+    for directory, dirnames, filenames in os.walk(root):  # does not follow linked dirs
         dirnames[:] = sorted(
             d for d in dirnames if d not in SKIPPED_DIRS and not d.endswith(".egg-info")
         )
         for name in sorted(filenames):
-            if name.endswith(PYTHON_SUFFIXES):
-                yield Path(directory) / name
+            path = Path(directory) / name
+            if name.endswith(PYTHON_SUFFIXES) and _inside(path, real_root):
+                yield path
+
+
+def _inside(path: Path, real_root: Path) -> bool:
+    if not path.is_symlink():
+        return True
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return True  # a broken link or a loop: reading it reports the problem
+    return target == real_root or real_root in target.parents
 
 
 def read_source(path: str) -> bytes:
@@ -100,7 +113,8 @@ def write_atomically(path: str, data: bytes, expected: Optional[bytes] = None) -
     renames it over the original, keeping the original's permission bits.
     With ``expected``, refuses to write when the file changed since it was read.
     """
-    target = Path(path)
+    # Through a symbolic link, the file it points to is rewritten, not the link.
+    target = Path(os.path.realpath(path))
     if expected is not None and read_source(path) != expected:
         raise FileChangedError(f"{path} changed on disk while it was being ported")
     mode = stat.S_IMODE(os.stat(target).st_mode)

@@ -53,6 +53,8 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     error: Optional[str] = None
     encoding: str = "utf-8"
+    # Whether the rewrite added or removed imports (names may then resolve anew).
+    imports_changed: bool = False
 
     @property
     def changed(self) -> bool:
