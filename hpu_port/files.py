@@ -60,7 +60,27 @@ def discover(paths: list[str]) -> list[Source]:
             found[str(path)] = Source(str(path), "broken symbolic link")
         else:
             found[str(path)] = Source(str(path), "no such file or directory")
-    return [found[key] for key in sorted(found)]
+    return _one_path_per_file([found[key] for key in sorted(found)])
+
+
+def _one_path_per_file(sources: list[Source]) -> list[Source]:
+    """A file reached through several paths (a link and its target) is ported
+    once, through the path that is not a link."""
+    by_real: dict[str, Source] = {}
+    kept: list[Source] = []
+    for source in sources:
+        if source.error:
+            kept.append(source)
+            continue
+        real = os.path.realpath(source.path)
+        other = by_real.get(real)
+        if other is None:
+            by_real[real] = source
+            kept.append(source)
+        elif Path(other.path).is_symlink() and not Path(source.path).is_symlink():
+            kept[kept.index(other)] = source
+            by_real[real] = source
+    return kept
 
 
 def _looks_like_python(path: Path) -> bool:
