@@ -51,8 +51,8 @@ def discover(paths: list[str]) -> list[Source]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            for file in _walk(path):
-                found.setdefault(str(file), Source(str(file)))
+            for file, error in _walk(path):
+                found.setdefault(str(file), Source(str(file), error))
         elif path.is_file():
             error = None if _looks_like_python(path) else "not a Python file (expected .py, .pyi or a python #! line)"
             found.setdefault(str(path), Source(str(path), error))
@@ -94,17 +94,24 @@ def _looks_like_python(path: Path) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    """Python files under ``root``; symbolic links never lead outside it."""
+def _walk(root: Path) -> Iterator[tuple[Path, Optional[str]]]:
+    """Python files under ``root`` (and directories that cannot be read, with
+    their error); symbolic links never lead outside ``root``."""
     real_root = root.resolve()
-    for directory, dirnames, filenames in os.walk(root):  # does not follow linked dirs
+    problems: list[OSError] = []
+    for directory, dirnames, filenames in os.walk(root, onerror=problems.append):  # no linked dirs
+        while problems:
+            problem = problems.pop()
+            yield Path(problem.filename or directory), f"cannot read directory: {problem.strerror or problem}"
         dirnames[:] = sorted(
             d for d in dirnames if d not in SKIPPED_DIRS and not d.endswith(".egg-info")
         )
         for name in sorted(filenames):
             path = Path(directory) / name
             if name.endswith(PYTHON_SUFFIXES) and _inside(path, real_root):
-                yield path
+                yield path, None
+    for problem in problems:
+        yield Path(problem.filename or root), f"cannot read directory: {problem.strerror or problem}"
 
 
 def _inside(path: Path, real_root: Path) -> bool:

@@ -164,3 +164,37 @@ def test_file_mode_is_kept(tree):
     rewrite(target)
     assert os.stat(target).st_mode & 0o777 == 0o750
     assert not [p for p in tree.iterdir() if p.name.startswith(".good.py.")]  # no temporary file left
+
+
+def test_unreadable_directory_is_named(tree, monkeypatch):
+    import hpu_port.files as files
+
+    locked = tree / "locked"
+    locked.mkdir()
+    (locked / "inside.py").write_text(GOOD)
+    real_walk = os.walk
+
+    def walk(top, onerror=None, **kwargs):
+        for directory, dirnames, filenames in real_walk(top, onerror=onerror, **kwargs):
+            if "locked" in dirnames:
+                dirnames.remove("locked")
+                onerror(PermissionError(13, "Permission denied", str(locked)))
+            yield directory, dirnames, filenames
+
+    monkeypatch.setattr(files.os, "walk", walk)
+    result = rewrite(tree)
+    assert result.exit_code == 2
+    assert f"{locked}: error: cannot read directory: Permission denied" in result.stderr
+    assert 'device="hpu"' in (tree / "good.py").read_text()
+    assert (locked / "inside.py").read_text() == GOOD
+
+
+def test_insertions_follow_the_files_indentation(tree):
+    path = tree / "tabs.py"
+    path.write_bytes(b"def train(optimizer):\r\n\tfor x in data:\r\n\t\tloss(x).backward()\r\n\t\toptimizer.step()\r\n")
+    rewrite(path)
+    assert path.read_bytes() == (
+        b"import habana_frameworks.torch.core as htcore\r\n\r\n"
+        b"def train(optimizer):\r\n\tfor x in data:\r\n\t\tloss(x).backward()\r\n\t\thtcore.mark_step()\r\n"
+        b"\t\toptimizer.step()\r\n\t\thtcore.mark_step()\r\n"
+    )
