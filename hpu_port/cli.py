@@ -38,18 +38,34 @@ def _split_codes(values: tuple[str, ...]) -> list[str]:
     return [code.strip() for value in values for code in value.split(",") if code.strip()]
 
 
-def _load_ruleset(rules_files, select, ignore, mode="lazy", fp16=False, unsafe=False, max_size_mb=None):
-    from hpu_port.rules import RuleFileError, load_rules, select_rules
-    from hpu_port.settings import DEFAULT_MAX_FILE_SIZE, Options, RuleSet
+def _overrides(mode, fp16, unsafe, select, ignore, extend_select, rules_files, max_size_mb, exclude):
+    from hpu_port.config import Overrides
+
+    return Overrides(
+        mode=mode,
+        fp16_to_bf16=fp16,
+        unsafe_fixes=unsafe,
+        select=tuple(_split_codes(select)),
+        ignore=tuple(_split_codes(ignore)),
+        extend_select=tuple(_split_codes(extend_select)),
+        rules=tuple(str(Path(p).resolve()) for p in rules_files),
+        max_file_size_mib=max_size_mb,
+        exclude=tuple(exclude),
+    )
+
+
+def _run(paths, options: dict, apply: bool):
+    """Run over ``paths`` with each file's settings; configuration errors exit 2."""
+    from hpu_port.config import ConfigError
+    from hpu_port.rules import RuleFileError
+    from hpu_port.runner import run
+    from hpu_port.settings import RuleSetResolver
 
     try:
-        rules = load_rules([Path(p) for p in rules_files])
-        chosen = select_rules(rules, _split_codes(select), _split_codes(ignore))
-    except RuleFileError as exc:
+        return run(list(paths), RuleSetResolver(_overrides(**options)), apply=apply)
+    except (ConfigError, RuleFileError) as exc:
         click.echo(f"hpu-port: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
-    size = int(max_size_mb * 2**20) if max_size_mb is not None else DEFAULT_MAX_FILE_SIZE
-    return RuleSet(chosen, Options(mode=mode, fp16_to_bf16=fp16, unsafe_fixes=unsafe, max_file_size=size))
 
 
 def _console():
@@ -90,19 +106,36 @@ rules_option = click.option(
     "--rules", "rules_files", multiple=True, type=click.Path(dir_okay=True), metavar="FILE",
     help="Extra rule file (TOML) or directory of rule files; repeatable.",
 )
-select_option = click.option("--select", multiple=True, metavar="CODES", help="Only these rule codes or prefixes (comma-separated; ALL for every rule).")
-ignore_option = click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes (comma-separated).")
-mode_option = click.option(
-    "--mode", type=click.Choice(["lazy", "eager"]), default="lazy", show_default=True,
-    help="Gaudi execution mode the code will run in.",
-)
-fp16_option = click.option("--fp16-to-bf16", "fp16", is_flag=True, help="Rewrite float16/half to bfloat16 where it is a dtype.")
-unsafe_option = click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change behaviour.")
-size_option = click.option(
-    "--max-file-size", "max_size_mb", type=click.FloatRange(min=0.001), default=None, metavar="MIB",
-    help="Skip (with an error) files larger than this, in MiB [default: 4].",
-)
 color_option = click.option("--no-color", is_flag=True, help="Plain output even on a terminal (NO_COLOR is honoured too).")
+
+
+def porting_options(command):
+    """The options `rewrite`, `check` and `config` share; each overrides [tool.hpu-port]."""
+    options = [
+        click.option("--mode", type=click.Choice(["lazy", "eager"]), default=None, help="Gaudi execution mode the code will run in [default: lazy]."),
+        click.option("--fp16-to-bf16/--no-fp16-to-bf16", "fp16", default=None, help="Rewrite float16/half to bfloat16 where it is a dtype."),
+        click.option("--select", multiple=True, metavar="CODES", help="Only these rule codes or prefixes (comma-separated; ALL for every rule)."),
+        click.option("--extend-select", multiple=True, metavar="CODES", help="Add these rules to the selection (comma-separated)."),
+        click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes (comma-separated)."),
+        click.option("--unsafe-fixes/--no-unsafe-fixes", "unsafe", default=None, help="Also apply fixes that may change behaviour."),
+        click.option("--exclude", multiple=True, metavar="PATTERN", help="Skip files matching this glob (added to extend-exclude); repeatable."),
+        click.option(
+            "--max-file-size", "max_size_mb", type=click.FloatRange(min=0.001), default=None, metavar="MIB",
+            help="Skip (with an error) files larger than this, in MiB [default: 4].",
+        ),
+        rules_option,
+        color_option,
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+_PORTING = ("mode", "fp16", "unsafe", "select", "ignore", "extend_select", "rules_files", "max_size_mb", "exclude")
+
+
+def _porting(kwargs: dict) -> dict:
+    return {key: kwargs.pop(key) for key in _PORTING}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -115,24 +148,17 @@ def main() -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--dry-run", is_flag=True, help="Write nothing; print a unified diff of what would change.")
 @click.option("--check", "check_only", is_flag=True, help="Write nothing; list the files that would change.")
-@mode_option
-@fp16_option
-@select_option
-@ignore_option
-@unsafe_option
-@rules_option
-@size_option
-@color_option
-def rewrite(paths, dry_run, check_only, mode, fp16, select, ignore, unsafe_fixes, rules_files, max_size_mb, no_color):
+@porting_options
+def rewrite(paths, dry_run, check_only, no_color, **kwargs):
     """Rewrite CUDA code under PATHS for Gaudi, in place."""
     from hpu_port.report import unified_diff
-    from hpu_port.runner import run, write_results
+    from hpu_port.runner import write_results
 
-    ruleset = _load_ruleset(rules_files, select, ignore, mode, fp16, unsafe_fixes, max_size_mb)
+    options = _porting(kwargs)
     writing = not (dry_run or check_only)
     _interrupt_on_sigterm()
     try:
-        summary = run(list(paths), ruleset, apply=True)
+        summary = _run(paths, options, apply=True)
         if writing:
             write_results(summary)
     except KeyboardInterrupt:
@@ -170,23 +196,15 @@ def _report_manual(summary) -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "sarif", "markdown", "csv"]), default="text", show_default=True, help="Report format.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report to FILE instead of stdout.")
-@mode_option
-@fp16_option
-@select_option
-@ignore_option
-@unsafe_option
-@rules_option
-@size_option
-@color_option
-def check(paths, output_format, output, mode, fp16, select, ignore, unsafe_fixes, rules_files, max_size_mb, no_color):
+@porting_options
+def check(paths, output_format, output, no_color, **kwargs):
     """Report every finding under PATHS: what rewrite would change and what needs a person."""
     from hpu_port.report import render
-    from hpu_port.runner import run
 
-    ruleset = _load_ruleset(rules_files, select, ignore, mode, fp16, unsafe_fixes, max_size_mb)
     # JSON carries the diff of each file, so the rewrite is computed (not written).
-    summary = run(list(paths), ruleset, apply=output_format == "json")
-    text = render(output_format, summary.results, ruleset.rules)
+    summary = _run(paths, _porting(kwargs), apply=output_format == "json")
+    rules = {rule.code: rule for result in summary.results for rule in result.rules}
+    text = render(output_format, summary.results, [rules[code] for code in sorted(rules)])
     if output:
         Path(output).write_text(text, encoding="utf-8")
     else:
@@ -201,6 +219,21 @@ def check(paths, output_format, output, mode, fp16, select, ignore, unsafe_fixes
     if summary.failed:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FOUND if summary.findings else EXIT_OK)
+
+
+@main.command("config")
+@click.argument("path", required=False, default=".", type=click.Path())
+@porting_options
+def show_config(path, no_color, **kwargs):
+    """Print the effective settings for PATH: [tool.hpu-port] merged with options."""
+    from hpu_port.config import ConfigError, render_settings, settings_for
+
+    try:
+        settings = _overrides(**_porting(kwargs)).apply(settings_for(Path(path)))
+    except ConfigError as exc:
+        click.echo(f"hpu-port: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo(render_settings(settings), nl=False)
 
 
 @main.command("rules")

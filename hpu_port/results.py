@@ -55,6 +55,8 @@ class FileResult:
     encoding: str = "utf-8"
     # Whether the rewrite added or removed imports (names may then resolve anew).
     imports_changed: bool = False
+    # The rules the file was ported with (for report metadata).
+    rules: tuple = ()
 
     @property
     def changed(self) -> bool:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Union
 
 from hpu_port.engine import port_source
 from hpu_port.files import FileChangedError, discover, read_source, write_atomically
@@ -51,14 +53,31 @@ def port_path(path: str, ruleset: RuleSet, apply: bool) -> FileResult:
         return FileResult(path=path, source=source, error=f"internal error: {type(exc).__name__}: {exc}")
 
 
-def run(paths: list[str], ruleset: RuleSet, apply: bool = True) -> RunSummary:
-    """Port every file under ``paths``, in a stable (sorted) order."""
-    summary = RunSummary()
+RuleSetFor = Callable[[Path], Optional[RuleSet]]
+
+
+def run(paths: list[str], rulesets: Union[RuleSet, RuleSetFor], apply: bool = True) -> RunSummary:
+    """Port every file under ``paths``, in a stable (sorted) order.
+
+    ``rulesets`` is one RuleSet for every file, or a function giving each
+    file's RuleSet from its configuration (None: the file is excluded). All
+    of them are resolved before any file is read, so that a configuration or
+    rule-file error stops the run before it starts.
+    """
+    ruleset_for = rulesets if callable(rulesets) else (lambda path: rulesets)
+    planned = []
     for source in discover(paths):
+        ruleset = None if source.error else ruleset_for(Path(source.path))
+        if source.error or ruleset is not None:
+            planned.append((source, ruleset))
+    summary = RunSummary()
+    for source, ruleset in planned:
         if source.error:
             summary.results.append(FileResult(path=source.path, error=source.error))
         else:
-            summary.results.append(port_path(source.path, ruleset, apply))
+            result = port_path(source.path, ruleset, apply)
+            result.rules = tuple(ruleset.rules)
+            summary.results.append(result)
     return summary
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterable
+from typing import Iterable, Optional
 
 from hpu_port.kinds import Kind, get_kind
 from hpu_port.rules import Rule
@@ -107,3 +107,50 @@ def _pattern(tokens: set[str]):
 
 def codes(rules: Iterable[Rule]) -> list[str]:
     return [rule.code for rule in rules]
+
+
+class RuleSetResolver:
+    """Each file's RuleSet, from its configuration merged with the command line.
+
+    Rule files are loaded once per distinct list of files, and a RuleSet is
+    built once per distinct configuration.
+    """
+
+    def __init__(self, overrides) -> None:
+        self.overrides = overrides
+        self._rules: dict = {}
+        self._rulesets: dict = {}
+
+    def settings(self, path):
+        from hpu_port.config import settings_for
+
+        return self.overrides.apply(settings_for(path))
+
+    def __call__(self, path) -> "Optional[RuleSet]":
+        settings = self.settings(path)
+        if settings.excluded(path):
+            return None
+        key = (settings, settings.ignored_codes(path))
+        if key not in self._rulesets:
+            self._rulesets[key] = self._build(settings, key[1])
+        return self._rulesets[key]
+
+    def _build(self, settings, extra_ignores) -> "RuleSet":
+        from pathlib import Path
+
+        from hpu_port.rules import load_rules, matches_selector, select_rules
+
+        if settings.rules not in self._rules:
+            self._rules[settings.rules] = load_rules([Path(p) for p in settings.rules])
+        rules = self._rules[settings.rules]
+        chosen = select_rules(rules, settings.select, settings.ignore + extra_ignores)
+        extended = select_rules(rules, settings.extend_select or ["ALL"], settings.ignore + extra_ignores)
+        if settings.extend_select:
+            chosen += [r for r in extended if r not in chosen and any(matches_selector(r.code, s) for s in settings.extend_select)]
+        options = Options(
+            mode=settings.mode,
+            fp16_to_bf16=settings.fp16_to_bf16,
+            unsafe_fixes=settings.unsafe_fixes,
+            max_file_size=int(settings.max_file_size_mib * 2**20),
+        )
+        return RuleSet(sorted(chosen, key=lambda r: r.code), options)

@@ -1,0 +1,219 @@
+"""Settings from `[tool.hpu-port]` in the nearest pyproject.toml, merged with the CLI.
+
+Each file is ported with the settings of the nearest pyproject.toml above it
+that has a `[tool.hpu-port]` table (so a monorepo's packages can differ);
+options given on the command line override them. Unknown keys and bad values
+are errors that stop the run before anything is read.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Optional
+
+from hpu_port.rules import tomllib
+
+TABLE = "tool.hpu-port"
+
+
+class ConfigError(Exception):
+    """A configuration that cannot be used; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that decides how a file is ported."""
+
+    mode: str = "lazy"
+    fp16_to_bf16: bool = False
+    unsafe_fixes: bool = False
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    rules: tuple[str, ...] = ()
+    max_file_size_mib: float = 4.0
+    root: Optional[str] = None  # directory of the pyproject.toml, for relative patterns
+    source: Optional[str] = None  # the pyproject.toml the settings came from
+
+    def excluded(self, path: Path) -> bool:
+        """Whether ``path`` matches `exclude` / `extend-exclude` (relative to the config)."""
+        patterns = self.exclude + self.extend_exclude
+        return bool(patterns) and _matches_any(self._relative(path), patterns)
+
+    def ignored_codes(self, path: Path) -> tuple[str, ...]:
+        """Codes `per-file-ignores` switches off for ``path``."""
+        relative = self._relative(path)
+        return tuple(code for pattern, codes in self.per_file_ignores if _matches_any(relative, (pattern,)) for code in codes)
+
+    def _relative(self, path: Path) -> str:
+        # The real directory, but not the file itself: a link (even a broken
+        # or looping one) is matched where it is, by its own name.
+        resolved = Path(os.path.realpath(path.parent)) / path.name
+        if self.root:
+            try:
+                return resolved.relative_to(self.root).as_posix()
+            except ValueError:
+                pass
+        return path.as_posix()
+
+
+def _matches_any(relative: str, patterns) -> bool:
+    parts = relative.split("/")
+    for pattern in patterns:
+        pattern = pattern.rstrip("/")
+        if fnmatch.fnmatchcase(relative, pattern) or fnmatch.fnmatchcase(relative, pattern + "/*"):
+            return True
+        # A bare name ("legacy", "*_pb2.py") matches any path component.
+        if "/" not in pattern and any(fnmatch.fnmatchcase(part, pattern) for part in parts):
+            return True
+    return False
+
+
+# key -> (type, attribute); lists become tuples.
+KEYS: dict[str, tuple[type, str]] = {
+    "mode": (str, "mode"),
+    "fp16-to-bf16": (bool, "fp16_to_bf16"),
+    "unsafe-fixes": (bool, "unsafe_fixes"),
+    "select": (list, "select"),
+    "ignore": (list, "ignore"),
+    "extend-select": (list, "extend_select"),
+    "exclude": (list, "exclude"),
+    "extend-exclude": (list, "extend_exclude"),
+    "per-file-ignores": (dict, "per_file_ignores"),
+    "rules": (list, "rules"),
+    "max-file-size": ((int, float), "max_file_size_mib"),
+}
+
+
+def parse_table(table: dict, source: str, root: str) -> Settings:
+    """Validate a `[tool.hpu-port]` table into Settings."""
+
+    def fail(problem: str) -> ConfigError:
+        return ConfigError(f"{source}: [{TABLE}] {problem}")
+
+    values: dict[str, Any] = {"source": source, "root": root}
+    for key, value in table.items():
+        if key not in KEYS:
+            raise fail(f"unknown key {key!r} (known: {', '.join(sorted(KEYS))})")
+        expected, attribute = KEYS[key]
+        if not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
+            raise fail(f"{key!r} must be {_describe(expected)}")
+        values[attribute] = _convert(key, value, root, fail)
+    if values.get("mode", "lazy") not in ("lazy", "eager"):
+        raise fail("'mode' must be \"lazy\" or \"eager\"")
+    if values.get("max_file_size_mib", 1) <= 0:
+        raise fail("'max-file-size' must be a positive number of MiB")
+    return Settings(**values)
+
+
+def _describe(expected) -> str:
+    return {str: "a string", bool: "true or false", list: "a list of strings", dict: "a table"}.get(expected, "a number")
+
+
+def _convert(key: str, value: Any, root: str, fail):
+    if isinstance(value, list):
+        if not all(isinstance(item, str) for item in value):
+            raise fail(f"{key!r} must be a list of strings")
+        if key == "rules":
+            return tuple(str((Path(root) / item)) for item in value)
+        return tuple(value)
+    if key == "per-file-ignores":
+        pairs = []
+        for pattern, codes in value.items():
+            if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+                raise fail(f"'per-file-ignores.{pattern}' must be a list of rule codes")
+            pairs.append((pattern, tuple(codes)))
+        return tuple(pairs)
+    return value
+
+
+@lru_cache(maxsize=None)
+def settings_for_directory(directory: str) -> Settings:
+    """Settings of the nearest pyproject.toml with a [tool.hpu-port] table, or defaults."""
+    for folder in [Path(directory), *Path(directory).parents]:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            table = _hpu_port_table(str(candidate))
+            if table is not None:
+                return parse_table(table, str(candidate), str(folder.resolve()))
+    return Settings()
+
+
+@lru_cache(maxsize=None)
+def _hpu_port_table(path: str) -> Optional[dict]:
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read configuration: {exc}") from None
+    return data.get("tool", {}).get("hpu-port")
+
+
+def settings_for(path: Path) -> Settings:
+    directory = path if path.is_dir() else path.parent
+    return settings_for_directory(str(directory.resolve()))
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Options given on the command line; None means "not given"."""
+
+    mode: Optional[str] = None
+    fp16_to_bf16: Optional[bool] = None
+    unsafe_fixes: Optional[bool] = None
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    rules: tuple[str, ...] = ()
+    max_file_size_mib: Optional[float] = None
+    exclude: tuple[str, ...] = field(default=())
+
+    def apply(self, settings: Settings) -> Settings:
+        changes: dict[str, Any] = {}
+        for name in ("mode", "fp16_to_bf16", "unsafe_fixes", "max_file_size_mib"):
+            value = getattr(self, name)
+            if value is not None:
+                changes[name] = value
+        if self.select:
+            changes["select"] = self.select
+            changes["extend_select"] = ()
+        if self.ignore:
+            changes["ignore"] = settings.ignore + self.ignore
+        if self.extend_select:
+            changes["extend_select"] = settings.extend_select + self.extend_select
+        if self.rules:
+            changes["rules"] = settings.rules + self.rules
+        if self.exclude:
+            changes["extend_exclude"] = settings.extend_exclude + self.exclude
+        return replace(settings, **changes)
+
+
+def render_settings(settings: Settings) -> str:
+    """The effective settings, as a `[tool.hpu-port]` table with its origin."""
+    origin = settings.source or "defaults (no pyproject.toml with [tool.hpu-port] found)"
+    lines = [f"# from {origin}", f"[{TABLE}]"]
+    for key, (_, attribute) in KEYS.items():
+        value = getattr(settings, attribute)
+        if key == "per-file-ignores":
+            rendered = "{ " + ", ".join(f'"{p}" = {_toml_list(c)}' for p, c in value) + " }" if value else "{}"
+        elif isinstance(value, tuple):
+            rendered = _toml_list(value)
+        elif isinstance(value, bool):
+            rendered = "true" if value else "false"
+        elif isinstance(value, str):
+            rendered = f'"{value}"'
+        else:
+            rendered = f"{value:g}"
+        lines.append(f"{key} = {rendered}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_list(values) -> str:
+    return "[" + ", ".join(f'"{v}"' for v in values) + "]"

@@ -1,0 +1,119 @@
+"""[tool.hpu-port] in the nearest pyproject.toml, overridden by the command line."""
+
+import textwrap
+
+from click.testing import CliRunner
+
+from hpu_port.cli import main
+
+CODE = 'import torch\nx = torch.zeros(2, device="cuda")\nh = x.half()\ntorch.cuda.synchronize()\n'
+
+
+def project(tmp_path, table: str, name="pkg"):
+    root = tmp_path / name
+    (root / "src").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'x'\n\n[tool.hpu-port]\n" + textwrap.dedent(table))
+    (root / "src" / "train.py").write_text(CODE)
+    return root
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def codes(output: str) -> set:
+    return {line.split(": ")[1].split()[0] for line in output.splitlines() if ": HPU" in line}
+
+
+def test_select_ignore_and_options_from_the_config(tmp_path):
+    root = project(tmp_path, 'select = ["HPU10", "HPU110", "HPU3"]\nignore = ["HPU110"]\nfp16-to-bf16 = true\n')
+    result = invoke("check", root)
+    assert codes(result.stdout) == {"HPU101", "HPU311"}
+    assert "[*] `.half()`" in result.stdout  # fixable: fp16-to-bf16 is on
+
+
+def test_command_line_overrides_the_config(tmp_path):
+    root = project(tmp_path, 'select = ["HPU1"]\nfp16-to-bf16 = true\n')
+    result = invoke("check", "--select", "HPU311", "--no-fp16-to-bf16", root)
+    assert codes(result.stdout) == {"HPU311"}
+    assert "[*]" not in result.stdout
+
+
+def test_extend_select_adds_to_the_defaults(tmp_path):
+    root = project(tmp_path, 'extend-select = ["HPU141"]\n')
+    (root / "src" / "eval.py").write_text("preds = out.numpy()\n")
+    assert "HPU141" in codes(invoke("check", root / "src" / "eval.py").stdout)
+
+
+def test_nearest_config_wins_in_a_monorepo(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.hpu-port]\nselect = ["HPU101"]\n')
+    inner = project(tmp_path, 'select = ["HPU110"]\n', name="inner")
+    (tmp_path / "top.py").write_text(CODE)
+    result = invoke("check", tmp_path)
+    found = {(line.split(":")[0].endswith("top.py"), line.split(": ")[1].split()[0]) for line in result.stdout.splitlines()}
+    assert (True, "HPU101") in found and (False, "HPU110") in found
+    assert (True, "HPU110") not in found and (False, "HPU101") not in found
+    assert inner.exists()
+
+
+def test_exclude_applies_to_files_passed_explicitly(tmp_path):
+    root = project(tmp_path, 'exclude = ["src/train.py"]\nextend-exclude = ["legacy"]\n')
+    (root / "legacy").mkdir()
+    (root / "legacy" / "old.py").write_text(CODE)
+    result = invoke("rewrite", "--check", root / "src" / "train.py", root / "legacy" / "old.py", root)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "0 files scanned" in result.stderr
+
+
+def test_per_file_ignores(tmp_path):
+    root = project(tmp_path, '[tool.hpu-port.per-file-ignores]\n"src/*.py" = ["HPU110", "HPU001"]\n')
+    result = invoke("check", root)
+    assert "HPU110" not in codes(result.stdout) and "HPU101" in codes(result.stdout)
+
+
+def test_rule_files_from_the_config_are_relative_to_it(tmp_path):
+    root = project(tmp_path, 'rules = ["hpu_rules"]\nselect = ["HPU9"]\n')
+    (root / "hpu_rules").mkdir()
+    (root / "hpu_rules" / "HPU901-helper.toml").write_text(textwrap.dedent('''
+        code = "HPU901"
+        name = "helper"
+        summary = "s"
+        why = "w"
+        kind = "rename"
+        fix = "safe"
+        default = true
+        category = "device"
+        message = "`{name}` -> `{replacement}`"
+        [renames]
+        "torch.cuda.synchronize" = "torch.hpu.synchronize"
+        [[examples.invalid]]
+        before = "import torch\\ntorch.cuda.synchronize()\\n"
+        after = "import torch\\ntorch.hpu.synchronize()\\n"
+        [[examples.valid]]
+        code = "x = 1\\n"
+    '''))
+    assert codes(invoke("check", root).stdout) == {"HPU901"}
+
+
+def test_unknown_key_and_bad_values_are_errors(tmp_path):
+    root = project(tmp_path, 'mode = "lazy"\ncolour = "red"\n')
+    result = invoke("check", root)
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"hpu-port: error: {root / 'pyproject.toml'}: [tool.hpu-port] unknown key 'colour' (known: exclude, extend-exclude, extend-select, fp16-to-bf16, ignore, max-file-size, mode, per-file-ignores, rules, select, unsafe-fixes)"
+    bad_mode = project(tmp_path, 'mode = "turbo"\n', name="other")
+    assert 'must be "lazy" or "eager"' in invoke("rewrite", bad_mode).stderr
+    bad_type = project(tmp_path, 'select = "HPU1"\n', name="third")
+    assert "'select' must be a list of strings" in invoke("check", bad_type).stderr
+    bad_code = project(tmp_path, 'ignore = ["HPU777"]\n', name="fourth")
+    result = invoke("check", bad_code)
+    assert result.exit_code == 2 and "unknown rule code or prefix 'HPU777'" in result.stderr
+
+
+def test_config_command_prints_the_effective_settings(tmp_path):
+    root = project(tmp_path, 'mode = "eager"\nselect = ["HPU1"]\n')
+    result = invoke("config", root / "src", "--fp16-to-bf16")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"# from {root / 'pyproject.toml'}"
+    assert 'mode = "eager"' in lines and "fp16-to-bf16 = true" in lines and 'select = ["HPU1"]' in lines
+    assert invoke("config", tmp_path).stdout.startswith("# from defaults")
