@@ -30,3 +30,29 @@ def ported(code, **kwargs):
     result = port(code, **kwargs)
     assert result.error is None, result.error
     return (result.new_source or result.source).decode()
+
+
+def rename_rule_toml(code="HPU901", name="my-rename", old="mylib.cuda_helper", new="mylib.hpu_helper") -> str:
+    """A complete, valid user rule file of kind `rename`, for tests of user rules."""
+    module = old.rsplit(".", 1)[0]
+    call_old, call_new = old.split(".", 1)[1], new.split(".", 1)[1]
+    return f'''code = "{code}"
+name = "{name}"
+summary = "Rename my CUDA helper."
+why = "Because."
+kind = "rename"
+fix = "safe"
+default = true
+category = "device"
+message = "`{{name}}` -> `{{replacement}}`"
+
+[renames]
+"{old}" = "{new}"
+
+[[examples.invalid]]
+before = "import {module}\\n{module}.{call_old}()\\n"
+after = "import {module}\\n{module}.{call_new}()\\n"
+
+[[examples.valid]]
+code = "import {module}\\n{module}.{call_new}()\\n"
+'''

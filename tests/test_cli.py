@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from hpu_port.cli import main
+from tests.conftest import rename_rule_toml
 
 CUDA_CODE = 'import torch\n\nx = torch.zeros(2, device="cuda")\ntorch.cuda.synchronize()\n'
 CLEAN_CODE = "import torch\n\nx = torch.zeros(2)\n"
@@ -157,28 +158,7 @@ def test_bad_rule_file_exits_2_before_touching_files(runner, tree):
 
 def test_user_rule_file_is_applied(runner, tree):
     rule = tree / "mine.toml"
-    rule.write_text(
-        textwrap.dedent(
-            '''
-            code = "HPU901"
-            name = "mylib-helper"
-            summary = "s"
-            why = "w"
-            kind = "rename"
-            fix = "safe"
-            default = true
-            category = "device"
-            message = "`{name}` -> `{replacement}`"
-            [renames]
-            "mylib.cuda_helper" = "mylib.hpu_helper"
-            [[examples.invalid]]
-            before = "import mylib\\nmylib.cuda_helper()\\n"
-            after = "import mylib\\nmylib.hpu_helper()\\n"
-            [[examples.valid]]
-            code = "x = 1\\n"
-            '''
-        )
-    )
+    rule.write_text(rename_rule_toml(name="mylib-helper"))
     (tree / "pkg" / "helper.py").write_text("import mylib\nmylib.cuda_helper()\n")
     result = invoke(runner, "rewrite", "--rules", rule, tree / "pkg" / "helper.py")
     assert result.exit_code == 0

@@ -5,6 +5,7 @@ import textwrap
 from click.testing import CliRunner
 
 from hpu_port.cli import main
+from tests.conftest import rename_rule_toml
 
 CODE = 'import torch\nx = torch.zeros(2, device="cuda")\nh = x.half()\ntorch.cuda.synchronize()\n'
 
@@ -74,24 +75,9 @@ def test_per_file_ignores(tmp_path):
 def test_rule_files_from_the_config_are_relative_to_it(tmp_path):
     root = project(tmp_path, 'rules = ["hpu_rules"]\nselect = ["HPU9"]\n')
     (root / "hpu_rules").mkdir()
-    (root / "hpu_rules" / "HPU901-helper.toml").write_text(textwrap.dedent('''
-        code = "HPU901"
-        name = "helper"
-        summary = "s"
-        why = "w"
-        kind = "rename"
-        fix = "safe"
-        default = true
-        category = "device"
-        message = "`{name}` -> `{replacement}`"
-        [renames]
-        "torch.cuda.synchronize" = "torch.hpu.synchronize"
-        [[examples.invalid]]
-        before = "import torch\\ntorch.cuda.synchronize()\\n"
-        after = "import torch\\ntorch.hpu.synchronize()\\n"
-        [[examples.valid]]
-        code = "x = 1\\n"
-    '''))
+    (root / "hpu_rules" / "HPU901-helper.toml").write_text(
+        rename_rule_toml(name="helper", old="torch.cuda.synchronize", new="torch.hpu.synchronize")
+    )
     assert codes(invoke("check", root).stdout) == {"HPU901"}
 
 

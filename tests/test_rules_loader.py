@@ -5,28 +5,9 @@ from pathlib import Path
 import pytest
 
 from hpu_port.rules import RuleFileError, load_rule_file, load_rules, select_rules
+from tests.conftest import rename_rule_toml
 
-GOOD = '''
-code = "HPU901"
-name = "my-rename"
-summary = "Rename my CUDA helper."
-why = "Because."
-kind = "rename"
-fix = "safe"
-default = true
-category = "device"
-message = "`{name}` -> `{replacement}`"
-
-[renames]
-"mylib.cuda_helper" = "mylib.hpu_helper"
-
-[[examples.invalid]]
-before = "import mylib\\nmylib.cuda_helper()\\n"
-after = "import mylib\\nmylib.hpu_helper()\\n"
-
-[[examples.valid]]
-code = "import mylib\\nmylib.hpu_helper()\\n"
-'''
+GOOD = rename_rule_toml()
 
 
 def write(tmp_path, text, name="rule.toml"):
