@@ -119,6 +119,7 @@ def porting_options(command):
         click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes (comma-separated)."),
         click.option("--unsafe-fixes/--no-unsafe-fixes", "unsafe", default=None, help="Also apply fixes that may change behaviour."),
         click.option("--exclude", multiple=True, metavar="PATTERN", help="Skip files matching this glob (added to extend-exclude); repeatable."),
+        click.option("--report-unused-ignores", is_flag=True, help="Report `# hpu-port: ignore` comments that suppress nothing (HPU002)."),
         click.option(
             "--max-file-size", "max_size_mb", type=click.FloatRange(min=0.001), default=None, metavar="MIB",
             help="Skip (with an error) files larger than this, in MiB [default: 4].",
@@ -135,7 +136,13 @@ _PORTING = ("mode", "fp16", "unsafe", "select", "ignore", "extend_select", "rule
 
 
 def _porting(kwargs: dict) -> dict:
-    return {key: kwargs.pop(key) for key in _PORTING}
+    options = {key: kwargs.pop(key) for key in _PORTING}
+    if kwargs.pop("report_unused_ignores", False):
+        options["extend_select"] = (*options["extend_select"], UNUSED_SUPPRESSION_CODE)
+    return options
+
+
+UNUSED_SUPPRESSION_CODE = "HPU002"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

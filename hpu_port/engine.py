@@ -19,6 +19,7 @@ from hpu_port.results import FileResult, Finding
 from hpu_port.rules import Rule
 from hpu_port.settings import RuleSet
 from hpu_port.splice import splice
+from hpu_port.suppressions import scan as scan_suppressions
 from hpu_port.walk import walk
 
 
@@ -37,7 +38,9 @@ class FileContext:
         self.quotes = {'"': 0, "'": 0}
         self.hpu_runtime_used = False
         self.fixed_categories: set[str] = set()
-        self._hits: list[tuple[cst.CSTNode, Rule, str, bool, bool, bool]] = []
+        self._hits: list[Hit] = []
+        self._positions: dict = {}
+        self.suppressions = None
         self._claimed: set[cst.CSTNode] = set()
 
     # -- names ------------------------------------------------------------------
@@ -100,55 +103,73 @@ class FileContext:
         message: str,
         fix: Optional[Callable[[EditPlan], None]] = None,
         spelling: Optional["Spelling"] = None,
-    ) -> bool:
-        """Record a finding at ``node``; when the rule's fix is on, plan ``fix``.
-
-        ``fix`` is None when this match cannot be rewritten: the finding is then
-        for a person. Returns whether ``rewrite`` fixes it with these options
-        (planned, and applied when this run applies fixes).
+        binding: Optional[ImportBinding] = None,
+    ) -> None:
+        """Record a finding at ``node``, with the ``fix`` that rewrites it (None:
+        a person must act). ``binding`` is the import whose use the fix
+        replaces. Fixes are planned once the finding's place is known, so that
+        a `# hpu-port: ignore` comment switches off the fix too.
         """
         has_fix = rule.has_fix and fix is not None
         fixable = has_fix and self.ruleset.fix_enabled(rule)
-        applied = fixable and self.apply
-        if fixable:
-            # Planned in `check` too, so that both see the same file state;
-            # only `rewrite` applies the plan.
-            self.hpu_runtime_used |= rule.hpu_runtime
-            self.fixed_categories.add(rule.category)
-            fix(self.plan)
-            if spelling is not None:
-                spelling.commit(self)
-        self._hits.append((node, rule, message, has_fix, fixable, applied))
-        return fixable
+        self._hits.append(Hit(node, rule, message, fix if fixable else None, spelling, binding, has_fix, fixable))
+
+    def report_at(self, rule: Rule, line: int, message: str) -> None:
+        """Record a finding about a line rather than a node (a comment, say)."""
+        self._hits.append(Hit(None, rule, message, None, None, None, False, False, (line, 1), (line, 1)))
+
+    def resolve_hits(self) -> None:
+        """Place the new findings, drop the suppressed ones, plan the fixes of the rest.
+
+        Planned in `check` too, so that both commands see the same file state;
+        only `rewrite` applies the plan.
+        """
+        new = [hit for hit in self._hits if hit.start is None]
+        if not new:
+            return
+        wanted = [hit.node for hit in new] + [b.alias for b in self.scopes.bindings]
+        self._positions.update(positions_of(self.module, wanted))
+        for hit in new:
+            where = self._positions.get(hit.node)
+            hit.start = (where.start.line, where.start.column + 1) if where else (1, 1)
+            hit.end = (where.end.line, where.end.column + 1) if where else hit.start
+            if self.suppressions and self.suppressions.suppresses(hit.rule.code, hit.start[0], hit.end[0]):
+                hit.suppressed = True
+            elif hit.fixable:
+                self._plan(hit)
+
+    def _plan(self, hit: "Hit") -> None:
+        self.hpu_runtime_used |= hit.rule.hpu_runtime
+        self.fixed_categories.add(hit.rule.category)
+        hit.fix(self.plan)
+        if hit.spelling is not None:
+            hit.spelling.commit(self)
+        if hit.binding is not None:
+            hit.binding.rewritten += 1
 
     def replace(self, node: cst.CSTNode, edit: NodeEdit) -> Callable[[EditPlan], None]:
         """A fix that replaces ``node`` through ``edit`` (for ``report``)."""
         return lambda plan: plan.replace(node, edit)
 
     def findings(self) -> list[Finding]:
-        if not self._hits:
-            return []
-        wanted = [hit[0] for hit in self._hits] + list(self.plan.dropped_aliases)
-        positions = positions_of(self.module, wanted)
-        findings = []
-        for node, rule, message, has_fix, fixable, applied in self._hits:
-            where = positions.get(node)
-            start = (where.start.line, where.start.column + 1) if where else (1, 1)
-            end = (where.end.line, where.end.column + 1) if where else start
-            findings.append(
-                Finding(
-                    code=rule.code,
-                    message=message,
-                    line=start[0],
-                    column=start[1],
-                    end_line=end[0],
-                    end_column=end[1],
-                    fix=rule.fix if has_fix else "none",
-                    fixable=fixable,
-                    applied=applied,
-                    category=rule.category,
-                )
+        self.resolve_hits()
+        findings = [
+            Finding(
+                code=hit.rule.code,
+                message=hit.message,
+                line=hit.start[0],
+                column=hit.start[1],
+                end_line=hit.end[0],
+                end_column=hit.end[1],
+                fix=hit.rule.fix if hit.has_fix else "none",
+                fixable=hit.fixable,
+                applied=hit.fixable and self.apply,
+                category=hit.rule.category,
             )
+            for hit in self._hits
+            if not hit.suppressed
+        ]
+        positions = self._positions
         removed_lines = {positions[a].start.line for a in self.plan.dropped_aliases if a in positions}
         return _without_redundant_fallbacks(sorted(set(findings), key=Finding.sort_key), removed_lines)
 
@@ -168,6 +189,23 @@ def _without_redundant_fallbacks(findings: list[Finding], removed_lines: set) ->
             fallback_lines.add(finding.line)
         kept.append(finding)
     return kept
+
+
+@dataclass(eq=False)
+class Hit:
+    """A finding as it is collected: placed and planned by ``resolve_hits``."""
+
+    node: cst.CSTNode
+    rule: Rule
+    message: str
+    fix: Optional[Callable[[EditPlan], None]]
+    spelling: Optional["Spelling"]
+    binding: Optional[ImportBinding]
+    has_fix: bool
+    fixable: bool
+    start: Optional[tuple[int, int]] = None
+    end: Optional[tuple[int, int]] = None
+    suppressed: bool = False
 
 
 @dataclass
@@ -308,9 +346,10 @@ def _names_in(node: cst.CSTNode) -> list[cst.Name]:
     return collector.found
 
 
-def port_module(module: cst.Module, ruleset: RuleSet, apply: bool) -> FileContext:
+def port_module(module: cst.Module, ruleset: RuleSet, apply: bool, source: bytes = b"") -> FileContext:
     """Run every selected rule over a parsed module; edits are planned, not applied."""
     ctx = FileContext(module, ruleset, apply)
+    ctx.suppressions = scan_suppressions(source, module.encoding) if source else None
     visitors: list[cst.BatchableCSTVisitor] = [_ScopeEnter(ctx)]
     for kind, rules in ruleset.by_kind():
         visitor = kind.visitor(rules, ctx)
@@ -318,8 +357,11 @@ def port_module(module: cst.Module, ruleset: RuleSet, apply: bool) -> FileContex
             visitors.append(visitor)
     visitors.append(_ScopeExit(ctx))
     walk(module, visitors)
-    for kind, rules in ruleset.by_kind():
+    ctx.resolve_hits()
+    # Kinds that judge the other rules' results (unused suppressions) go last.
+    for kind, rules in sorted(ruleset.by_kind(), key=lambda pair: getattr(pair[0], "FINISH_LAST", False)):
         kind.finish(rules, ctx)
+        ctx.resolve_hits()
     _drop_fully_rewritten_imports(ctx)
     return ctx
 
@@ -374,7 +416,7 @@ def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileR
     module = _parse(source, result)
     if module is None:
         return result
-    ctx = port_module(module, ruleset.for_source(source), apply)
+    ctx = port_module(module, ruleset.for_source(source), apply, source)
     result.findings = ctx.findings()
     result.imports_changed = bool(ctx.plan.new_imports or ctx.plan.dropped_aliases)
     if apply and ctx.plan:

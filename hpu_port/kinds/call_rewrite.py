@@ -157,8 +157,7 @@ class _CallRewriteVisitor(ReferenceVisitor):
         ))
 
     def _apply(self, rule, node, message, spelling, binding, edit) -> None:
-        if self.ctx.report(rule, node, message, self.ctx.replace(node, edit), spelling):
-            binding.rewritten += 1
+        self.ctx.report(rule, node, message, self.ctx.replace(node, edit), spelling, binding)
 
     def on_reference(self, node, qualified, binding) -> None:
         rule, entry = self.table[qualified]

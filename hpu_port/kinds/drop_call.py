@@ -83,8 +83,9 @@ class _DropCallVisitor(ReferenceVisitor):
         if not self.ctx.claim(named):
             return
         message = rule.message.format(name=written(named))
-        if self.ctx.report(rule, statement, message, lambda plan: plan.remove_statement(statement)):
-            binding.rewritten += 1
+        # Removing a use of `import torch` does not make the import removable
+        # (see _drop_fully_rewritten_imports); a dotted one does.
+        self.ctx.report(rule, statement, message, lambda plan: plan.remove_statement(statement), binding=binding)
 
     def on_reference(self, node, qualified, binding) -> None:
         rule = self.by_name[qualified]

@@ -61,8 +61,6 @@ class _RenameVisitor(ReferenceVisitor):
         if spelling is None:
             self.ctx.report(rule, node, message + f" (not rewritten: a local name hides `{target}`)")
             return
-        applied = self.ctx.report(
-            rule, node, message, self.ctx.replace(node, replace_expression(spelling.code)), spelling
+        self.ctx.report(
+            rule, node, message, self.ctx.replace(node, replace_expression(spelling.code)), spelling, binding
         )
-        if applied:
-            binding.rewritten += 1

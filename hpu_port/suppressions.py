@@ -1,0 +1,111 @@
+"""`# hpu-port: ignore` comments: findings (and their fixes) a user switched off.
+
+- `# hpu-port: ignore` or `# hpu-port: ignore[HPU110,HPU2]` at the end of a line
+  covers the statement that line belongs to (all its lines);
+- the same comment alone on a line covers the statement that follows it;
+- `# hpu-port: file-ignore` or `# hpu-port: file-ignore[...]` anywhere covers
+  the whole file.
+
+Codes may be prefixes (`HPU1`); no codes means every rule. Only real comments
+count: the text inside a string does not.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from typing import Optional
+
+DIRECTIVE = re.compile(r"#\s*hpu-port:\s*(?P<kind>ignore|file-ignore)\b(?:\[(?P<codes>[^\]]*)\])?")
+MARKER = b"hpu-port:"
+
+
+@dataclass
+class Directive:
+    line: int
+    codes: tuple[str, ...]  # empty: every code
+    first: int  # lines covered
+    last: int
+    used: bool = False
+
+    def covers(self, code: str, start: int, end: int) -> bool:
+        overlaps = start <= self.last and end >= self.first
+        return overlaps and (not self.codes or any(code.startswith(c) for c in self.codes))
+
+
+@dataclass
+class Suppressions:
+    directives: list[Directive] = field(default_factory=list)
+
+    def suppresses(self, code: str, start: int, end: int) -> bool:
+        hit = False
+        for directive in self.directives:
+            if directive.covers(code, start, end):
+                directive.used = True
+                hit = True
+        return hit
+
+    def unused(self) -> list[Directive]:
+        return [d for d in self.directives if not d.used]
+
+
+def scan(source: bytes, encoding: str) -> Optional[Suppressions]:
+    """The suppression comments of a file; None when it has none."""
+    if MARKER not in source:
+        return None
+    text = source.decode(encoding, errors="replace")
+    comments, logical = _comments_and_logical_lines(text)
+    last_line = text.count("\n") + 1
+    directives = []
+    for line, standalone, match in comments:
+        codes = tuple(c.strip() for c in (match.group("codes") or "").split(",") if c.strip())
+        if match.group("kind") == "file-ignore":
+            directives.append(Directive(line, codes, 1, last_line))
+            continue
+        span = _next_statement(logical, line) if standalone else _statement_at(logical, line)
+        if span is not None:
+            directives.append(Directive(line, codes, *span))
+    return Suppressions(directives) if directives else None
+
+
+def _comments_and_logical_lines(text: str):
+    comments, logical = [], []
+    start: Optional[int] = None
+    line_has_code: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            kind = token.type
+            if kind == tokenize.COMMENT:
+                match = DIRECTIVE.search(token.string)
+                if match:
+                    comments.append((token.start[0], token.start[0] not in line_has_code, match))
+                continue
+            if kind in (tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING, tokenize.ENDMARKER):
+                continue
+            if kind == tokenize.NEWLINE:
+                if start is not None:
+                    logical.append((start, token.start[0]))
+                start = None
+                continue
+            line_has_code.update(range(token.start[0], token.end[0] + 1))
+            if start is None:
+                start = token.start[0]
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return comments, logical
+
+
+def _statement_at(logical, line: int):
+    for first, last in logical:
+        if first <= line <= last:
+            return first, last
+    return line, line
+
+
+def _next_statement(logical, line: int):
+    for first, last in logical:
+        if first > line:
+            return first, last
+    return None
