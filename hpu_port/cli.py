@@ -54,18 +54,33 @@ def _overrides(mode, fp16, unsafe, select, ignore, extend_select, rules_files, m
     )
 
 
-def _run(paths, options: dict, apply: bool):
-    """Run over ``paths`` with each file's settings; configuration errors exit 2."""
+def _run(paths, options: dict, apply: bool, stdin_filename: Optional[str] = None):
+    """Run over ``paths`` with each file's settings; configuration errors exit 2.
+
+    ``-`` reads the source from stdin; ``stdin_filename`` names it, for the
+    configuration that applies and for messages.
+    """
     from hpu_port.config import ConfigError
     from hpu_port.rules import RuleFileError
-    from hpu_port.runner import run
+    from hpu_port.runner import run, run_stdin
     from hpu_port.settings import RuleSetResolver
 
+    if "-" in paths and len(paths) > 1:
+        raise click.UsageError("`-` (stdin) cannot be combined with other paths")
     try:
-        return run(list(paths), RuleSetResolver(_overrides(**options)), apply=apply)
+        resolver = RuleSetResolver(_overrides(**options))
+        if paths == ("-",):
+            return run_stdin(sys.stdin.buffer.read(), stdin_filename, resolver, apply)
+        return run(list(paths), resolver, apply=apply)
     except (ConfigError, RuleFileError) as exc:
         click.echo(f"hpu-port: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
+
+
+stdin_option = click.option(
+    "--stdin-filename", metavar="PATH", default=None,
+    help="The name of the file read from stdin (`-`): its configuration applies and messages use it.",
+)
 
 
 def _console():
@@ -155,27 +170,41 @@ def main() -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--dry-run", is_flag=True, help="Write nothing; print a unified diff of what would change.")
 @click.option("--check", "check_only", is_flag=True, help="Write nothing; list the files that would change.")
+@stdin_option
 @porting_options
-def rewrite(paths, dry_run, check_only, no_color, **kwargs):
-    """Rewrite CUDA code under PATHS for Gaudi, in place."""
+def rewrite(paths, dry_run, check_only, stdin_filename, no_color, **kwargs):
+    """Rewrite CUDA code under PATHS for Gaudi, in place (`-`: stdin to stdout)."""
     from hpu_port.report import unified_diff
     from hpu_port.runner import write_results
 
     options = _porting(kwargs)
     writing = not (dry_run or check_only)
+    from_stdin = paths == ("-",)
     _interrupt_on_sigterm()
     try:
-        summary = _run(paths, options, apply=True)
-        if writing:
+        summary = _run(paths, options, apply=True, stdin_filename=stdin_filename)
+        if writing and not from_stdin:
             write_results(summary)
     except KeyboardInterrupt:
         click.echo("hpu-port: interrupted; every file is either unchanged or completely rewritten", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    for result in summary.changed:
+    if from_stdin and writing:
+        # The whole file goes back out: ported, or as it came when it could not be.
+        [result] = summary.results
+        sys.stdout.buffer.write(result.new_source if result.changed and not result.failed else result.source)
+        sys.stdout.buffer.flush()
+        summary_changed = []
+    else:
+        summary_changed = summary.changed
+    for result in summary_changed:
         if dry_run:
             _print_diff(unified_diff(result), no_color)
         elif check_only:
             click.echo(result.path)
+    _finish_rewrite(summary, writing)
+
+
+def _finish_rewrite(summary, writing: bool) -> None:
     _report_errors(summary.results)
     _report_manual(summary)
     verb = "rewritten" if writing else "would be rewritten"
@@ -203,13 +232,14 @@ def _report_manual(summary) -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "sarif", "markdown", "csv"]), default="text", show_default=True, help="Report format.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report to FILE instead of stdout.")
+@stdin_option
 @porting_options
-def check(paths, output_format, output, no_color, **kwargs):
+def check(paths, output_format, output, stdin_filename, no_color, **kwargs):
     """Report every finding under PATHS: what rewrite would change and what needs a person."""
     from hpu_port.report import render
 
     # JSON carries the diff of each file, so the rewrite is computed (not written).
-    summary = _run(paths, _porting(kwargs), apply=output_format == "json")
+    summary = _run(paths, _porting(kwargs), apply=output_format == "json", stdin_filename=stdin_filename)
     rules = {rule.code: rule for result in summary.results for rule in result.rules}
     text = render(output_format, summary.results, [rules[code] for code in sorted(rules)])
     if output:

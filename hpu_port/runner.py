@@ -90,3 +90,20 @@ def write_results(summary: RunSummary) -> None:
             result.error = "changed on disk while it was being ported; not written"
         except OSError as exc:
             result.error = f"cannot write: {exc.strerror or exc}"
+
+
+def run_stdin(source: bytes, name: Optional[str], ruleset_for: RuleSetFor, apply: bool) -> RunSummary:
+    """Port source read from stdin; ``name`` picks the configuration and names it."""
+    path = Path(name) if name else Path.cwd() / "-"
+    ruleset = ruleset_for(path)
+    summary = RunSummary()
+    if ruleset is None:  # excluded by the configuration: nothing to do
+        summary.results.append(FileResult(path=name or "-", source=source))
+        return summary
+    try:
+        result = port_source(name or "-", source, ruleset, apply)
+    except Exception as exc:  # the editor gets its text back either way
+        result = FileResult(path=name or "-", source=source, error=f"internal error: {type(exc).__name__}: {exc}")
+    result.rules = tuple(ruleset.rules)
+    summary.results.append(result)
+    return summary
