@@ -167,13 +167,16 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--dry-run", is_flag=True, help="Write nothing; print a unified diff of what would change.")
 @click.option("--check", "check_only", is_flag=True, help="Write nothing; list the files that would change.")
 @stdin_option
 @porting_options
 def rewrite(paths, dry_run, check_only, stdin_filename, no_color, **kwargs):
-    """Rewrite CUDA code under PATHS for Gaudi, in place (`-`: stdin to stdout)."""
+    """Rewrite CUDA code under PATHS for Gaudi, in place (`-`: stdin to stdout).
+
+    With no PATHS there is nothing to do (a pre-commit run with no Python files).
+    """
     from hpu_port.report import unified_diff
     from hpu_port.runner import write_results
 
@@ -229,7 +232,7 @@ def _report_manual(summary) -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "sarif", "markdown", "csv"]), default="text", show_default=True, help="Report format.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report to FILE instead of stdout.")
 @stdin_option

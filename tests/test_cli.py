@@ -189,8 +189,15 @@ def test_explain_unknown_code_exits_2(runner):
 
 
 def test_usage_error_exits_2(runner):
-    assert invoke(runner, "rewrite").exit_code == 2
     assert invoke(runner, "rewrite", "--mode", "turbo", ".").exit_code == 2
+    assert invoke(runner, "frobnicate").exit_code == 2
+
+
+def test_no_paths_is_a_no_op(runner):
+    for command in ("rewrite", "check"):
+        result = invoke(runner, command)
+        assert result.exit_code == 0 and result.stdout == ""
+        assert "0 files scanned" in result.stderr
 
 
 def test_mode_option_is_accepted(runner, tree):
