@@ -38,7 +38,7 @@ def _split_codes(values: tuple[str, ...]) -> list[str]:
     return [code.strip() for value in values for code in value.split(",") if code.strip()]
 
 
-def _overrides(mode, fp16, unsafe, select, ignore, extend_select, rules_files, max_size_mb, exclude):
+def _overrides(mode, fp16, unsafe, select, ignore, extend_select, rules_files, max_size_mb, exclude, include_generated):
     from hpu_port.config import Overrides
 
     return Overrides(
@@ -51,6 +51,7 @@ def _overrides(mode, fp16, unsafe, select, ignore, extend_select, rules_files, m
         rules=tuple(str(Path(p).resolve()) for p in rules_files),
         max_file_size_mib=max_size_mb,
         exclude=tuple(exclude),
+        include_generated=include_generated,
     )
 
 
@@ -134,6 +135,7 @@ def porting_options(command):
         click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes (comma-separated)."),
         click.option("--unsafe-fixes/--no-unsafe-fixes", "unsafe", default=None, help="Also apply fixes that may change behaviour."),
         click.option("--exclude", multiple=True, metavar="PATTERN", help="Skip files matching this glob (added to extend-exclude); repeatable."),
+        click.option("--include-generated/--skip-generated", "include_generated", default=None, help="Also port files that carry a generated-code marker [default: skip them]."),
         click.option("--report-unused-ignores", is_flag=True, help="Report `# hpu-port: ignore` comments that suppress nothing (HPU002)."),
         click.option(
             "--max-file-size", "max_size_mb", type=click.FloatRange(min=0.001), default=None, metavar="MIB",
@@ -147,7 +149,7 @@ def porting_options(command):
     return command
 
 
-_PORTING = ("mode", "fp16", "unsafe", "select", "ignore", "extend_select", "rules_files", "max_size_mb", "exclude")
+_PORTING = ("mode", "fp16", "unsafe", "select", "ignore", "extend_select", "rules_files", "max_size_mb", "exclude", "include_generated")
 
 
 def _porting(kwargs: dict) -> dict:

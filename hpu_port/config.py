@@ -39,6 +39,7 @@ class Settings:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     rules: tuple[str, ...] = ()
     max_file_size_mib: float = 4.0
+    include_generated: bool = False
     root: Optional[str] = None  # directory of the pyproject.toml, for relative patterns
     source: Optional[str] = None  # the pyproject.toml the settings came from
 
@@ -89,6 +90,7 @@ KEYS: dict[str, tuple[type, str]] = {
     "per-file-ignores": (dict, "per_file_ignores"),
     "rules": (list, "rules"),
     "max-file-size": ((int, float), "max_file_size_mib"),
+    "include-generated": (bool, "include_generated"),
 }
 
 
@@ -174,10 +176,11 @@ class Overrides:
     rules: tuple[str, ...] = ()
     max_file_size_mib: Optional[float] = None
     exclude: tuple[str, ...] = field(default=())
+    include_generated: Optional[bool] = None
 
     def apply(self, settings: Settings) -> Settings:
         changes: dict[str, Any] = {}
-        for name in ("mode", "fp16_to_bf16", "unsafe_fixes", "max_file_size_mib"):
+        for name in ("mode", "fp16_to_bf16", "unsafe_fixes", "max_file_size_mib", "include_generated"):
             value = getattr(self, name)
             if value is not None:
                 changes[name] = value

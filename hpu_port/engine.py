@@ -378,6 +378,8 @@ def _drop_fully_rewritten_imports(ctx: FileContext) -> None:
 
 
 MAX_EXTRA_PASSES = 2
+GENERATED_MARKER = b"@" + b"generated"  # spelled in two parts so this file is not marked
+GENERATED_SCAN = 2048
 
 
 def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) -> FileResult:
@@ -406,6 +408,8 @@ def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileR
     result = FileResult(path=path, source=source)
     if not ruleset.might_match(source):
         return result
+    if not ruleset.options.include_generated and GENERATED_MARKER in source[:GENERATED_SCAN]:
+        return result  # generated code is regenerated, not edited
     limit = ruleset.options.max_file_size
     if len(source) > limit:
         result.error = (

@@ -21,6 +21,7 @@ class Options:
     unsafe_fixes: bool = False
     # Larger files are generated data in practice; libcst needs minutes for them.
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    include_generated: bool = False
 
 
 @dataclass
@@ -152,5 +153,6 @@ class RuleSetResolver:
             fp16_to_bf16=settings.fp16_to_bf16,
             unsafe_fixes=settings.unsafe_fixes,
             max_file_size=int(settings.max_file_size_mib * 2**20),
+            include_generated=settings.include_generated,
         )
         return RuleSet(sorted(chosen, key=lambda r: r.code), options)
