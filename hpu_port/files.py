@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import stat
 import tempfile
 from dataclasses import dataclass
@@ -145,17 +147,37 @@ def write_atomically(path: str, data: bytes, expected: Optional[bytes] = None) -
     if expected is not None and read_source(path) != expected:
         raise FileChangedError(f"{path} changed on disk while it was being ported")
     mode = stat.S_IMODE(os.stat(target).st_mode)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".hpu-port")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
+    with _signals_deferred():
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".hpu-port")
         try:
-            os.unlink(temporary)
-        except FileNotFoundError:
-            pass
-        raise
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.chmod(temporary, mode)
+            os.replace(temporary, target)
+        except BaseException:
+            try:
+                os.unlink(temporary)
+            except FileNotFoundError:
+                pass
+            raise
+
+
+@contextlib.contextmanager
+def _signals_deferred():
+    """Hold SIGINT and SIGTERM while one file is written; they arrive right after.
+
+    Without this, an interrupt between creating the temporary file and the
+    cleanup that removes it would leave the temporary file behind.
+    """
+    deferred = {signal.SIGINT, signal.SIGTERM}
+    try:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, deferred)
+    except (AttributeError, ValueError, OSError):  # no POSIX signal masks here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
