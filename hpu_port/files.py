@@ -43,7 +43,7 @@ class Source:
     error: Optional[str] = None
 
 
-def discover(paths: list[str]) -> list[Source]:
+def discover(paths: list[str], respect_gitignore: bool = True) -> list[Source]:
     """Python files under the given paths, sorted and without duplicates.
 
     A file named explicitly is taken whatever its suffix; a missing path is
@@ -53,7 +53,7 @@ def discover(paths: list[str]) -> list[Source]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            for file, error in _walk(path):
+            for file, error in _walk(path, respect_gitignore):
                 found.setdefault(str(file), Source(str(file), error))
         elif path.is_file():
             error = None if _looks_like_python(path) else "not a Python file (expected .py, .pyi or a python #! line)"
@@ -96,22 +96,33 @@ def _looks_like_python(path: Path) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def _walk(root: Path) -> Iterator[tuple[Path, Optional[str]]]:
+def _walk(root: Path, respect_gitignore: bool = True) -> Iterator[tuple[Path, Optional[str]]]:
     """Python files under ``root`` (and directories that cannot be read, with
-    their error); symbolic links never lead outside ``root``."""
+    their error); symbolic links never lead outside ``root``; what `.gitignore`
+    files hide is skipped."""
+    from hpu_port.gitignore import GitIgnore
+
     real_root = root.resolve()
+    ignore = GitIgnore(root) if respect_gitignore else None
     problems: list[OSError] = []
     for directory, dirnames, filenames in os.walk(root, onerror=problems.append):  # no linked dirs
         while problems:
             problem = problems.pop()
             yield Path(problem.filename or directory), f"cannot read directory: {problem.strerror or problem}"
         dirnames[:] = sorted(
-            d for d in dirnames if d not in SKIPPED_DIRS and not d.endswith(".egg-info")
+            d
+            for d in dirnames
+            if d not in SKIPPED_DIRS
+            and not d.endswith(".egg-info")
+            and not (ignore and ignore.ignored(Path(directory) / d, is_dir=True))
         )
         for name in sorted(filenames):
             path = Path(directory) / name
-            if name.endswith(PYTHON_SUFFIXES) and _inside(path, real_root):
-                yield path, None
+            if not name.endswith(PYTHON_SUFFIXES) or not _inside(path, real_root):
+                continue
+            if ignore and ignore.ignored(path, is_dir=False):
+                continue
+            yield path, None
     for problem in problems:
         yield Path(problem.filename or root), f"cannot read directory: {problem.strerror or problem}"
 
