@@ -8,6 +8,7 @@ per-file errors.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -55,7 +56,7 @@ def _overrides(mode, fp16, unsafe, select, ignore, extend_select, rules_files, m
     )
 
 
-def _run(paths, options: dict, apply: bool, stdin_filename: Optional[str] = None):
+def _run(paths, options: dict, apply: bool, stdin_filename: Optional[str] = None, verbosity: int = 0):
     """Run over ``paths`` with each file's settings; configuration errors exit 2.
 
     ``-`` reads the source from stdin; ``stdin_filename`` names it, for the
@@ -72,10 +73,35 @@ def _run(paths, options: dict, apply: bool, stdin_filename: Optional[str] = None
         resolver = RuleSetResolver(_overrides(**options))
         if paths == ("-",):
             return run_stdin(sys.stdin.buffer.read(), stdin_filename, resolver, apply)
-        return run(list(paths), resolver, apply=apply)
+        with _progress(verbosity) as progress:
+            return run(list(paths), resolver, apply=apply, progress=progress)
     except (ConfigError, RuleFileError) as exc:
         click.echo(f"hpu-port: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
+
+
+PROGRESS_THRESHOLD = 20  # files; fewer finish before a bar is worth drawing
+
+
+@contextlib.contextmanager
+def _progress(verbosity: int):
+    """A progress callback: a bar on a terminal, file names with --verbose."""
+    if verbosity > 0:
+        yield lambda done, total, path: click.echo(f"[{done}/{total}] {path}", err=True)
+        return
+    if verbosity < 0 or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True, console=_console(sys.stderr)) as bar:
+        task = bar.add_task("porting", total=None)
+
+        def update(done, total, path):
+            if total >= PROGRESS_THRESHOLD:
+                bar.update(task, completed=done, total=total)
+
+        yield update
 
 
 stdin_option = click.option(
@@ -84,11 +110,11 @@ stdin_option = click.option(
 )
 
 
-def _console():
-    """A rich console for stdout; only used once we decided to colour."""
+def _console(stream=None):
+    """A rich console (stdout by default); only used once we decided to draw."""
     from rich.console import Console
 
-    return Console(file=sys.stdout, force_terminal=True, highlight=False, soft_wrap=True)
+    return Console(file=stream or sys.stdout, force_terminal=True, highlight=False, soft_wrap=True)
 
 
 def _stdout_colored(no_color: bool) -> bool:
@@ -136,6 +162,8 @@ def porting_options(command):
         click.option("--unsafe-fixes/--no-unsafe-fixes", "unsafe", default=None, help="Also apply fixes that may change behaviour."),
         click.option("--exclude", multiple=True, metavar="PATTERN", help="Skip files matching this glob (added to extend-exclude); repeatable."),
         click.option("--include-generated/--skip-generated", "include_generated", default=None, help="Also port files that carry a generated-code marker [default: skip them]."),
+        click.option("--quiet", "-q", "verbosity", flag_value=-1, help="Print only errors (and the report or diff)."),
+        click.option("--verbose", "-v", "verbosity", flag_value=1, help="Also name each file as it is processed."),
         click.option("--report-unused-ignores", is_flag=True, help="Report `# hpu-port: ignore` comments that suppress nothing (HPU002)."),
         click.option(
             "--max-file-size", "max_size_mb", type=click.FloatRange(min=0.001), default=None, metavar="MIB",
@@ -153,6 +181,7 @@ _PORTING = ("mode", "fp16", "unsafe", "select", "ignore", "extend_select", "rule
 
 
 def _porting(kwargs: dict) -> dict:
+    kwargs.pop("verbosity", None)
     options = {key: kwargs.pop(key) for key in _PORTING}
     if kwargs.pop("report_unused_ignores", False):
         options["extend_select"] = (*options["extend_select"], UNUSED_SUPPRESSION_CODE)
@@ -182,12 +211,13 @@ def rewrite(paths, dry_run, check_only, stdin_filename, no_color, **kwargs):
     from hpu_port.report import unified_diff
     from hpu_port.runner import write_results
 
+    verbosity = kwargs.get("verbosity") or 0
     options = _porting(kwargs)
     writing = not (dry_run or check_only)
     from_stdin = paths == ("-",)
     _interrupt_on_sigterm()
     try:
-        summary = _run(paths, options, apply=True, stdin_filename=stdin_filename)
+        summary = _run(paths, options, apply=True, stdin_filename=stdin_filename, verbosity=verbosity)
         if writing and not from_stdin:
             write_results(summary)
     except KeyboardInterrupt:
@@ -206,22 +236,40 @@ def rewrite(paths, dry_run, check_only, stdin_filename, no_color, **kwargs):
             _print_diff(unified_diff(result), no_color)
         elif check_only:
             click.echo(result.path)
-    _finish_rewrite(summary, writing)
+    _finish_rewrite(summary, writing, verbosity)
 
 
-def _finish_rewrite(summary, writing: bool) -> None:
+def _finish_rewrite(summary, writing: bool, verbosity: int) -> None:
     _report_errors(summary.results)
-    _report_manual(summary)
-    verb = "rewritten" if writing else "would be rewritten"
-    click.echo(
-        f"hpu-port: {_plural(summary.scanned, 'file')} scanned, "
-        f"{len(summary.changed)} {verb}, {len(summary.failed)} failed; "
-        f"{_plural(summary.manual, 'finding')} need a person",
-        err=True,
-    )
+    if verbosity >= 0:
+        _report_manual(summary)
+        verb = "rewritten" if writing else "would be rewritten"
+        click.echo(
+            f"hpu-port: {_plural(summary.scanned, 'file')} scanned, "
+            f"{len(summary.changed)} {verb}, {len(summary.failed)} failed; "
+            f"{_plural(summary.manual, 'finding')} need a person",
+            err=True,
+        )
+        _summary_table(summary)
     if summary.failed:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FOUND if summary.changed and not writing else EXIT_OK)
+
+
+def _summary_table(summary) -> None:
+    """On a terminal: what was found, per category, and what needs a person."""
+    if not sys.stderr.isatty() or not summary.findings:
+        return
+    from collections import Counter
+
+    from rich.table import Table
+
+    total = Counter(f.category for r in summary.results for f in r.findings)
+    manual = Counter(f.category for r in summary.results for f in r.findings if f.needs_person)
+    table = Table("category", "findings", "fixed by rewrite", "need a person", title="hpu-port summary")
+    for category in sorted(total):
+        table.add_row(category, str(total[category]), str(total[category] - manual[category]), str(manual[category]))
+    _console(sys.stderr).print(table)
 
 
 def _report_manual(summary) -> None:
@@ -243,8 +291,9 @@ def check(paths, output_format, output, stdin_filename, no_color, **kwargs):
     """Report every finding under PATHS: what rewrite would change and what needs a person."""
     from hpu_port.report import render
 
+    verbosity = kwargs.get("verbosity") or 0
     # JSON carries the diff of each file, so the rewrite is computed (not written).
-    summary = _run(paths, _porting(kwargs), apply=output_format == "json", stdin_filename=stdin_filename)
+    summary = _run(paths, _porting(kwargs), apply=output_format == "json", stdin_filename=stdin_filename, verbosity=verbosity)
     rules = {rule.code: rule for result in summary.results for rule in result.rules}
     text = render(output_format, summary.results, [rules[code] for code in sorted(rules)])
     if output:
@@ -252,12 +301,14 @@ def check(paths, output_format, output, stdin_filename, no_color, **kwargs):
     else:
         click.echo(text, nl=False)
     _report_errors(summary.results)
-    fixable = summary.findings - summary.manual
-    click.echo(
-        f"hpu-port: {_plural(summary.scanned, 'file')} scanned, {_plural(summary.findings, 'finding')} "
-        f"({fixable} fixable by rewrite, {summary.manual} need a person), {len(summary.failed)} failed",
-        err=True,
-    )
+    if verbosity >= 0:
+        fixable = summary.findings - summary.manual
+        click.echo(
+            f"hpu-port: {_plural(summary.scanned, 'file')} scanned, {_plural(summary.findings, 'finding')} "
+            f"({fixable} fixable by rewrite, {summary.manual} need a person), {len(summary.failed)} failed",
+            err=True,
+        )
+        _summary_table(summary)
     if summary.failed:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FOUND if summary.findings else EXIT_OK)

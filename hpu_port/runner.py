@@ -56,7 +56,15 @@ def port_path(path: str, ruleset: RuleSet, apply: bool) -> FileResult:
 RuleSetFor = Callable[[Path], Optional[RuleSet]]
 
 
-def run(paths: list[str], rulesets: Union[RuleSet, RuleSetFor], apply: bool = True) -> RunSummary:
+Progress = Callable[[int, int, str], None]
+
+
+def run(
+    paths: list[str],
+    rulesets: Union[RuleSet, RuleSetFor],
+    apply: bool = True,
+    progress: Optional[Progress] = None,
+) -> RunSummary:
     """Port every file under ``paths``, in a stable (sorted) order.
 
     ``rulesets`` is one RuleSet for every file, or a function giving each
@@ -71,7 +79,9 @@ def run(paths: list[str], rulesets: Union[RuleSet, RuleSetFor], apply: bool = Tr
         if source.error or ruleset is not None:
             planned.append((source, ruleset))
     summary = RunSummary()
-    for source, ruleset in planned:
+    for done, (source, ruleset) in enumerate(planned, 1):
+        if progress is not None:
+            progress(done, len(planned), source.path)
         if source.error:
             summary.results.append(FileResult(path=source.path, error=source.error))
         else:

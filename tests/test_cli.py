@@ -254,3 +254,13 @@ def test_gitignored_files_are_skipped_when_walking(runner, tmp_path):
     assert listed == ["a.py", "keep_old.py", "pkg/d.py"]
     # A file named explicitly is ported even if .gitignore hides it.
     assert invoke(runner, "rewrite", "--check", tmp_path / "c_old.py").stdout.strip() == str(tmp_path / "c_old.py")
+
+
+def test_quiet_prints_only_errors_and_verbose_names_files(runner, tree):
+    (tree / "pkg" / "broken.py").write_text('x = "cuda\n')
+    quiet = invoke(runner, "rewrite", "--dry-run", "--quiet", tree)
+    assert quiet.stdout.startswith("---")  # the diff is the output, not chatter
+    assert [line for line in quiet.stderr.splitlines()] == [f"{tree / 'pkg' / 'broken.py'}: error: " + quiet.stderr.split(": error: ", 1)[1].strip()]
+    verbose = invoke(runner, "check", "--verbose", tree)
+    assert f"[1/3] {tree / 'pkg' / 'broken.py'}" in verbose.stderr
+    assert f"[3/3] {tree / 'pkg' / 'train.py'}" in verbose.stderr
