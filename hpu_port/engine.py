@@ -521,3 +521,42 @@ def _reparse_problem(new: bytes, old: bytes) -> Optional[str]:
 def _first_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[0] if lines else text.strip()
+
+
+def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -> FileResult:
+    """Port a Jupyter notebook's code cells; findings and changes name their cell."""
+    import dataclasses
+    import re
+
+    from hpu_port import notebooks
+
+    result = FileResult(path=path, source=raw)
+    if not ruleset.might_match(raw):
+        return result
+    try:
+        notebook = notebooks.load(raw)
+    except ValueError as exc:
+        result.error = str(exc)
+        return result
+    module_text = notebooks.to_module(notebook)
+    ported = port_source(path, module_text.encode("utf-8"), ruleset, apply)
+
+    def place(line: int) -> tuple[int, int]:
+        number, within = notebooks.cell_of_line(module_text, line)
+        return notebook.code_cells[number] + 1, within
+
+    if ported.error:
+        result.error = re.sub(r"line (\d+)", lambda m: "cell %d, line %d" % place(int(m.group(1))), ported.error)
+        return result
+    result.findings = []
+    for finding in ported.findings:
+        cell, line = place(finding.line)
+        _, end_line = place(finding.end_line)
+        result.findings.append(dataclasses.replace(finding, cell=cell, line=max(line, 1), end_line=max(end_line, 1)))
+    if ported.new_source is not None:
+        changed = notebooks.new_sources(notebook, ported.new_source.decode("utf-8"))
+        if changed:
+            old = {i: notebooks._cell_source(notebook.data["cells"][i]) for i in changed}
+            result.new_source = notebooks.dumps(notebook, changed)
+            result.cell_changes = {i + 1: (old[i], changed[i]) for i in changed}
+    return result

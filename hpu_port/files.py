@@ -32,7 +32,8 @@ SKIPPED_DIRS = frozenset(
         ".eggs",
     }
 )
-PYTHON_SUFFIXES = (".py", ".pyi")
+NOTEBOOK_SUFFIX = ".ipynb"
+PYTHON_SUFFIXES = (".py", ".pyi", NOTEBOOK_SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ def discover(paths: list[str], respect_gitignore: bool = True) -> list[Source]:
             for file, error in _walk(path, respect_gitignore):
                 found.setdefault(str(file), Source(str(file), error))
         elif path.is_file():
-            error = None if _looks_like_python(path) else "not a Python file (expected .py, .pyi or a python #! line)"
+            error = None if _looks_like_python(path) else "not a Python file (expected .py, .pyi, .ipynb or a python #! line)"
             found.setdefault(str(path), Source(str(path), error))
         elif path.is_symlink():
             found[str(path)] = Source(str(path), "broken symbolic link")

@@ -20,9 +20,18 @@ def unified_diff(result: FileResult, context: int = 3) -> str:
     """A unified diff of one file's change, with ``---``/``+++`` headers and hunks."""
     if not result.changed:
         return ""
+    if result.cell_changes:
+        return "".join(
+            _diff(old.splitlines(), new.splitlines(), f"{result.path} (cell {cell})", context)
+            for cell, (old, new) in sorted(result.cell_changes.items())
+        )
     old = _text(result.source, result.encoding).splitlines()
     new = _text(result.new_source, result.encoding).splitlines()
-    lines = [f"--- {result.path}", f"+++ {result.path}"]
+    return _diff(old, new, result.path, context)
+
+
+def _diff(old: list, new: list, name: str, context: int) -> str:
+    lines = [f"--- {name}", f"+++ {name}"]
     # autojunk off: with it, frequent lines (blank ones) are ignored while
     # matching, and untouched blank lines show up as removed and re-added.
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
@@ -67,7 +76,8 @@ def diff_line_style(line: str) -> str:
 def finding_line(path: str, finding: Finding) -> str:
     """``path:line:col: CODE [*] message``; ``[*]`` marks what rewrite fixes."""
     marker = " [*]" if finding.fixable else ""
-    return f"{path}:{finding.line}:{finding.column}: {finding.code}{marker} {finding.message}"
+    place = f"{path}:cell {finding.cell}" if finding.cell is not None else path
+    return f"{place}:{finding.line}:{finding.column}: {finding.code}{marker} {finding.message}"
 
 
 def all_findings(results: Iterable[FileResult]) -> list[tuple[str, Finding]]:
@@ -94,6 +104,7 @@ def finding_record(path: str, finding: Finding) -> dict:
         "category": finding.category,
         "fix": finding.fix,
         "fixable": finding.fixable,
+        **({"cell": finding.cell} if finding.cell is not None else {}),
     }
 
 

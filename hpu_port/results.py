@@ -28,6 +28,7 @@ class Finding:
     fixable: bool = False
     applied: bool = False
     category: str = ""
+    cell: Optional[int] = None  # notebooks: the cell (1-based), lines counted within it
 
     @property
     def needs_person(self) -> bool:
@@ -35,7 +36,7 @@ class Finding:
         return not self.fixable
 
     def sort_key(self) -> tuple:
-        return (self.line, self.column, self.code, self.message)
+        return (self.cell or 0, self.line, self.column, self.code, self.message)
 
 
 @dataclass
@@ -57,6 +58,8 @@ class FileResult:
     imports_changed: bool = False
     # The rules the file was ported with (for report metadata).
     rules: tuple = ()
+    # Notebooks: cell number (1-based) -> (old source, new source) of changed cells.
+    cell_changes: dict = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:

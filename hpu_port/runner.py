@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Union
 
-from hpu_port.engine import port_source
-from hpu_port.files import FileChangedError, discover, read_source, write_atomically
+from hpu_port.engine import port_notebook, port_source
+from hpu_port.files import NOTEBOOK_SUFFIX, FileChangedError, discover, read_source, write_atomically
 from hpu_port.results import FileResult
 from hpu_port.settings import RuleSet
 
@@ -46,6 +46,8 @@ def port_path(path: str, ruleset: RuleSet, apply: bool) -> FileResult:
     except OSError as exc:
         return FileResult(path=path, error=f"cannot read: {exc.strerror or exc}")
     try:
+        if path.endswith(NOTEBOOK_SUFFIX):
+            return port_notebook(path, source, ruleset, apply)
         return port_source(path, source, ruleset, apply)
     except RecursionError:
         return FileResult(path=path, source=source, error="too deeply nested to process")
