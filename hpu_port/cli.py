@@ -134,6 +134,19 @@ def _print_diff(text: str, no_color: bool) -> None:
         console.print(Text(line, style=diff_line_style(line)))
 
 
+def _print_findings(text: str) -> None:
+    from rich.text import Text
+
+    from hpu_port.report import finding_styles
+
+    console = _console()
+    for line in text.splitlines():
+        styled = Text(line)
+        for start, end, style in finding_styles(line):
+            styled.stylize(style, start, end)
+        console.print(styled)
+
+
 def _report_errors(results) -> None:
     for result in results:
         if result.failed:
@@ -298,6 +311,8 @@ def check(paths, output_format, output, stdin_filename, no_color, **kwargs):
     text = render(output_format, summary.results, [rules[code] for code in sorted(rules)])
     if output:
         Path(output).write_text(text, encoding="utf-8")
+    elif output_format == "text" and _stdout_colored(no_color):
+        _print_findings(text)
     else:
         click.echo(text, nl=False)
     _report_errors(summary.results)

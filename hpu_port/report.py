@@ -80,6 +80,20 @@ def finding_line(path: str, finding: Finding) -> str:
     return f"{place}:{finding.line}:{finding.column}: {finding.code}{marker} {finding.message}"
 
 
+def finding_styles(line: str) -> list[tuple[int, int, str]]:
+    """Spans to colour in a finding line on a terminal: place, code, fix marker."""
+    spans = []
+    code_at = line.find(": HPU")
+    if code_at > 0:
+        spans.append((0, code_at, "bold"))
+        code_end = line.find(" ", code_at + 2)
+        spans.append((code_at + 2, code_end if code_end > 0 else len(line), "bold red"))
+        marker = line.find("[*]", code_at)
+        if marker > 0:
+            spans.append((marker, marker + 3, "green"))
+    return spans
+
+
 def all_findings(results: Iterable[FileResult]) -> list[tuple[str, Finding]]:
     rows = [(r.path, f) for r in results for f in r.findings]
     return sorted(rows, key=lambda row: (row[0], row[1].sort_key()))

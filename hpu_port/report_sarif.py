@@ -11,7 +11,6 @@ from hpu_port.report import all_findings
 from hpu_port.results import FileResult
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://github.com/hpu-port/hpu-port"
 
 
 def _level(finding) -> str:
@@ -79,7 +78,6 @@ def render_sarif(results: list[FileResult], rules=()) -> str:
             "driver": {
                 "name": "hpu-port",
                 "version": __version__,
-                "informationUri": INFORMATION_URI,
                 "rules": [_rule_descriptor(rule) for rule in rules],
             }
         },

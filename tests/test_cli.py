@@ -264,3 +264,12 @@ def test_quiet_prints_only_errors_and_verbose_names_files(runner, tree):
     verbose = invoke(runner, "check", "--verbose", tree)
     assert f"[1/3] {tree / 'pkg' / 'broken.py'}" in verbose.stderr
     assert f"[3/3] {tree / 'pkg' / 'train.py'}" in verbose.stderr
+
+
+def test_findings_are_coloured_on_a_terminal(runner, tree, monkeypatch):
+    import hpu_port.cli as cli
+
+    monkeypatch.setattr(cli, "_stdout_colored", lambda no_color: not no_color)
+    coloured = invoke(runner, "check", tree / "pkg" / "train.py")
+    assert "\x1b[" in coloured.stdout and "HPU110" in coloured.stdout
+    assert "\x1b[" not in invoke(runner, "check", "--no-color", tree / "pkg" / "train.py").stdout
