@@ -7,7 +7,7 @@ of the output. No printing and no disk access happen here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import libcst as cst

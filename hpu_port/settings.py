@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterable, Optional
+from typing import Optional
 
 from hpu_port.kinds import Kind, get_kind
 from hpu_port.rules import Rule
@@ -104,10 +104,6 @@ def _pattern(tokens: set[str]):
         return None
     alternatives = sorted((re.escape(t.encode()) for t in tokens), key=len, reverse=True)
     return re.compile(b"|".join(alternatives))
-
-
-def codes(rules: Iterable[Rule]) -> list[str]:
-    return [rule.code for rule in rules]
 
 
 class RuleSetResolver:

@@ -1,7 +1,6 @@
 """The CLI contract: commands, options, stdout/stderr split and exit codes 0/1/2."""
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import string
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
@@ -123,11 +123,6 @@ def fallback_codes() -> set[str]:
 def kind_names() -> list[str]:
     _load_all()
     return sorted(_KINDS)
-
-
-def all_kinds() -> Iterable[Kind]:
-    _load_all()
-    return _KINDS.values()
 
 
 def string_list(value: Any, key: str) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import libcst as cst
 
 from hpu_port.edits import replace_expression
 from hpu_port.kinds import Kind, markdown_table, register_kind, string_table
