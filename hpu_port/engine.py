@@ -127,8 +127,12 @@ class FileContext:
         new = [hit for hit in self._hits if hit.start is None]
         if not new:
             return
-        wanted = [hit.node for hit in new] + [b.alias for b in self.scopes.bindings]
-        self._positions.update(positions_of(self.module, wanted))
+        # The module itself needs no position pass (it starts at 1:1), so a
+        # file-level finding such as a missing import costs no second pass.
+        wanted = [hit.node for hit in new if hit.node is not self.module and hit.node not in self._positions]
+        if wanted:
+            wanted += [b.alias for b in self.scopes.bindings if b.alias not in self._positions]
+            self._positions.update(positions_of(self.module, wanted))
         for hit in new:
             where = self._positions.get(hit.node)
             hit.start = (where.start.line, where.start.column + 1) if where else (1, 1)
