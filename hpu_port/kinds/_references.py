@@ -6,6 +6,7 @@ call, a decorator, a context manager, or a value passed around.
 
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
@@ -80,3 +81,15 @@ def trigger_for(qualified: str) -> str:
         if "cuda" in part.lower() or "nccl" in part.lower():
             return part
     return parts[-1]
+
+
+NOT_A_LITERAL = object()
+
+
+def literal_value(code: str):
+    """The value of a Python literal written as ``code`` ('x' and "x" are equal),
+    or ``NOT_A_LITERAL`` for any other expression."""
+    try:
+        return ast.literal_eval(code)
+    except (ValueError, SyntaxError):
+        return NOT_A_LITERAL

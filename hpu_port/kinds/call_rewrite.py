@@ -20,13 +20,12 @@ not a call (passing the function around) is reported for a person.
 
 from __future__ import annotations
 
-import ast
 from typing import Optional
 
 import libcst as cst
 
 from hpu_port.kinds import Kind, register_kind, string_list, string_table
-from hpu_port.kinds._references import ReferenceVisitor, trigger_for, written
+from hpu_port.kinds._references import NOT_A_LITERAL, ReferenceVisitor, literal_value, trigger_for, written
 
 ENTRY_KEYS = {"to", "positional", "keep-positional", "prepend", "set", "drop", "require", "switch-keyword", "switch"}
 
@@ -97,16 +96,6 @@ def _check_expression(code: str, where: str) -> None:
 def example_call(entry: dict) -> str:
     keywords = [f"{k}={v}" for k, v in {**entry["prepend"], **entry["set"]}.items()]
     return f"{entry['to']}({', '.join(keywords + ['...'])})"
-
-
-_UNDECIDED = object()
-
-
-def _literal(code: str):
-    try:
-        return ast.literal_eval(code)
-    except (ValueError, SyntaxError):
-        return _UNDECIDED
 
 
 class _CallRewriteVisitor(ReferenceVisitor):
@@ -185,7 +174,7 @@ def _arguments(call: cst.Call, positional: list[str]) -> Optional[dict[str, cst.
 def _required(arguments, require) -> bool:
     for keyword, accepted in require.items():
         arg = arguments.get(keyword)
-        if arg is not None and _literal(written(arg.value)) not in [_literal(v) for v in accepted]:
+        if arg is not None and literal_value(written(arg.value)) not in [literal_value(v) for v in accepted]:
             return False
     return True
 
@@ -194,11 +183,11 @@ def _target(arguments, entry) -> Optional[str]:
     keyword = entry["switch-keyword"]
     if keyword is None or keyword not in arguments:
         return entry["to"]
-    value = _literal(written(arguments[keyword].value))
-    if value is _UNDECIDED:
+    value = literal_value(written(arguments[keyword].value))
+    if value is NOT_A_LITERAL:
         return None
     for code, target in entry["switch"].items():
-        if _literal(code) == value:
+        if literal_value(code) == value:
             return target
     return entry["to"]
 

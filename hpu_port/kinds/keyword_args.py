@@ -13,14 +13,13 @@ bare decorator (``@torch.compile``) becomes a call with the ``set`` keywords.
 
 from __future__ import annotations
 
-import ast
 import fnmatch
 from typing import Optional
 
 import libcst as cst
 
 from hpu_port.kinds import Kind, register_kind, string_list, string_table
-from hpu_port.kinds._references import trigger_for, written
+from hpu_port.kinds._references import NOT_A_LITERAL, literal_value, trigger_for, written
 
 
 @register_kind
@@ -176,18 +175,9 @@ ANY = "*"
 
 def _same_value(code: str, candidates: list[str]) -> bool:
     """Compare Python literals by value ('x' equals "x"); other code by its text."""
-    value = _literal(code)
-    return any(code == c or (value is not _NO_VALUE and value == _literal(c)) for c in candidates)
+    value = literal_value(code)
+    return any(code == c or (value is not NOT_A_LITERAL and value == literal_value(c)) for c in candidates)
 
-
-_NO_VALUE = object()
-
-
-def _literal(code: str):
-    try:
-        return ast.literal_eval(code)
-    except (ValueError, SyntaxError):
-        return _NO_VALUE
 
 
 def edit_keywords(call: cst.Call, params) -> cst.Call:
