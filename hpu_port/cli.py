@@ -56,11 +56,12 @@ def _overrides(mode, fp16, unsafe, select, ignore, extend_select, rules_files, m
     )
 
 
-def _run(paths, options: dict, apply: bool, stdin_filename: Optional[str] = None, verbosity: int = 0):
+def _run(paths, options: dict, apply: bool, execution: dict, stdin_filename: Optional[str] = None, verbosity: int = 0):
     """Run over ``paths`` with each file's settings; configuration errors exit 2.
 
     ``-`` reads the source from stdin; ``stdin_filename`` names it, for the
-    configuration that applies and for messages.
+    configuration that applies and for messages. ``execution`` holds the
+    options that change how fast, never what: jobs and the cache.
     """
     from hpu_port.config import ConfigError
     from hpu_port.rules import RuleFileError
@@ -73,11 +74,34 @@ def _run(paths, options: dict, apply: bool, stdin_filename: Optional[str] = None
         resolver = RuleSetResolver(_overrides(**options))
         if paths == ("-",):
             return run_stdin(sys.stdin.buffer.read(), stdin_filename, resolver, apply)
+        jobs, cache = _execution(paths, **execution)
         with _progress(verbosity) as progress:
-            return run(list(paths), resolver, apply=apply, progress=progress)
+            return run(list(paths), resolver, apply=apply, progress=progress, jobs=jobs, cache=cache)
     except (ConfigError, RuleFileError) as exc:
         click.echo(f"hpu-port: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
+
+
+def _execution(paths, jobs: int, no_cache: bool, cache_dir: Optional[str]):
+    from hpu_port.cache import Cache, default_directory
+    from hpu_port.parallel import default_jobs
+
+    jobs = jobs or default_jobs()
+    if no_cache:
+        return jobs, None
+    directory = Path(cache_dir) if cache_dir else default_directory()
+    if not cache_dir and _inside_any(directory, paths):
+        return jobs, None  # never write into the scanned tree unless told to
+    return jobs, Cache(directory)
+
+
+def _inside_any(directory: Path, paths) -> bool:
+    resolved = directory.resolve()
+    for path in paths:
+        root = Path(path).resolve()
+        if root == resolved or root in resolved.parents:
+            return True
+    return False
 
 
 PROGRESS_THRESHOLD = 20  # files; fewer finish before a bar is worth drawing
@@ -193,6 +217,25 @@ def porting_options(command):
 _PORTING = ("mode", "fp16", "unsafe", "select", "ignore", "extend_select", "rules_files", "max_size_mb", "exclude", "include_generated")
 
 
+def execution_options(command):
+    """How `rewrite` and `check` run: in how many processes, with which cache."""
+    options = [
+        click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, metavar="N", help="Port files in N processes [default: 0, one per CPU]."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the cache of per-file results."),
+        click.option(
+            "--cache-dir", type=click.Path(file_okay=False), default=None, envvar="HPU_PORT_CACHE_DIR", show_envvar=True,
+            help="Where results are cached [default: the user cache directory, e.g. ~/.cache/hpu-port].",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _execution_kwargs(kwargs: dict) -> dict:
+    return {key: kwargs.pop(key) for key in ("jobs", "no_cache", "cache_dir")}
+
+
 def _porting(kwargs: dict) -> dict:
     kwargs.pop("verbosity", None)
     options = {key: kwargs.pop(key) for key in _PORTING}
@@ -216,6 +259,7 @@ def main() -> None:
 @click.option("--check", "check_only", is_flag=True, help="Write nothing; list the files that would change.")
 @stdin_option
 @porting_options
+@execution_options
 def rewrite(paths, dry_run, check_only, stdin_filename, no_color, **kwargs):
     """Rewrite CUDA code under PATHS for Gaudi, in place (`-`: stdin to stdout).
 
@@ -225,12 +269,13 @@ def rewrite(paths, dry_run, check_only, stdin_filename, no_color, **kwargs):
     from hpu_port.runner import write_results
 
     verbosity = kwargs.get("verbosity") or 0
+    execution = _execution_kwargs(kwargs)
     options = _porting(kwargs)
     writing = not (dry_run or check_only)
     from_stdin = paths == ("-",)
     _interrupt_on_sigterm()
     try:
-        summary = _run(paths, options, apply=True, stdin_filename=stdin_filename, verbosity=verbosity)
+        summary = _run(paths, options, True, execution, stdin_filename=stdin_filename, verbosity=verbosity)
         if writing and not from_stdin:
             write_results(summary)
     except KeyboardInterrupt:
@@ -300,13 +345,17 @@ def _report_manual(summary) -> None:
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report to FILE instead of stdout.")
 @stdin_option
 @porting_options
+@execution_options
 def check(paths, output_format, output, stdin_filename, no_color, **kwargs):
     """Report every finding under PATHS: what rewrite would change and what needs a person."""
     from hpu_port.report import render
 
     verbosity = kwargs.get("verbosity") or 0
+    execution = _execution_kwargs(kwargs)
     # JSON carries the diff of each file, so the rewrite is computed (not written).
-    summary = _run(paths, _porting(kwargs), apply=output_format == "json", stdin_filename=stdin_filename, verbosity=verbosity)
+    summary = _run(
+        paths, _porting(kwargs), output_format == "json", execution, stdin_filename=stdin_filename, verbosity=verbosity
+    )
     rules = {rule.code: rule for result in summary.results for rule in result.rules}
     text = render(output_format, summary.results, [rules[code] for code in sorted(rules)])
     if output:
@@ -396,3 +445,15 @@ def explain(code, rules_files, no_color):
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+@main.command()
+def clean():
+    """Delete the cache of per-file results (the default one, or $HPU_PORT_CACHE_DIR)."""
+    from hpu_port.cache import default_directory, remove
+
+    directory = default_directory()
+    if remove(directory):
+        click.echo(f"hpu-port: removed {directory}", err=True)
+    else:
+        click.echo(f"hpu-port: no cache at {directory}", err=True)

@@ -13,6 +13,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from hpu_port.edits import EditPlan, NodeEdit, apply_plan
+from hpu_port.kinds import fallback_codes
 from hpu_port.positions import positions_of
 from hpu_port.names import ImportBinding, Scope, ScopeIndex, qualify, spell, target_name_nodes
 from hpu_port.results import FileResult, Finding
@@ -175,15 +176,13 @@ class FileContext:
         ]
         positions = self._positions
         removed_lines = {positions[a].start.line for a in self.plan.dropped_aliases if a in positions}
-        return _without_redundant_fallbacks(sorted(set(findings), key=Finding.sort_key), removed_lines)
+        fallback = fallback_codes(self.ruleset.rules)
+        return _without_redundant_fallbacks(sorted(set(findings), key=Finding.sort_key), removed_lines, fallback)
 
 
-def _without_redundant_fallbacks(findings: list[Finding], removed_lines: set) -> list[Finding]:
+def _without_redundant_fallbacks(findings: list[Finding], removed_lines: set, fallback: set) -> list[Finding]:
     """Fallback findings (a line that merely mentions CUDA) only where nothing else
     was said, and not on import lines that the rewrite removes."""
-    from hpu_port.kinds import fallback_codes
-
-    fallback = fallback_codes()
     specific_lines = {f.line for f in findings if f.code not in fallback} | removed_lines
     kept, fallback_lines = [], set()
     for finding in findings:
@@ -410,7 +409,8 @@ def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) 
 
 def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
     result = FileResult(path=path, source=source)
-    if not ruleset.might_match(source):
+    rules = ruleset.for_source(source)
+    if rules is None:
         return result
     if not ruleset.options.include_generated and GENERATED_MARKER in source[:GENERATED_SCAN]:
         return result  # generated code is regenerated, not edited
@@ -421,10 +421,13 @@ def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileR
             "raise --max-file-size if it is hand-written code"
         )
         return result
+    rules = rules.for_code(source)
+    if rules is None:
+        return result
     module = _parse(source, result)
     if module is None:
         return result
-    ctx = port_module(module, ruleset.for_source(source), apply, source)
+    ctx = port_module(module, rules, apply, source)
     result.findings = ctx.findings()
     result.imports_changed = bool(ctx.plan.new_imports or ctx.plan.dropped_aliases)
     if apply and ctx.plan:
@@ -535,7 +538,7 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
     from hpu_port import notebooks
 
     result = FileResult(path=path, source=raw)
-    if not ruleset.might_match(raw):
+    if ruleset.for_source(raw) is None:
         return result
     try:
         notebook = notebooks.load(raw)

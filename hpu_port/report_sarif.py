@@ -7,23 +7,18 @@ import os
 from pathlib import Path
 
 from hpu_port import __version__
+from hpu_port.kinds import fallback_codes
 from hpu_port.report import all_findings
 from hpu_port.results import FileResult
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-def _level(finding) -> str:
+def _level(finding, fallback: set) -> str:
     # A person must act: warning. Rewrite fixes it, or it is only a mention: note.
-    if finding.code in _fallback_codes() or finding.fixable:
+    if finding.code in fallback or finding.fixable:
         return "note"
     return "warning"
-
-
-def _fallback_codes():
-    from hpu_port.kinds import fallback_codes
-
-    return fallback_codes()
 
 
 def _uri(path: str) -> str:
@@ -46,11 +41,12 @@ def _rule_descriptor(rule) -> dict:
 def render_sarif(results: list[FileResult], rules=()) -> str:
     rules = sorted(rules, key=lambda r: r.code)
     index = {rule.code: i for i, rule in enumerate(rules)}
+    fallback = fallback_codes(rules)
     sarif_results = []
     for path, finding in all_findings(results):
         result = {
             "ruleId": finding.code,
-            "level": _level(finding),
+            "level": _level(finding, fallback),
             "message": {"text": finding.message},
             "locations": [
                 {

@@ -60,6 +60,8 @@ class FileResult:
     rules: tuple = ()
     # Notebooks: cell number (1-based) -> (old source, new source) of changed cells.
     cell_changes: dict = field(default_factory=dict)
+    # Whether this result came from the cache (the file was not ported again).
+    from_cache: bool = False
 
     @property
     def changed(self) -> bool:

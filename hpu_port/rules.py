@@ -162,10 +162,6 @@ def parse_rule(data: dict, source: str) -> Rule:
         raise fail(problem)
     examples = _parse_examples(common["examples"], fail)
     _check_fix_matches_examples(common["fix"], examples, fail)
-    if kind.FALLBACK:
-        from hpu_port.kinds import register_fallback_code
-
-        register_fallback_code(common["code"])
     rule = Rule(
         code=common["code"],
         name=common["name"],

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Union
 
+from hpu_port import parallel
+from hpu_port.cache import Cache
 from hpu_port.engine import port_notebook, port_source
 from hpu_port.files import NOTEBOOK_SUFFIX, FileChangedError, discover, read_source, write_atomically
 from hpu_port.results import FileResult
@@ -39,12 +41,23 @@ class RunSummary:
 
 def port_path(path: str, ruleset: RuleSet, apply: bool) -> FileResult:
     """Read and port one file; an unreadable file becomes a result with an error."""
+    source = _read(path)
+    if isinstance(source, FileResult):
+        return source
+    return port_bytes(path, source, ruleset, apply)
+
+
+def _read(path: str) -> Union[bytes, FileResult]:
     try:
-        source = read_source(path)
+        return read_source(path)
     except IsADirectoryError:
         return FileResult(path=path, error="is a directory")
     except OSError as exc:
         return FileResult(path=path, error=f"cannot read: {exc.strerror or exc}")
+
+
+def port_bytes(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
+    """Port one file's bytes; an exception becomes a result with an error."""
     try:
         if path.endswith(NOTEBOOK_SUFFIX):
             return port_notebook(path, source, ruleset, apply)
@@ -66,13 +79,17 @@ def run(
     rulesets: Union[RuleSet, RuleSetFor],
     apply: bool = True,
     progress: Optional[Progress] = None,
+    jobs: int = 1,
+    cache: Optional[Cache] = None,
 ) -> RunSummary:
-    """Port every file under ``paths``, in a stable (sorted) order.
+    """Port every file under ``paths``; results come in a stable (sorted) order.
 
     ``rulesets`` is one RuleSet for every file, or a function giving each
     file's RuleSet from its configuration (None: the file is excluded). All
     of them are resolved before any file is read, so that a configuration or
-    rule-file error stops the run before it starts.
+    rule-file error stops the run before it starts. ``jobs`` > 1 ports the
+    files that need parsing in that many processes; ``cache`` answers for
+    files whose bytes and settings it has seen before.
     """
     ruleset_for = rulesets if callable(rulesets) else (lambda path: rulesets)
     planned = []
@@ -80,17 +97,63 @@ def run(
         ruleset = None if source.error else ruleset_for(Path(source.path))
         if source.error or ruleset is not None:
             planned.append((source, ruleset))
-    summary = RunSummary()
-    for done, (source, ruleset) in enumerate(planned, 1):
-        if progress is not None:
-            progress(done, len(planned), source.path)
-        if source.error:
-            summary.results.append(FileResult(path=source.path, error=source.error))
+    results: list[Optional[FileResult]] = [None] * len(planned)
+    work: list[Task] = []
+    done = 0
+    for index, (entry, ruleset) in enumerate(planned):
+        result = _answer_without_parsing(entry, ruleset, apply, cache)
+        if isinstance(result, FileResult):
+            results[index] = result
+            done += 1
+            if progress is not None:
+                progress(done, len(planned), entry.path)
         else:
-            result = port_path(source.path, ruleset, apply)
+            work.append(Task(index, entry.path, result, ruleset))
+    for task, result in parallel.port_all(work, apply, jobs):
+        result.source = task.source
+        results[task.index] = result
+        if cache is not None:
+            cache.store(task.ruleset, apply, result)
+        done += 1
+        if progress is not None:
+            progress(done, len(planned), task.path)
+    if cache is not None:
+        cache.save()
+    summary = RunSummary()
+    for result, (_, ruleset) in zip(results, planned):
+        if ruleset is not None:
             result.rules = tuple(ruleset.rules)
-            summary.results.append(result)
+        summary.results.append(result)
     return summary
+
+
+@dataclass
+class Task:
+    """A file that has to be parsed: where its result goes, and what it needs."""
+
+    index: int
+    path: str
+    source: bytes
+    ruleset: RuleSet
+
+
+def _answer_without_parsing(entry, ruleset, apply: bool, cache: Optional[Cache]) -> Union[FileResult, bytes]:
+    """The file's result when it needs no parse (an error, a cached result, no
+    trigger text); otherwise its bytes."""
+    if entry.error:
+        return FileResult(path=entry.path, error=entry.error)
+    source = _read(entry.path)
+    if isinstance(source, FileResult):
+        return source
+    cached = cache.lookup(ruleset, apply, entry.path, source) if cache is not None else None
+    if cached is not None:
+        return cached
+    if ruleset.for_source(source) is None:
+        result = FileResult(path=entry.path, source=source)
+        if cache is not None:
+            cache.store(ruleset, apply, result)
+        return result
+    return source
 
 
 def write_results(summary: RunSummary) -> None:

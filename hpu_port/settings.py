@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Optional
 
 from hpu_port.kinds import Kind, get_kind
 from hpu_port.rules import Rule
+from hpu_port.triggers import Trigger, TriggerIndex, code_view, text_trigger
 
 
 DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
@@ -63,47 +63,59 @@ class RuleSet:
         return frozenset(m for rule in self.rules for m in rule.remove_imports_of)
 
     @cached_property
-    def _rule_triggers(self) -> list[tuple[Rule, "re.Pattern[bytes]"]]:
-        return [(rule, _pattern(rule_triggers(rule))) for rule in self.rules]
+    def _triggers(self) -> TriggerIndex:
+        return TriggerIndex((rule, rule_triggers(rule) or None) for rule in self.rules)
 
     @cached_property
-    def trigger_pattern(self) -> "re.Pattern[bytes]":
-        tokens: set[str] = set()
-        for rule in self.rules:
-            tokens |= rule_triggers(rule)
-        return _pattern(tokens)
+    def _comment_rules(self) -> list[Rule]:
+        return [rule for rule in self.rules if get_kind(rule.kind).READS_COMMENTS]
 
-    def might_match(self, source: bytes) -> bool:
-        """Cheap test on raw bytes: a file with no trigger text is never parsed."""
-        return self.trigger_pattern is not None and self.trigger_pattern.search(source) is not None
-
-    def for_source(self, source: bytes) -> "RuleSet":
-        """Only the rules whose trigger text occurs in ``source``.
+    def for_source(self, source: bytes) -> Optional["RuleSet"]:
+        """The rules that could act on ``source``, judged from its raw bytes;
+        None when none could (the file is then never parsed).
 
         A file that mentions `no_grad` but no CUDA API is walked by one rule's
         visitor, not by all of them. Rules without triggers (imports added as a
-        consequence of other fixes) are always kept.
+        consequence of other fixes) ride along with the others.
         """
-        chosen = [rule for rule, pattern in self._rule_triggers if pattern is None or pattern.search(source)]
+        return self._subset(self._triggers.matching(source))
+
+    def for_code(self, source: bytes) -> Optional["RuleSet"]:
+        """Like ``for_source``, but judged from the code alone: comments and
+        docstrings (which no rule reads) are blanked out first, and kinds may
+        look at the standard parser's tree, which is several times faster to
+        build than the full one.
+        """
+        view = code_view(source)
+        if view is None:
+            return self
+        chosen = self._triggers.matching(view.text)
+        index = self._triggers
+        chosen = [r for r in chosen if not index.has_triggers(r) or get_kind(r.kind).screen(r, view.tree)]
+        if not any(index.has_triggers(r) for r in chosen):
+            chosen = []
+        if self._comment_rules:
+            kept = [r for r in self._comment_rules if r not in chosen and r in self._triggers.matching(source)]
+            chosen = [r for r in self.rules if r in chosen or r in kept] if kept else chosen
+        return self._subset(chosen)
+
+    def _subset(self, chosen: list[Rule]) -> Optional["RuleSet"]:
+        if not chosen:
+            return None
         if len(chosen) == len(self.rules):
             return self
         subset = RuleSet(chosen, self.options)
-        subset.__dict__["_rule_triggers"] = [(r, p) for r, p in self._rule_triggers if r in chosen]
+        subset.__dict__["_triggers"] = TriggerIndex(e for e in self._triggers.entries if e[0] in chosen)
         return subset
 
 
-def rule_triggers(rule: Rule) -> set[str]:
-    """Text a file must contain for ``rule`` to act on it: the rule's own
-    ``triggers`` if it names them, else what its kind derives from its data."""
-    return set(rule.triggers) if rule.triggers else get_kind(rule.kind).triggers(rule)
-
-
-def _pattern(tokens: set[str]):
-    """One regular expression for any of ``tokens``; None when there are none."""
-    if not tokens:
-        return None
-    alternatives = sorted((re.escape(t.encode()) for t in tokens), key=len, reverse=True)
-    return re.compile(b"|".join(alternatives))
+def rule_triggers(rule: Rule) -> list[Trigger]:
+    """What a file must contain for ``rule`` to act on it (any of these): the
+    rule's own ``triggers`` (pieces of text) if it names them, else what its
+    kind derives from its data."""
+    if rule.triggers:
+        return [text_trigger(text) for text in rule.triggers]
+    return get_kind(rule.kind).triggers(rule)
 
 
 class RuleSetResolver:

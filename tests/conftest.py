@@ -56,3 +56,12 @@ after = "import {module}\\n{module}.{call_new}()\\n"
 [[examples.valid]]
 code = "import {module}\\n{module}.{call_new}()\\n"
 '''
+
+
+@pytest.fixture(autouse=True)
+def _private_cache_directory(tmp_path_factory, monkeypatch):
+    """Each test caches into a directory of its own: never the user's, and no
+    result cached by one test answers for another (some replace engine parts)."""
+    directory = tmp_path_factory.mktemp("hpu-port-cache")
+    monkeypatch.setenv("HPU_PORT_CACHE_DIR", str(directory))
+    return directory

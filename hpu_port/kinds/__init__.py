@@ -13,10 +13,13 @@ import string
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
+    import ast
+
     import libcst as cst
 
     from hpu_port.engine import FileContext
     from hpu_port.rules import Rule
+    from hpu_port.triggers import Trigger
 
 _KINDS: dict[str, "Kind"] = {}
 _LOADED = False
@@ -33,6 +36,9 @@ class Kind:
     KEYS: dict[str, tuple[type, bool]] = {}
     # A fallback kind's findings are dropped on lines where another rule spoke.
     FALLBACK = False
+    # Whether the kind reads comments (most never do, so a file whose trigger
+    # text sits only in comments and docstrings is not parsed for them).
+    READS_COMMENTS = False
     MESSAGE_FIELDS: frozenset[str] = frozenset({"name"})
 
     def param_keys(self) -> set[str]:
@@ -73,9 +79,17 @@ class Kind:
             names |= set(value)
         return names
 
-    def triggers(self, rule: "Rule") -> set[str]:
-        """Text that must occur in a file for this rule to possibly match it."""
-        return set()
+    def triggers(self, rule: "Rule") -> list["Trigger"]:
+        """What must occur in a file for this rule to possibly match it (any of
+        these); none: the rule only acts along with others."""
+        return []
+
+    def screen(self, rule: "Rule", tree: "ast.AST") -> bool:
+        """False when the standard parser's tree of a file shows that ``rule``
+        cannot match it (its trigger text occurs, but not where it would act);
+        the file then needs no full parse for this rule. Must never be False
+        for a file the rule would report on."""
+        return True
 
     def visitor(self, rules: list["Rule"], ctx: "FileContext") -> Optional["cst.BatchableCSTVisitor"]:
         return None
@@ -109,15 +123,9 @@ def get_kind(name: str) -> Optional[Kind]:
     return _KINDS.get(name)
 
 
-_FALLBACK_CODES: set[str] = set()
-
-
-def register_fallback_code(code: str) -> None:
-    _FALLBACK_CODES.add(code)
-
-
-def fallback_codes() -> set[str]:
-    return _FALLBACK_CODES
+def fallback_codes(rules) -> set[str]:
+    """The codes of ``rules`` whose kind only speaks where no other rule did."""
+    return {rule.code for rule in rules if getattr(get_kind(rule.kind), "FALLBACK", False)}
 
 
 def kind_names() -> list[str]:

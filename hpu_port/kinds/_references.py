@@ -69,20 +69,6 @@ def written(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
-def trigger_for(qualified: str) -> str:
-    """A piece of text any spelling of ``qualified`` must contain.
-
-    Every component of an imported name appears somewhere in the file (in the
-    import or in the attribute access), so one component is enough; the one
-    mentioning cuda is the most selective for this tool's rules.
-    """
-    parts = [part for part in qualified.split(".") if part != "*"]
-    for part in parts:
-        if "cuda" in part.lower() or "nccl" in part.lower():
-            return part
-    return parts[-1]
-
-
 NOT_A_LITERAL = object()
 
 

@@ -25,7 +25,8 @@ from typing import Optional
 import libcst as cst
 
 from hpu_port.kinds import Kind, register_kind, string_list, string_table
-from hpu_port.kinds._references import NOT_A_LITERAL, ReferenceVisitor, literal_value, trigger_for, written
+from hpu_port.kinds._references import NOT_A_LITERAL, ReferenceVisitor, literal_value, written
+from hpu_port.triggers import name_trigger
 
 ENTRY_KEYS = {"to", "positional", "keep-positional", "prepend", "set", "drop", "require", "switch-keyword", "switch"}
 
@@ -56,7 +57,7 @@ class CallRewrite(Kind):
         return "\n".join(lines) + "\n"
 
     def triggers(self, rule):
-        return {trigger_for(name) for name in rule.params["rewrites"]}
+        return [name_trigger(name) for name in rule.params["rewrites"]]
 
     def visitor(self, rules, ctx):
         return _CallRewriteVisitor(ctx, rules)

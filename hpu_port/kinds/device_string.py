@@ -15,7 +15,7 @@ import libcst as cst
 
 from hpu_port.kinds import Kind, register_kind
 from hpu_port.kinds._references import written
-
+from hpu_port.triggers import text_trigger
 
 ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 
@@ -41,7 +41,7 @@ class DeviceString(Kind):
         }
 
     def triggers(self, rule):
-        return {rule.params["device"]}
+        return [text_trigger(rule.params["device"])]
 
     def visitor(self, rules, ctx):
         return _DeviceStringVisitor(ctx, rules)

@@ -14,8 +14,9 @@ from __future__ import annotations
 import libcst as cst
 
 from hpu_port.kinds import Kind, register_kind, string_list
-from hpu_port.kinds._references import ReferenceVisitor, trigger_for, written
+from hpu_port.kinds._references import ReferenceVisitor, written
 from hpu_port.names import dotted_name
+from hpu_port.triggers import name_trigger
 
 
 @register_kind
@@ -35,7 +36,7 @@ class DropCall(Kind):
         return "Removed or reported: " + ", ".join(f"`{n}`" for n in names) + ".\n"
 
     def triggers(self, rule):
-        return {trigger_for(n) for n in set().union(*rule.params.values())}
+        return [name_trigger(n) for n in sorted(set().union(*rule.params.values()))]
 
     def visitor(self, rules, ctx):
         return _DropCallVisitor(ctx, rules)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import libcst as cst
 
 from hpu_port.kinds import Kind, register_kind, string_list
-from hpu_port.kinds._references import trigger_for, written
+from hpu_port.kinds._references import written
+from hpu_port.triggers import name_trigger
 from hpu_port.walk import walk
 
 
@@ -28,7 +29,7 @@ class ImportInBranch(Kind):
         return set(rule.params["conditions"])
 
     def triggers(self, rule):
-        return {trigger_for(name) for name in rule.params["conditions"]}
+        return [name_trigger(name) for name in rule.params["conditions"]]
 
     def visitor(self, rules, ctx):
         return _Visitor(ctx, rules)

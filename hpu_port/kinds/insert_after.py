@@ -26,6 +26,7 @@ import libcst as cst
 from hpu_port.kinds import Kind, register_kind, string_list, string_table
 from hpu_port.kinds._references import written
 from hpu_port.names import dotted_name
+from hpu_port.triggers import text_trigger
 
 STEP, NOT_STEP, UNKNOWN = "step", "not-step", "unknown"
 
@@ -72,7 +73,7 @@ class InsertAfter(Kind):
         tokens |= {c.rsplit(".", 1)[-1] + "(" for c in params["after-calls"]}
         if params["step-method"]:
             tokens.add(f".{params['step-method']}(")
-        return tokens
+        return [text_trigger(token) for token in sorted(tokens)]
 
     def visitor(self, rules, ctx):
         return _InsertAfterVisitor(ctx, rules[0]) if rules else None

@@ -19,7 +19,8 @@ from typing import Optional
 import libcst as cst
 
 from hpu_port.kinds import Kind, register_kind, string_list, string_table
-from hpu_port.kinds._references import NOT_A_LITERAL, literal_value, trigger_for, written
+from hpu_port.kinds._references import NOT_A_LITERAL, literal_value, written
+from hpu_port.triggers import name_trigger
 
 
 @register_kind
@@ -70,7 +71,13 @@ class KeywordArgs(Kind):
         }
 
     def triggers(self, rule):
-        return {trigger_for(name) for name in rule.params["calls"]}
+        needed = [k for k in rule.params["only-if"] if k not in rule.params["positions"]]
+        acting = _acting_keywords(rule.params)
+        return [
+            name_trigger(call, *needed, *extra)
+            for call in sorted(rule.params["calls"])
+            for extra in ([(k,) for k in acting] if acting is not None else [()])
+        ]
 
     def visitor(self, rules, ctx):
         return _KeywordArgsVisitor(ctx, rules)
@@ -124,6 +131,21 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
                 report_at, lambda d: d.with_changes(decorator=edit_keywords(cst.Call(func=d.decorator), params))
             )
         self.ctx.report(rule, report_at or node, message, fix)
+
+
+def _acting_keywords(params) -> Optional[list[str]]:
+    """Keywords one of which a call must pass for the rule to act on it;
+    None when the rule can act on a call without any (it adds a keyword, or
+    the keyword may be passed by position)."""
+    acting = list(params["report-when"]) + list(params["drop"]) + list(params["rename"])
+    for keyword in params["set"]:
+        when = params["set-when"].get(keyword)
+        if when is None or MISSING in when:
+            return None
+        acting.append(keyword)
+    if any(k in params["positions"] for k in acting):
+        return None
+    return sorted(set(acting))
 
 
 def calls_match(qualified: str, patterns) -> bool:

@@ -11,12 +11,14 @@ taken as handled.
 
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
 
 from hpu_port.kinds import Kind, register_kind, string_list
-from hpu_port.kinds._references import trigger_for, written
+from hpu_port.kinds._references import written
+from hpu_port.triggers import name_trigger
 
 
 @register_kind
@@ -33,10 +35,56 @@ class LoopInContext(Kind):
         }
 
     def triggers(self, rule):
-        return {trigger_for(name) for name in rule.params["contexts"]}
+        return [name_trigger(name) for name in rule.params["contexts"]]
+
+    def screen(self, rule, tree):
+        # A statement loop somewhere under a `with` or a decorator whose
+        # expression ends in one of the contexts' names; imports are not
+        # resolved here, so this only ever keeps too much.
+        last_parts = {name.rsplit(".", 1)[-1] for name in rule.params["contexts"]}
+        return _loop_under(tree, last_parts)
 
     def visitor(self, rules, ctx):
         return _LoopVisitor(ctx, rules[0]) if rules else None
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_WITHS = (ast.With, ast.AsyncWith)
+
+
+def _loop_under(tree: ast.AST, last_parts: set[str]) -> bool:
+    stack = [(statement, False) for statement in getattr(tree, "body", [])]
+    while stack:
+        statement, inside = stack.pop()
+        if isinstance(statement, _LOOPS) and inside:
+            return True
+        if isinstance(statement, _WITHS):
+            inside = inside or any(_ends_in(item.context_expr, last_parts) for item in statement.items)
+        elif isinstance(statement, _FUNCTIONS):
+            inside = inside or any(_ends_in(d, last_parts) for d in statement.decorator_list)
+        for child in _child_statements(statement):
+            stack.append((child, inside))
+    return False
+
+
+def _child_statements(statement: ast.AST) -> list:
+    children = []
+    for name in ("body", "orelse", "finalbody"):
+        value = getattr(statement, name, None)
+        if isinstance(value, list):
+            children.extend(value)
+    for group in getattr(statement, "handlers", ()) or getattr(statement, "cases", ()):
+        children.extend(group.body)
+    return children
+
+
+def _ends_in(expr: ast.AST, last_parts: set[str]) -> bool:
+    if isinstance(expr, ast.Call):
+        expr = expr.func
+    if isinstance(expr, ast.Attribute):
+        return expr.attr in last_parts
+    return isinstance(expr, ast.Name) and expr.id in last_parts
 
 
 class _LoopVisitor(cst.BatchableCSTVisitor):

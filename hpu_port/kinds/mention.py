@@ -15,6 +15,7 @@ import re
 import libcst as cst
 
 from hpu_port.kinds import Kind, register_kind, string_list
+from hpu_port.triggers import text_trigger
 
 
 @register_kind
@@ -32,7 +33,8 @@ class Mention(Kind):
         return {"words": words, "pattern": pattern}
 
     def triggers(self, rule):
-        return {variant for w in rule.params["words"] for variant in (w.lower(), w.upper(), w.capitalize())}
+        variants = {v for w in rule.params["words"] for v in (w.lower(), w.upper(), w.capitalize())}
+        return [text_trigger(v) for v in sorted(variants)]
 
     def visitor(self, rules, ctx):
         return _MentionVisitor(ctx, rules[0]) if rules else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from hpu_port.kinds import Kind, register_kind
+from hpu_port.triggers import Trigger
 
 
 @register_kind
@@ -38,7 +39,7 @@ class MethodCall(Kind):
         return {**table, "device-keyword": table.get("device-keyword", "device")}
 
     def triggers(self, rule):
-        return {rule.params["method"]}
+        return [Trigger(words=frozenset({rule.params["method"].encode()}))]
 
     def visitor(self, rules, ctx):
         return _MethodCallVisitor(ctx, rules)

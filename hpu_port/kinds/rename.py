@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-
 from hpu_port.edits import replace_expression
 from hpu_port.kinds import Kind, markdown_table, register_kind, string_table
-from hpu_port.kinds._references import ReferenceVisitor, trigger_for, written
+from hpu_port.kinds._references import ReferenceVisitor, written
+from hpu_port.triggers import name_trigger
 
 
 @register_kind
@@ -34,7 +34,7 @@ class Rename(Kind):
         return markdown_table(("CUDA name", "replacement"), rule.params["renames"], code_values=True)
 
     def triggers(self, rule):
-        return {trigger_for(name) for name in rule.params["renames"]}
+        return [name_trigger(name) for name in rule.params["renames"]]
 
     def visitor(self, rules, ctx):
         return _RenameVisitor(ctx, rules)

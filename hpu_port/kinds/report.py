@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from hpu_port.kinds import Kind, markdown_table, register_kind, string_table
-from hpu_port.kinds._references import ReferenceVisitor, trigger_for, written
+from hpu_port.kinds._references import ReferenceVisitor, written
+from hpu_port.triggers import name_trigger
 
 
 @register_kind
@@ -29,7 +30,7 @@ class Report(Kind):
         return markdown_table(("name", "what to do"), rule.params["names"], code_values=False)
 
     def triggers(self, rule):
-        return {trigger_for(name) for name in rule.params["names"]}
+        return [name_trigger(name) for name in rule.params["names"]]
 
     def visitor(self, rules, ctx):
         return _ReportVisitor(ctx, rules)

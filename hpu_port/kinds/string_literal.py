@@ -15,6 +15,7 @@ import libcst as cst
 
 from hpu_port.kinds import Kind, register_kind, string_list, string_table
 from hpu_port.kinds._references import written
+from hpu_port.triggers import text_trigger
 
 
 @register_kind
@@ -47,7 +48,7 @@ class StringLiteral(Kind):
         if "" in tokens and not rule.triggers:
             # Every file would have to be read: make the rule say what to look for.
             raise ValueError("a 'match' pattern starts with no literal text; list the text files must contain in 'triggers'")
-        return tokens
+        return [text_trigger(token) for token in sorted(tokens)]
 
     def visitor(self, rules, ctx):
         return _StringLiteralVisitor(ctx, rules)

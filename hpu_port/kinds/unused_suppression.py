@@ -8,6 +8,7 @@ rule).
 from __future__ import annotations
 
 from hpu_port.kinds import Kind, register_kind
+from hpu_port.triggers import text_trigger
 
 
 @register_kind
@@ -17,8 +18,10 @@ class UnusedSuppression(Kind):
     MESSAGE_FIELDS = frozenset({"name"})
     FINISH_LAST = True
 
+    READS_COMMENTS = True
+
     def triggers(self, rule):
-        return {"hpu-port:"}
+        return [text_trigger("hpu-port:")]
 
     def finish(self, rules, ctx):
         if ctx.suppressions is None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import libcst as cst
 
 from hpu_port.kinds import Kind, register_kind, string_list
-from hpu_port.kinds._references import trigger_for, written
+from hpu_port.kinds._references import written
+from hpu_port.triggers import name_trigger
 
 
 @register_kind
@@ -25,7 +26,7 @@ class UnwrapContext(Kind):
         return {"calls": set(string_list(table["calls"], "calls")), "value-argument": table.get("value-argument", 0)}
 
     def triggers(self, rule):
-        return {trigger_for(n) for n in rule.params["calls"]}
+        return [name_trigger(n) for n in rule.params["calls"]]
 
     def visitor(self, rules, ctx):
         return _UnwrapVisitor(ctx, rules)

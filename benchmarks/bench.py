@@ -1,0 +1,272 @@
+"""How fast hpu-port is on a big real tree, next to ruff (and TorchFix when installed).
+
+    python benchmarks/bench.py            # transformers 5.23.0 (2,860 files)
+    python benchmarks/bench.py --quick    # timm 1.0.15 (255 files), plus TorchFix if installed
+
+Downloads the package's wheel with pip (once, into --workdir), unpacks it and
+measures, as the median of --runs runs each: `hpu-port check --no-cache`
+(cold), `hpu-port check` (warm cache), `hpu-port rewrite --dry-run
+--no-cache`, `ruff check --no-cache --select UP,E,F` on the same tree, and
+both tools on a single 1,000-line training script. Wall time and peak memory
+(all processes of the run together) are printed in a Markdown table with the
+ratios to ruff and the targets. Needs ruff on PATH (`pip install -e '.[bench]'`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = {"full": ("transformers", "5.23.0"), "quick": ("timm", "1.0.15")}
+TARGETS = {"cold": 3.0, "warm": 0.5}  # times ruff's wall time on the tree
+SINGLE_FILE_TARGET = 0.6  # seconds
+MEMORY_TARGET_MB = 500
+SINGLE_FILE_LINES = 1000
+
+
+@dataclass
+class Measure:
+    label: str
+    seconds: float
+    peak_mb: float
+    runs: list
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a smaller package (timm), and TorchFix if installed")
+    parser.add_argument("--runs", type=int, default=3, help="runs per measurement; the median is reported [3]")
+    parser.add_argument("--jobs", type=int, default=0, help="hpu-port -j (0: one per CPU) [0]")
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "hpu-port-bench")
+    parser.add_argument("--output", type=Path, help="also write the report (Markdown) to this file")
+    args = parser.parse_args()
+    if args.runs < 3:
+        parser.error("--runs must be at least 3 (medians of fewer runs mislead)")
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        parser.error("ruff is not on PATH: pip install -e '.[bench]'")
+
+    name, version = PACKAGES["quick" if args.quick else "full"]
+    tree = unpacked_wheel(name, version, args.workdir)
+    files = sorted(tree.rglob("*.py"))
+    lines = sum(len(f.read_bytes().splitlines()) for f in files)
+    single = training_script(args.workdir / "train_1000_lines.py")
+    cache = args.workdir / "cache"
+    hpu = [sys.executable, "-m", "hpu_port"]
+    jobs = ["-j", str(args.jobs)]
+    ruff_tree = [ruff, "check", "--no-cache", "--select", "UP,E,F", "--exit-zero", "-q", str(tree)]
+
+    measures = {}
+    measures["ruff"] = measure("ruff check (tree)", ruff_tree, args.runs)
+    measures["cold"] = measure("hpu-port check --no-cache (cold)", [*hpu, "check", "-q", "--no-cache", *jobs, str(tree)], args.runs)
+    shutil.rmtree(cache, ignore_errors=True)
+    warm_command = [*hpu, "check", "-q", "--cache-dir", str(cache), *jobs, str(tree)]
+    run_once(warm_command)  # fills the cache
+    measures["warm"] = measure("hpu-port check (warm cache)", warm_command, args.runs)
+    measures["dry"] = measure(
+        "hpu-port rewrite --dry-run --no-cache", [*hpu, "rewrite", "--dry-run", "-q", "--no-cache", *jobs, str(tree)], args.runs
+    )
+    measures["ruff1"] = measure("ruff check (1,000-line script)", [ruff, "check", "--no-cache", "--select", "UP,E,F", "--exit-zero", "-q", str(single)], args.runs)
+    measures["single"] = measure("hpu-port check --no-cache (1,000-line script)", [*hpu, "check", "-q", "--no-cache", str(single)], args.runs)
+    torchfix = shutil.which("torchfix")
+    if args.quick and torchfix:
+        measures["torchfix"] = measure("TorchFix (tree)", [torchfix, str(tree)], args.runs)
+
+    report = render(name, version, len(files), lines, measures, args)
+    print(report)
+    if args.output:
+        args.output.write_text(report, encoding="utf-8")
+    return 0
+
+
+def unpacked_wheel(name: str, version: str, workdir: Path) -> Path:
+    """The package's wheel, downloaded with pip and unpacked once."""
+    target = workdir / f"{name}-{version}"
+    if (target / name).is_dir():
+        return target / name
+    wheels = workdir / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    found = list(wheels.glob(f"{name}-{version}-*.whl"))
+    if not found:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", f"{name}=={version}", "--no-deps", "--only-binary=:all:",
+             "--dest", str(wheels), "--quiet"],
+            check=True,
+        )
+        found = list(wheels.glob(f"{name}-{version}-*.whl"))
+    with zipfile.ZipFile(found[0]) as wheel:
+        wheel.extractall(target)
+    return target / name
+
+
+def training_script(path: Path) -> Path:
+    """A 1,000-line CUDA training script: the bundled examples, renamed copies
+    of their functions and classes after one shared import block."""
+    sources = [REPO / "docs" / "examples" / "train_cuda.py", *sorted((REPO / "tests" / "fixtures").glob("*_cuda.py"))]
+    imports, bodies = [], []
+    for source in sources:
+        for line in source.read_text().splitlines():
+            (imports if re.match(r"(import|from) \S", line) else bodies).append(line)
+    head = sorted(set(imports))
+    out, copy = list(head), 0
+    while len(out) < SINGLE_FILE_LINES:
+        copy += 1
+        for line in bodies:
+            out.append(re.sub(r"^(\s*(?:def|class) )(\w+)", rf"\g<1>\g<2>_{copy}", line))
+    text = "\n".join(out[:SINGLE_FILE_LINES]) + "\n"
+    while True:  # cut at a line where the code still compiles
+        try:
+            compile(text, str(path), "exec")
+            break
+        except SyntaxError:
+            text = "\n".join(text.splitlines()[:-1]) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def run_once(command: list) -> tuple[float, float]:
+    """Wall time and peak memory (MB) of one run, its child processes included."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = PeakMemory(process.pid)
+    peak.start()
+    process.wait()
+    seconds = time.perf_counter() - start
+    peak.stop()
+    if process.returncode not in (0, 1):
+        raise SystemExit(f"bench: {' '.join(command)} exited with {process.returncode}")
+    return seconds, peak.mb
+
+
+def measure(label: str, command: list, runs: int) -> Measure:
+    samples = [run_once(command) for _ in range(runs)]
+    return Measure(label, statistics.median(s for s, _ in samples), max(m for _, m in samples), samples)
+
+
+class PeakMemory(threading.Thread):
+    """Samples the resident memory of a process and its descendants (Linux /proc)."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.mb = 0.0
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.is_set():
+            self.mb = max(self.mb, sum(_rss_kb(p) for p in _tree(self.pid)) / 1024)
+            self._done.wait(0.02)
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
+        if not Path("/proc").is_dir():  # elsewhere: the largest single process
+            import resource
+
+            self.mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
+
+
+def _tree(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except OSError:
+            pass
+    return found
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def render(name, version, files, lines, measures, args) -> str:
+    ruff = measures["ruff"].seconds
+    rows = [
+        ("cold", "hpu-port check --no-cache", measures["cold"], ruff, f"<= {TARGETS['cold']}x ruff"),
+        ("warm", "hpu-port check (warm cache)", measures["warm"], ruff, f"<= {TARGETS['warm']}x ruff"),
+        ("dry", "hpu-port rewrite --dry-run --no-cache", measures["dry"], ruff, ""),
+        ("ruff", "ruff check --no-cache --select UP,E,F", measures["ruff"], ruff, "reference"),
+    ]
+    if "torchfix" in measures:
+        rows.append(("torchfix", "TorchFix", measures["torchfix"], ruff, "peer"))
+    out = [
+        f"## {name} {version}: {files:,} files, {lines:,} lines",
+        "",
+        "| run | wall time (median of %d) | x ruff | peak memory | target | met |" % args.runs,
+        "|---|---|---|---|---|---|",
+    ]
+    for key, label, m, reference, target in rows:
+        ratio = m.seconds / reference
+        met = ""
+        if key in TARGETS:
+            met = "yes" if ratio <= TARGETS[key] and m.peak_mb <= MEMORY_TARGET_MB else "no"
+        out.append(f"| {label} | {m.seconds:.2f} s | {ratio:.2f} | {m.peak_mb:.0f} MB | {target} | {met} |")
+    single, ruff1 = measures["single"], measures["ruff1"]
+    out += [
+        "",
+        f"## One {SINGLE_FILE_LINES:,}-line training script",
+        "",
+        "| run | wall time | x ruff | peak memory | target | met |",
+        "|---|---|---|---|---|---|",
+        f"| hpu-port check --no-cache | {single.seconds:.2f} s | {single.seconds / ruff1.seconds:.1f} | {single.peak_mb:.0f} MB "
+        f"| <= {SINGLE_FILE_TARGET} s | {'yes' if single.seconds <= SINGLE_FILE_TARGET else 'no'} |",
+        f"| ruff check | {ruff1.seconds:.2f} s | 1.0 | {ruff1.peak_mb:.0f} MB | reference | |",
+        "",
+        "## Machine",
+        "",
+        machine(args.jobs),
+    ]
+    return "\n".join(out) + "\n"
+
+
+def machine(jobs: int) -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    from hpu_port import __version__
+    from hpu_port.parallel import default_jobs
+
+    ruff_version = subprocess.run(["ruff", "--version"], capture_output=True, text=True).stdout.strip()
+    memory = ""
+    try:
+        total_kb = int(Path("/proc/meminfo").read_text().split()[1])
+        memory = f", {total_kb / 2**20:.1f} GiB memory"
+    except (OSError, ValueError, IndexError):
+        pass
+    return (
+        f"{cpu}, {default_jobs()} CPUs available{memory}; {platform.system()} {platform.release()}; "
+        f"Python {platform.python_version()}; hpu-port {__version__} (-j {jobs or default_jobs()}); {ruff_version}."
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""Per-file results kept between runs, so that a run over an unchanged tree parses nothing.
+
+A result is stored under the hash of the file's bytes, in a table named after
+everything else it depends on: the hpu-port version and code, the options,
+the selected rules' data and whether fixes were applied. Changing any of them
+starts a new table; a file that changes gets a new hash. The cache lives in
+the user's cache directory, never in the scanned tree unless asked, and is
+safe to delete at any time.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import astuple
+from pathlib import Path
+from typing import Optional
+
+from hpu_port import __version__
+from hpu_port.results import FileResult, Finding
+
+CACHE_ENV = "HPU_PORT_CACHE_DIR"
+FORMAT = 1
+# Entries not used for this many days are dropped when a table is saved.
+KEEP_DAYS = 30
+_CLEAN = 0  # the entry of a file with no finding, no change and no error
+
+
+def default_directory() -> Path:
+    """$HPU_PORT_CACHE_DIR, else the platform's per-user cache directory."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured)
+    home = Path.home()
+    if sys.platform == "darwin":
+        return home / "Library" / "Caches" / "hpu-port"
+    if os.name == "nt":
+        return Path(os.environ.get("LOCALAPPDATA", home / "AppData" / "Local")) / "hpu-port" / "Cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache") / "hpu-port"
+
+
+class Cache:
+    """Tables of results, loaded on first use and written back by ``save``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self._tables: dict[str, dict] = {}
+        self._dirty: set[str] = set()
+        self._fingerprints: dict[int, tuple] = {}
+        self._today = int(time.time() // 86400)
+
+    def lookup(self, ruleset, apply: bool, path: str, source: bytes) -> Optional[FileResult]:
+        table, key = self._place(ruleset, apply, path, source)
+        entry = self._table(table).get(key)
+        if entry is None:
+            return None
+        day, payload = entry
+        if day != self._today:
+            entry[0] = self._today
+            self._dirty.add(table)
+        try:
+            result = _decode(payload, path, source)
+        except (KeyError, TypeError, ValueError):
+            return None  # an entry this version cannot read: port the file again
+        result.from_cache = True
+        return result
+
+    def store(self, ruleset, apply: bool, result: FileResult) -> None:
+        if result.error and result.error.startswith("internal error"):
+            return  # may not happen again; never remember it
+        table, key = self._place(ruleset, apply, result.path, result.source)
+        self._table(table)[key] = [self._today, _encode(result)]
+        self._dirty.add(table)
+
+    def save(self) -> None:
+        """Write the changed tables; a cache that cannot be written is skipped."""
+        for name in sorted(self._dirty):
+            entries = {k: v for k, v in self._tables[name].items() if v[0] >= self._today - KEEP_DAYS}
+            try:
+                self._write(name, {"format": FORMAT, "entries": entries})
+            except OSError:
+                return
+        self._dirty.clear()
+
+    def _write(self, name: str, data: dict) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        tag = self.directory / "CACHEDIR.TAG"
+        if not tag.exists():  # backup tools skip directories that carry this tag
+            tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n# The hpu-port cache; safe to delete.\n")
+        handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump(data, out, separators=(",", ":"))
+            os.replace(temporary, self.directory / f"{name}.json")
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+    def _table(self, name: str) -> dict:
+        if name not in self._tables:
+            self._tables[name] = self._read(name)
+        return self._tables[name]
+
+    def _read(self, name: str) -> dict:
+        try:
+            data = json.loads((self.directory / f"{name}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), dict):
+            return {}
+        return data["entries"]
+
+    def _place(self, ruleset, apply: bool, path: str, source: bytes) -> tuple[str, str]:
+        table = self._fingerprint(ruleset, apply)
+        # Notebooks and modules with the same bytes are ported differently.
+        salt = b"ipynb:" if path.endswith(".ipynb") else b"py:"
+        return table, hashlib.blake2b(salt + source, digest_size=16).hexdigest()
+
+    def _fingerprint(self, ruleset, apply: bool) -> str:
+        known = self._fingerprints.get(id(ruleset))
+        if known is None or known[0] is not ruleset:
+            known = (ruleset, fingerprint(ruleset))
+            self._fingerprints[id(ruleset)] = known
+        return known[1] + ("-fix" if apply else "-check")
+
+
+def fingerprint(ruleset) -> str:
+    """A name for everything a file's result depends on, besides its bytes."""
+    digest = hashlib.sha256()
+    digest.update(f"{__version__}\n{_code_stamp()}\n{ruleset.options!r}\n".encode())
+    for rule in ruleset.rules:
+        fields = (rule.code, rule.kind, rule.fix, rule.category, rule.message, rule.mode, rule.option,
+                  rule.hpu_runtime, rule.remove_imports_of, rule.triggers, rule.raw_params)
+        digest.update(json.dumps(fields, sort_keys=True, default=repr).encode())
+    return digest.hexdigest()[:24]
+
+
+_STAMP: Optional[str] = None
+
+
+def _code_stamp() -> str:
+    """Sizes and times of hpu-port's own modules: an edited checkout starts afresh."""
+    global _STAMP
+    if _STAMP is None:
+        package = Path(__file__).resolve().parent
+        stats = sorted((str(p.relative_to(package)), p.stat().st_size, p.stat().st_mtime_ns) for p in package.rglob("*.py"))
+        _STAMP = hashlib.sha256(repr(stats).encode()).hexdigest()[:16]
+    return _STAMP
+
+
+def _encode(result: FileResult):
+    if not (result.findings or result.new_source is not None or result.error or result.imports_changed
+            or result.cell_changes or result.encoding != "utf-8"):
+        return _CLEAN
+    return {
+        "findings": [list(astuple(f)) for f in result.findings],
+        "new": None if result.new_source is None else base64.b64encode(result.new_source).decode("ascii"),
+        "error": result.error,
+        "encoding": result.encoding,
+        "imports_changed": result.imports_changed,
+        "cells": [[cell, old, new] for cell, (old, new) in sorted(result.cell_changes.items())],
+    }
+
+
+def _decode(payload, path: str, source: bytes) -> FileResult:
+    result = FileResult(path=path, source=source)
+    if payload == _CLEAN:
+        return result
+    result.findings = [Finding(*fields) for fields in payload["findings"]]
+    result.new_source = None if payload["new"] is None else base64.b64decode(payload["new"])
+    result.error = payload["error"]
+    result.encoding = payload["encoding"]
+    result.imports_changed = payload["imports_changed"]
+    result.cell_changes = {cell: (old, new) for cell, old, new in payload["cells"]}
+    return result
+
+
+def remove(directory: Path) -> bool:
+    """Delete the cache directory; False when there was none."""
+    import shutil
+
+    if not directory.exists():
+        return False
+    shutil.rmtree(directory)
+    return True

@@ -1,0 +1,114 @@
+"""Porting the files that need a parse, in this process or in a pool of workers.
+
+Workers are started with `spawn` on every platform (no state inherited by
+forking, the same behaviour on Linux, macOS and Windows). Each gets the rule
+sets once, ports batches of files and sends back results without the
+source bytes, which the caller already has. Results are pure functions of
+(bytes, rule set), so the order in which workers finish changes nothing but
+the progress display.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+from hpu_port.results import FileResult
+
+# Below this much source, starting workers (each imports libcst) costs more
+# than it saves.
+POOL_MIN_BYTES = 256 * 1024
+BATCH_BYTES = 512 * 1024
+BATCH_FILES = 8
+
+_WORKER_RULESETS: list = []
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def port_all(tasks: list, apply: bool, jobs: int) -> Iterator[tuple[object, FileResult]]:
+    """(task, result) for every task, as each finishes."""
+    from hpu_port.runner import port_bytes
+
+    if jobs <= 1 or len(tasks) < 2 or sum(len(t.source) for t in tasks) < POOL_MIN_BYTES:
+        for task in tasks:
+            yield task, port_bytes(task.path, task.source, task.ruleset, apply)
+        return
+    yield from _port_in_pool(tasks, apply, jobs)
+
+
+def _port_in_pool(tasks: list, apply: bool, jobs: int) -> Iterator[tuple[object, FileResult]]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    rulesets: list = []
+    numbers: dict[int, int] = {}
+    for task in tasks:
+        if id(task.ruleset) not in numbers:
+            numbers[id(task.ruleset)] = len(rulesets)
+            rulesets.append(task.ruleset)
+    batches = _batches(tasks)
+    executor = ProcessPoolExecutor(
+        max_workers=min(jobs, len(batches)),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_start_worker,
+        initargs=(rulesets,),
+    )
+    try:
+        futures = {
+            executor.submit(_port_batch, [(t.path, t.source, numbers[id(t.ruleset)]) for t in batch], apply): batch
+            for batch in batches
+        }
+        for future in as_completed(futures):
+            batch = futures[future]
+            try:
+                results = future.result()
+            except BrokenProcessPool as exc:
+                problem = f"internal error: a worker process stopped ({exc or 'killed'})"
+                results = [FileResult(path=t.path, source=t.source, error=problem) for t in batch]
+            yield from zip(batch, results)
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _batches(tasks: list) -> list[list]:
+    """Big files first, so that no worker is left with one at the end; small
+    ones grouped, so that sending them costs little."""
+    batches: list[list] = []
+    current: list = []
+    size = 0
+    for task in sorted(tasks, key=lambda t: len(t.source), reverse=True):
+        if current and (size + len(task.source) > BATCH_BYTES or len(current) >= BATCH_FILES):
+            batches.append(current)
+            current, size = [], 0
+        current.append(task)
+        size += len(task.source)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _start_worker(rulesets: list) -> None:
+    import signal
+
+    # The parent decides what an interrupt means; workers just stop with it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER_RULESETS[:] = rulesets
+
+
+def _port_batch(items: list, apply: bool) -> list[FileResult]:
+    from hpu_port.runner import port_bytes
+
+    results = []
+    for path, source, number in items:
+        result = port_bytes(path, source, _WORKER_RULESETS[number], apply)
+        result.source = b""  # the parent has it
+        results.append(result)
+    return results

@@ -1,0 +1,146 @@
+"""The screens that decide, before the full parse, which rules could act on a file."""
+
+import textwrap
+
+import pytest
+
+from hpu_port.engine import port_source
+from hpu_port.triggers import code_view, name_trigger, text_trigger
+from tests.conftest import make_ruleset
+
+
+def codes(ruleset):
+    return None if ruleset is None else {rule.code for rule in ruleset.rules}
+
+
+def source(text):
+    return textwrap.dedent(text).lstrip("\n").encode()
+
+
+def test_a_name_needs_every_component_as_a_whole_word():
+    rules = make_ruleset(select=["HPU101"])
+    assert rules.for_source(b"from torch.cuda import synchronize\nsynchronize()\n") is not None
+    assert rules.for_source(b"import torch\ntorch.cuda.synchronize()\n") is not None
+    # Every part occurs, but only inside other identifiers.
+    assert rules.for_source(b"torch_cuda_synchronize = my_torch.cudas.synchronized\n") is None
+
+
+def test_keyword_rules_need_the_keyword_they_act_on():
+    rules = make_ruleset(select=["HPU605"])
+    assert rules.for_source(b"import torch\nemb = torch.nn.Embedding(10, 3)\n") is None
+    assert rules.for_source(b"import torch\nemb = torch.nn.Embedding(10, 3, sparse=True)\n") is not None
+
+
+def test_text_triggers_match_as_written_and_check_enclosed_words_first():
+    trigger = text_trigger(".backward(")
+    assert trigger.words == {b"backward"} and trigger.texts == {b".backward("}
+    assert name_trigger("transformers.*.from_pretrained").words == {b"transformers", b"from_pretrained"}
+
+
+def test_comments_and_docstrings_are_blanked_but_code_strings_are_not():
+    text = source('''
+        """Moves the model to cuda."""
+        x = "cuda"  # cuda here too
+        y = "a # not a comment cuda"
+        def f():
+            """cuda"""
+            return 1
+    ''')
+    view = code_view(text)
+    lines = view.text.decode().splitlines()
+    assert "cuda" not in lines[0] and lines[0].strip() == ""
+    assert lines[1].rstrip() == 'x = "cuda"'
+    assert lines[2] == 'y = "a # not a comment cuda"'
+    assert "cuda" not in lines[4]
+    assert len(view.text.splitlines()) == len(text.splitlines())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"x = (1,\n",  # a syntax error: the full parser must report it
+        b"# -*- coding: latin-1 -*-\nx = 'caf\xe9'  # cuda\n",  # column offsets would not be byte offsets
+    ],
+)
+def test_the_code_view_steps_aside_when_it_cannot_be_exact(text):
+    assert code_view(text) is None
+
+
+def test_cuda_only_in_comments_and_docstrings_needs_no_parse(monkeypatch):
+    text = source('''
+        """Train on cuda with torch.cuda.amp."""
+        import torch
+        x = torch.zeros(2)  # was .cuda() before
+    ''')
+    rules = make_ruleset()
+    assert rules.for_source(text) is not None  # the raw bytes mention CUDA
+    assert rules.for_code(text) is None  # the code does not
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("parsed a file no rule could act on")
+
+    monkeypatch.setattr("hpu_port.engine.cst.parse_module", no_parse)
+    result = port_source("f.py", text, rules)
+    assert result.findings == [] and result.new_source is None and result.error is None
+
+
+def test_a_syntax_error_is_still_reported_by_the_full_parser():
+    result = port_source("f.py", b"import torch\ntorch.cuda.synchronize(\n", make_ruleset())
+    assert result.error and "syntax error" in result.error
+
+
+def test_the_loop_screen_keeps_loops_under_the_context_and_drops_the_others():
+    rules = make_ruleset(select=["HPU204"])
+    under = source('''
+        import torch
+        @torch.no_grad()
+        def evaluate(model, batches):
+            for batch in batches:
+                model(batch)
+    ''')
+    elsewhere = source('''
+        import torch
+        def evaluate(model, batches):
+            with torch.no_grad():
+                out = model(batches[0])
+            for batch in batches:
+                print(batch)
+    ''')
+    assert codes(rules.for_code(under)) == {"HPU204"}
+    assert rules.for_code(elsewhere) is None
+    assert [f.code for f in port_source("f.py", under, rules).findings] == ["HPU204"]
+
+
+def test_unused_suppression_comments_are_still_read_when_selected():
+    text = b"x = 1  # hpu-port: ignore[HPU101]\n"
+    rules = make_ruleset(select=["HPU002", "HPU101"])
+    assert codes(rules.for_code(text)) == {"HPU002"}
+    assert [f.code for f in port_source("f.py", text, rules).findings] == ["HPU002"]
+
+
+def _corpus():
+    """Every rule example and every bundled script: code written to make rules act."""
+    from hpu_port.examples import example_source
+    from hpu_port.rules import load_rules
+    from tests.conftest import REPO
+
+    for rule in load_rules():
+        for number, example in enumerate(rule.examples, 1):
+            yield f"{rule.code}-{number}", example_source(example.before).encode()
+    for path in sorted((REPO / "tests" / "fixtures").glob("*.py")) + sorted((REPO / "docs" / "examples").glob("*.py")):
+        yield path.name, path.read_bytes()
+
+
+@pytest.mark.parametrize("options", [{}, {"fp16_to_bf16": True, "unsafe_fixes": True}, {"mode": "eager"}])
+def test_screens_never_change_a_result(monkeypatch, options):
+    """The screens only save work: with them or without, every file ports the same."""
+    from hpu_port.settings import RuleSet
+
+    rules = make_ruleset(select=["ALL"], **options)
+    corpus = list(_corpus())
+    screened = [port_source(name, text, rules) for name, text in corpus]
+    monkeypatch.setattr(RuleSet, "for_code", lambda self, source: self)
+    monkeypatch.setattr(RuleSet, "for_source", lambda self, source: self)
+    unscreened = [port_source(name, text, rules) for name, text in corpus]
+    for (name, _), a, b in zip(corpus, screened, unscreened):
+        assert (a.findings, a.new_source, a.error) == (b.findings, b.new_source, b.error), name
