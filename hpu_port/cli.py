@@ -56,7 +56,10 @@ def _overrides(mode, fp16, unsafe, select, ignore, extend_select, rules_files, m
     )
 
 
-def _run(paths, options: dict, apply: bool, execution: dict, stdin_filename: Optional[str] = None, verbosity: int = 0):
+def _run(
+    paths, options: dict, apply: bool, execution: dict, stdin_filename: Optional[str] = None, verbosity: int = 0,
+    command: str = "check",
+):
     """Run over ``paths`` with each file's settings; configuration errors exit 2.
 
     ``-`` reads the source from stdin; ``stdin_filename`` names it, for the
@@ -71,7 +74,7 @@ def _run(paths, options: dict, apply: bool, execution: dict, stdin_filename: Opt
     if "-" in paths and len(paths) > 1:
         raise click.UsageError("`-` (stdin) cannot be combined with other paths")
     try:
-        resolver = RuleSetResolver(_overrides(**options))
+        resolver = RuleSetResolver(_overrides(**options), command)
         if paths == ("-",):
             return run_stdin(sys.stdin.buffer.read(), stdin_filename, resolver, apply)
         jobs, cache = _execution(paths, **execution)
@@ -275,7 +278,7 @@ def rewrite(paths, dry_run, check_only, stdin_filename, no_color, **kwargs):
     from_stdin = paths == ("-",)
     _interrupt_on_sigterm()
     try:
-        summary = _run(paths, options, True, execution, stdin_filename=stdin_filename, verbosity=verbosity)
+        summary = _run(paths, options, True, execution, stdin_filename=stdin_filename, verbosity=verbosity, command="rewrite")
         if writing and not from_stdin:
             write_results(summary)
     except KeyboardInterrupt:
@@ -405,11 +408,19 @@ def list_rules(rules_files, show_all, no_color):
 
         table = Table("code", "name", "kind", "fix", "default", "summary", box=None)
         for r in ruleset_rules:
-            table.add_row(r.code, r.name, r.kind, r.fix, "on" if r.default else "off", r.summary)
+            table.add_row(r.code, r.name, r.kind, r.fix, _default_state(r), r.summary)
         _console().print(table)
         return
     for r in ruleset_rules:
-        click.echo(f"{r.code}\t{r.name}\t{r.kind}\t{r.fix}\t{'on' if r.default else 'off'}\t{r.summary}")
+        click.echo(f"{r.code}\t{r.name}\t{r.kind}\t{r.fix}\t{_default_state(r)}\t{r.summary}")
+
+
+def _default_state(rule) -> str:
+    from hpu_port.settings import is_advice
+
+    if not rule.default:
+        return "off"
+    return "check" if is_advice(rule) else "on"
 
 
 def _all_rules(rules_files):

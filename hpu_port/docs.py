@@ -19,12 +19,22 @@ FIX_SAFETY_TEXT = {
 }
 
 
+def _on_by_default(rule, short: bool = False) -> str:
+    from hpu_port.settings import is_advice
+
+    if not rule.default:
+        return "no"
+    if is_advice(rule):
+        return "check only" if short else "in `check` (advice: `rewrite` applies it only when selected, e.g. `--extend-select " + rule.code + "`)"
+    return "yes"
+
+
 def rule_page(rule: Rule) -> str:
     parts = [
         f"# {rule.code}: {rule.name}\n",
         f"{rule.summary}\n",
         f"- Kind: `{rule.kind}`\n- Category: {rule.category}\n- Fix: {rule.fix}\n"
-        f"- On by default: {'yes' if rule.default else 'no'}\n"
+        f"- On by default: {_on_by_default(rule)}\n"
         + (f"- Mode: only with `--mode {rule.mode}`\n" if rule.mode else "")
         + (f"- Needs the `--{rule.option}` option to fix\n" if rule.option else ""),
         "## What it does\n",
@@ -65,7 +75,7 @@ def _code(source: str) -> str:
 
 def index_page(rules: list[Rule]) -> str:
     rows = "".join(
-        f"| [{r.code}]({r.code}.md) | {r.name} | {r.kind} | {r.fix} | {'yes' if r.default else 'no'} | {r.summary} |\n"
+        f"| [{r.code}]({r.code}.md) | {r.name} | {r.kind} | {r.fix} | {_on_by_default(r, short=True)} | {r.summary} |\n"
         for r in rules
     )
     return (
@@ -119,3 +129,4 @@ if __name__ == "__main__":  # python -m hpu_port.docs [DIR]
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/rules")
     for name in write_pages(load_rules(), target):
         print(f"wrote {target / name}")
+

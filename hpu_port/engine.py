@@ -69,11 +69,13 @@ class FileContext:
         found = spell(qualified, self.scope)
         if found is not None:
             return Spelling(found[0], binding=found[1])
-        module, _, name = qualified.rpartition(".")
-        if module in from_imports:
-            if self.scope.lookup(name) is not None or name in self.scopes.module.locals:
-                return None
-            return Spelling(name, f"from {module} import {name}")
+        for module in sorted(from_imports, key=len, reverse=True):
+            if qualified.startswith(module + "."):
+                # `...kernels.FusedSDPA.apply`: import FusedSDPA, spell FusedSDPA.apply
+                name = qualified[len(module) + 1:].split(".")[0]
+                if self.scope.lookup(name) is not None or name in self.scopes.module.locals:
+                    return None
+                return Spelling(qualified[len(module) + 1:], f"from {module} import {name}")
         for module, alias in (import_as or {}).items():
             if qualified.startswith(module + "."):
                 if self.scope.lookup(alias) is not None:
@@ -388,15 +390,15 @@ GENERATED_SCAN = 2048
 def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) -> FileResult:
     """Port one file's bytes. Never raises for bad input: errors become data.
 
-    When a pass changes the file's imports, names may resolve differently
-    (a fix added `import torch` to a file that used torch without importing
-    it), so the output is ported again, at most twice more, until nothing
-    changes: a second run over the result is then a no-op.
+    A fix can make another rule match (a fix added `import torch` to a file
+    that used torch without importing it; `pin_memory=True` asks for a pinning
+    device), so changed output is ported again, at most twice more, until
+    nothing changes: a second run over the result is then a no-op.
     """
     result = _port_once(path, source, ruleset, apply)
     current = result.new_source
     for _ in range(MAX_EXTRA_PASSES):
-        if current is None or result.failed or not result.imports_changed:
+        if current is None or result.failed:
             break
         again = _port_once(path, current, ruleset, apply)
         if again.failed or again.new_source is None:

@@ -109,6 +109,14 @@ class RuleSet:
         return subset
 
 
+ADVICE = "advice"
+
+
+def is_advice(rule: Rule) -> bool:
+    """Optimization advice: reported by `check`, left to `rewrite --select`."""
+    return rule.category == ADVICE
+
+
 def rule_triggers(rule: Rule) -> list[Trigger]:
     """What a file must contain for ``rule`` to act on it (any of these): the
     rule's own ``triggers`` (pieces of text) if it names them, else what its
@@ -125,8 +133,10 @@ class RuleSetResolver:
     built once per distinct configuration.
     """
 
-    def __init__(self, overrides) -> None:
+    def __init__(self, overrides, command: str = "check") -> None:
         self.overrides = overrides
+        # `rewrite` leaves advice alone unless it is asked for by code.
+        self.command = command
         self._rules: dict = {}
         self._rulesets: dict = {}
 
@@ -156,6 +166,9 @@ class RuleSetResolver:
         extended = select_rules(rules, settings.extend_select or ["ALL"], settings.ignore + extra_ignores)
         if settings.extend_select:
             chosen += [r for r in extended if r not in chosen and any(matches_selector(r.code, s) for s in settings.extend_select)]
+        if self.command == "rewrite":
+            asked = [*settings.select, *settings.extend_select]
+            chosen = [r for r in chosen if not is_advice(r) or any(matches_selector(r.code, s) for s in asked)]
         options = Options(
             mode=settings.mode,
             fp16_to_bf16=settings.fp16_to_bf16,

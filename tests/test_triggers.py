@@ -127,7 +127,7 @@ def _corpus():
     for rule in load_rules():
         for number, example in enumerate(rule.examples, 1):
             yield f"{rule.code}-{number}", example_source(example.before).encode()
-    for path in sorted((REPO / "tests" / "fixtures").glob("*.py")) + sorted((REPO / "docs" / "examples").glob("*.py")):
+    for path in sorted((REPO / "tests" / "fixtures").rglob("*.py")) + sorted((REPO / "docs" / "examples").glob("*.py")):
         yield path.name, path.read_bytes()
 
 

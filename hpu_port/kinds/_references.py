@@ -14,6 +14,15 @@ import libcst as cst
 from hpu_port.names import ImportBinding
 
 
+class RulesVisitor(cst.BatchableCSTVisitor):
+    """A kind's visitor: the file's context and the rules of the kind that apply."""
+
+    def __init__(self, ctx, rules) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.rules = rules
+
+
 class ReferenceVisitor(cst.BatchableCSTVisitor):
     """Calls ``on_reference`` for each Name/Attribute chain whose qualified name is wanted.
 

@@ -7,6 +7,10 @@ Each entry of ``[rewrites."<qualified name>"]`` may give:
   positional arguments can be passed as keywords to the new one;
   ``keep-positional``: how many leading positional arguments stay as they are;
 - ``prepend``: keywords put first (``device_type = '"hpu"'``);
+- ``as-positional``: keyword -> default, in order: these arguments are passed
+  by position to the new callable (which may take no keywords, as
+  ``autograd.Function.apply`` does), with the default where the call gave
+  none; trailing defaults are left out;
 - ``set``: keywords added or replaced; ``drop``: keywords removed;
 - ``require``: keyword -> accepted values; a call passing another value is
   left alone (``device = ['"cuda"']`` for ``torch.amp.GradScaler``);
@@ -28,7 +32,7 @@ from hpu_port.kinds import Kind, register_kind, string_list, string_table
 from hpu_port.kinds._references import NOT_A_LITERAL, ReferenceVisitor, literal_value, written
 from hpu_port.triggers import name_trigger
 
-ENTRY_KEYS = {"to", "positional", "keep-positional", "prepend", "set", "drop", "require", "switch-keyword", "switch"}
+ENTRY_KEYS = {"to", "positional", "keep-positional", "prepend", "as-positional", "set", "drop", "require", "switch-keyword", "switch"}
 
 
 @register_kind
@@ -65,9 +69,9 @@ class CallRewrite(Kind):
 
 def _entry(name: str, entry: dict) -> dict:
     where = f"rewrites.{name}"
-    for key in ("prepend", "set", "switch"):
+    for key in ("prepend", "set", "switch", "as-positional"):
         table = string_table(entry.get(key, {}), f"{where}.{key}")
-        for code in table.values() if key != "switch" else ():
+        for code in table.values() if key != "switch" else ():  # as-positional holds defaults
             _check_expression(code, f"{where}.{key}")
     require = entry.get("require", {})
     if not isinstance(require, dict):
@@ -79,6 +83,7 @@ def _entry(name: str, entry: dict) -> dict:
         "positional": string_list(entry.get("positional", []), f"{where}.positional"),
         "keep-positional": entry.get("keep-positional", 0),
         "prepend": entry.get("prepend", {}),
+        "as-positional": entry.get("as-positional", {}),
         "set": entry.get("set", {}),
         "drop": set(string_list(entry.get("drop", []), f"{where}.drop")),
         "require": require,
@@ -200,6 +205,8 @@ def _new_call(call: cst.Call, arguments, entry, func_code: str) -> cst.Call:
         skip.add(entry["switch-keyword"])
     kept = entry["positional"][: entry["keep-positional"]]
     args = [arguments[name] for name in kept if name in arguments and arguments[name].keyword is None]
+    args += _as_positional(arguments, entry["as-positional"])
+    skip |= set(entry["as-positional"])
     args += [_keyword_arg(k, cst.parse_expression(v)) for k, v in entry["prepend"].items()]
     for name, arg in arguments.items():
         if name in skip or any(arg is a for a in args):
@@ -208,6 +215,17 @@ def _new_call(call: cst.Call, arguments, entry, func_code: str) -> cst.Call:
     args += [_keyword_arg(k, cst.parse_expression(v)) for k, v in entry["set"].items()]
     args = _fix_commas(args, call.args[-1].comma if call.args else cst.MaybeSentinel.DEFAULT)
     return call.with_changes(func=cst.parse_expression(func_code), args=args)
+
+
+def _as_positional(arguments, defaults: dict) -> list:
+    given = [name for name in defaults if name in arguments]
+    if not given:
+        return []
+    last = list(defaults).index(given[-1])
+    return [
+        cst.Arg(value=arguments[name].value if name in arguments else cst.parse_expression(defaults[name]))
+        for name in list(defaults)[: last + 1]
+    ]
 
 
 def _keyword_arg(name: str, value, comma=cst.MaybeSentinel.DEFAULT) -> cst.Arg:

@@ -6,7 +6,10 @@ dropped (one process drives one Gaudi), every other keyword is kept. With
 ``argument-name`` the new first argument is a qualified name instead
 (``x.half()`` -> ``x.to(torch.bfloat16)``). Without ``new-method`` the rule
 only reports the call (``scaler.get_scale()``); with ``attribute = true`` it
-reports reading the attribute instead (``tensor.is_cuda``).
+reports reading the attribute instead (``tensor.is_cuda``). ``accepts`` lists
+the parameters of the method's real signature, in order: a call passing other
+keywords, or more positional arguments, is some other object's method of the same name
+(``quantizer.cuda(tensor, meta=meta)``) and is reported without a fix.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ class MethodCall(Kind):
         "argument-name": (str, False),
         "device-keyword": (str, False),
         "attribute": (bool, False),
+        "accepts": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
@@ -82,6 +86,9 @@ class _MethodCallVisitor(cst.BatchableCSTVisitor):
             first = spelling.code
             replacement = f'.{params["new-method"]}({first})'
         message = rule.message.format(name=f".{params['method']}()", replacement=replacement)
+        if "accepts" in params and not _fits(node, params["accepts"]):
+            self.ctx.report(rule, node, message)
+            return
         self.ctx.report(rule, node, message, self.ctx.replace(node, self._edit(params, first)), spelling)
 
     def _edit(self, params, first_code):
@@ -109,6 +116,14 @@ class _MethodCallVisitor(cst.BatchableCSTVisitor):
             )
 
         return edit
+
+
+def _fits(call: cst.Call, keywords: list) -> bool:
+    """Arguments that the signature (``keywords``, in order) can take."""
+    positional = [arg for arg in call.args if arg.keyword is None]
+    if len(positional) > len(keywords) or any(arg.star for arg in positional):
+        return False
+    return all(arg.keyword.value in keywords for arg in call.args if arg.keyword is not None)
 
 
 def _is_device_arg(arg: cst.Arg, index: int, keyword: str) -> bool:

@@ -1,0 +1,81 @@
+"""Optimization advice on a realistic training script, and silence on its optimised version."""
+
+import ast
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from hpu_port.cli import main
+from tests.conftest import REPO
+
+ADVICE = REPO / "tests" / "fixtures" / "advice"
+ADVICE_CODES = {"HPU701", "HPU702", "HPU703", "HPU705", "HPU706", "HPU707", "HPU708", "HPU709", "HPU710", "HPU711", "HPU712"}
+
+
+@pytest.fixture
+def scripts(tmp_path):
+    for script in ADVICE.glob("*.py"):
+        shutil.copy(script, tmp_path / script.name)
+    return tmp_path
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def check(path, *options):
+    result = invoke("check", path, "--format", "json", *options)
+    return json.loads(result.stdout)["findings"]
+
+
+def at(findings, code, path):
+    """The source lines a code was reported on."""
+    lines = path.read_text().splitlines()
+    return [lines[f["line"] - 1].strip() for f in findings if f["code"] == code]
+
+
+def test_check_gives_every_piece_of_advice_on_the_unoptimised_script(scripts):
+    script = scripts / "train_unoptimised.py"
+    findings = check(script)
+    assert {f["code"] for f in findings} == ADVICE_CODES
+    assert all(f["category"] == "advice" for f in findings)
+    assert at(findings, "HPU705", script) == ["progress.set_postfix(loss=loss.item())"]
+    assert at(findings, "HPU706", script) == ["progress.set_postfix(loss=loss.item())", 'print(f"epoch {epoch} loss {loss}")']
+    assert at(findings, "HPU707", script) == ["loss = criterion(logits[keep], labels[keep])"] * 2
+    assert at(findings, "HPU708", script) == ["for tokens, mask, labels in progress:"]
+    assert at(findings, "HPU711", script) == ['group["lr"] = group["initial_lr"] * factors[i]']
+    assert at(findings, "HPU712", script) == ["model.unembed.weight = model.embed.weight"]
+    # Once per epoch, after the step loop: not a per-step cost.
+    assert not any("torch.save" in line for code in ADVICE_CODES for line in at(findings, code, script))
+
+
+def test_the_optimised_script_gets_no_advice(scripts):
+    assert check(scripts / "train_optimised.py") == []
+
+
+def test_rewrite_leaves_advice_alone_unless_it_is_selected(scripts):
+    script = scripts / "train_unoptimised.py"
+    before = script.read_text()
+    plain = invoke("rewrite", script)
+    assert plain.exit_code == 0 and script.read_text() == before
+    assert "HPU7" not in plain.stdout + plain.stderr
+
+    chosen = invoke("rewrite", script, "--extend-select", "HPU701,HPU703,HPU709,HPU710", "--unsafe-fixes")
+    assert chosen.exit_code == 0, chosen.stderr
+    after = script.read_text()
+    ast.parse(after)
+    assert "optimizer = FusedAdamW(model.parameters(), lr=args.lr, weight_decay=0.01)" in after
+    assert "y = FusedSDPA.apply(q, k, v, mask)" in after
+    assert "num_workers=4, pin_memory=True, pin_memory_device=\"hpu\")" in after
+    assert "model = DDP(model, gradient_as_bucket_view=True)" in after
+    again = invoke("rewrite", script, "--extend-select", "HPU701,HPU703,HPU709,HPU710", "--unsafe-fixes", "--check")
+    assert again.exit_code == 0 and script.read_text() == after
+
+
+def test_advice_is_listed_as_check_only():
+    listing = invoke("rules").stdout.splitlines()
+    states = {line.split("\t")[0]: line.split("\t")[4] for line in listing}
+    assert {states[code] for code in ADVICE_CODES} == {"check"}
+    assert states["HPU704"] == "off" and states["HPU110"] == "on"
