@@ -569,3 +569,39 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
             result.new_source = notebooks.dumps(notebook, changed)
             result.cell_changes = {i + 1: (old[i], changed[i]) for i in changed}
     return result
+
+
+def port_dependency_file(path: str, source: bytes, ruleset: RuleSet) -> FileResult:
+    """Report the requirements of a `requirements*.txt` or `pyproject.toml`
+    that the selected rules ask about; nothing is rewritten."""
+    import os
+
+    from hpu_port.kinds import get_kind
+
+    result = FileResult(path=path, source=source)
+    try:
+        text = source.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        result.error = f"cannot decode: {exc.reason} at byte {exc.start}"
+        return result
+    name = os.path.basename(path)
+    lines = text.splitlines()
+    for rule in ruleset.rules:
+        kind = get_kind(rule.kind)
+        if not getattr(kind, "READS_DEPENDENCY_FILES", False):
+            continue
+        for line, column, end, requirement in kind.scan_file(rule, name, text):
+            if _ignored_on_line(lines[line - 1], rule.code):
+                continue
+            message = rule.message.format(name=requirement, file=name)
+            result.findings.append(Finding(rule.code, message, line, column, line, end, category=rule.category))
+    result.findings.sort(key=Finding.sort_key)
+    return result
+
+
+def _ignored_on_line(line: str, code: str) -> bool:
+    """`# hpu-port: ignore` or `# hpu-port: ignore[CODE]` at the end of a requirements line."""
+    import re
+
+    match = re.search(r"#\s*hpu-port:\s*ignore(?:\[([^\]]*)\])?", line)
+    return match is not None and (match.group(1) is None or code in {c.strip() for c in match.group(1).split(",")})

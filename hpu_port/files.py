@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import stat
 import tempfile
@@ -34,6 +35,12 @@ SKIPPED_DIRS = frozenset(
 )
 NOTEBOOK_SUFFIX = ".ipynb"
 PYTHON_SUFFIXES = (".py", ".pyi", NOTEBOOK_SUFFIX)
+# Files that list the project's dependencies, read by the `dependency` rules.
+_DEPENDENCY_FILE = re.compile(r"requirements[\w.-]*\.txt|pyproject\.toml")
+
+
+def is_dependency_file(path: str) -> bool:
+    return _DEPENDENCY_FILE.fullmatch(os.path.basename(path)) is not None
 
 
 @dataclass(frozen=True)
@@ -87,7 +94,7 @@ def _one_path_per_file(sources: list[Source]) -> list[Source]:
 
 
 def _looks_like_python(path: Path) -> bool:
-    if path.name.endswith(PYTHON_SUFFIXES):
+    if path.name.endswith(PYTHON_SUFFIXES) or is_dependency_file(path.name):
         return True
     try:
         with open(path, "rb") as handle:
@@ -119,7 +126,7 @@ def _walk(root: Path, respect_gitignore: bool = True) -> Iterator[tuple[Path, Op
         )
         for name in sorted(filenames):
             path = Path(directory) / name
-            if not name.endswith(PYTHON_SUFFIXES) or not _inside(path, real_root):
+            if not (name.endswith(PYTHON_SUFFIXES) or is_dependency_file(name)) or not _inside(path, real_root):
                 continue
             if ignore and ignore.ignored(path, is_dir=False):
                 continue

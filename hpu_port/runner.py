@@ -8,8 +8,15 @@ from typing import Callable, Optional, Union
 
 from hpu_port import parallel
 from hpu_port.cache import Cache
-from hpu_port.engine import port_notebook, port_source
-from hpu_port.files import NOTEBOOK_SUFFIX, FileChangedError, discover, read_source, write_atomically
+from hpu_port.engine import port_dependency_file, port_notebook, port_source
+from hpu_port.files import (
+    NOTEBOOK_SUFFIX,
+    FileChangedError,
+    discover,
+    is_dependency_file,
+    read_source,
+    write_atomically,
+)
 from hpu_port.results import FileResult
 from hpu_port.settings import RuleSet
 
@@ -59,6 +66,8 @@ def _read(path: str) -> Union[bytes, FileResult]:
 def port_bytes(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
     """Port one file's bytes; an exception becomes a result with an error."""
     try:
+        if is_dependency_file(path):
+            return port_dependency_file(path, source, ruleset)
         if path.endswith(NOTEBOOK_SUFFIX):
             return port_notebook(path, source, ruleset, apply)
         return port_source(path, source, ruleset, apply)
@@ -95,6 +104,8 @@ def run(
     planned = []
     for source in discover(paths):
         ruleset = None if source.error else ruleset_for(Path(source.path))
+        if ruleset is not None and is_dependency_file(source.path) and not ruleset.reads_dependency_files:
+            continue  # no selected rule reads requirements files
         if source.error or ruleset is not None:
             planned.append((source, ruleset))
     results: list[Optional[FileResult]] = [None] * len(planned)
@@ -148,7 +159,7 @@ def _answer_without_parsing(entry, ruleset, apply: bool, cache: Optional[Cache])
     cached = cache.lookup(ruleset, apply, entry.path, source) if cache is not None else None
     if cached is not None:
         return cached
-    if ruleset.for_source(source) is None:
+    if not is_dependency_file(entry.path) and ruleset.for_source(source) is None:
         result = FileResult(path=entry.path, source=source)
         if cache is not None:
             cache.store(ruleset, apply, result)

@@ -67,6 +67,10 @@ class RuleSet:
         return TriggerIndex((rule, rule_triggers(rule) or None) for rule in self.rules)
 
     @cached_property
+    def reads_dependency_files(self) -> bool:
+        return any(getattr(get_kind(r.kind), "READS_DEPENDENCY_FILES", False) for r in self.rules)
+
+    @cached_property
     def _comment_rules(self) -> list[Rule]:
         return [rule for rule in self.rules if get_kind(rule.kind).READS_COMMENTS]
 
@@ -91,7 +95,7 @@ class RuleSet:
             return self
         chosen = self._triggers.matching(view.text)
         index = self._triggers
-        chosen = [r for r in chosen if not index.has_triggers(r) or get_kind(r.kind).screen(r, view.tree)]
+        chosen = [r for r in chosen if not index.has_triggers(r) or get_kind(r.kind).screen(r, view)]
         if not any(index.has_triggers(r) for r in chosen):
             chosen = []
         if self._comment_rules:

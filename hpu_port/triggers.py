@@ -97,11 +97,16 @@ class TriggerIndex:
 
 @dataclass
 class CodeView:
-    """A file as the standard parser sees it: its tree, and its text with
-    comments and bare string statements blanked out (line structure kept)."""
+    """A file as the standard parser sees it: its tree, its nodes by type, and
+    its text with comments and bare string statements blanked out (line
+    structure kept)."""
 
     tree: ast.AST
     text: bytes
+    by_type: dict
+
+    def nodes(self, node_type: type) -> list:
+        return self.by_type.get(node_type, [])
 
 
 def code_view(source: bytes) -> Optional[CodeView]:
@@ -120,13 +125,14 @@ def code_view(source: bytes) -> Optional[CodeView]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     lines = source.splitlines(keepends=True)
-    prose, strings = _prose_and_string_spans(tree)
+    by_type: dict = {}
+    prose, strings = _prose_and_string_spans(tree, by_type)
     blanked = [bytearray(line) for line in lines]
     for span in prose:
         _blank(blanked, span)
     for number, start in _comment_starts(lines, strings):
         _blank(blanked, (number, start, number, len(lines[number - 1])))
-    return CodeView(tree, b"".join(blanked))
+    return CodeView(tree, b"".join(blanked), by_type)
 
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -146,14 +152,20 @@ def _declares_other_encoding(source: bytes) -> bool:
 Span = tuple  # (first line, first column, last line, end column): 1-based lines, byte columns
 
 
-def _prose_and_string_spans(tree: ast.AST) -> tuple[list, list]:
+def _prose_and_string_spans(tree: ast.AST, by_type: dict) -> tuple[list, list]:
     # A hand-rolled walk: ast.walk costs three times the parse on big files.
+    # It also files every node under its type, for the kinds' screens.
     prose: list = []
     strings: list = []
     stack = [tree]
     while stack:
         node = stack.pop()
         kind = type(node)
+        found = by_type.get(kind)
+        if found is None:
+            by_type[kind] = [node]
+        else:
+            found.append(node)
         if kind is ast.Constant or kind is ast.JoinedStr:
             if kind is ast.JoinedStr or isinstance(node.value, (str, bytes)):
                 strings.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset))

@@ -79,3 +79,34 @@ def test_advice_is_listed_as_check_only():
     states = {line.split("\t")[0]: line.split("\t")[4] for line in listing}
     assert {states[code] for code in ADVICE_CODES} == {"check"}
     assert states["HPU704"] == "off" and states["HPU110"] == "on"
+
+
+def test_requirements_that_would_replace_the_gaudi_builds_are_reported_with_file_and_line(tmp_path):
+    (tmp_path / "requirements.txt").write_text(
+        "torch==2.1.0  # pinned for CUDA 12\nnumpy\n-r requirements-dev.txt\ntorchvision>=0.16  # hpu-port: ignore\nPyTorch_Lightning\n"
+    )
+    (tmp_path / "requirements-dev.txt").write_text("pytest\ntorchaudio\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "m"\ndependencies = [\n    "torch>=2.1",\n    "numpy",\n]\n'
+        '[project.optional-dependencies]\nvision = ["torchvision"]\n\n[tool.poetry.dependencies]\nlightning = "^2.2"\n'
+    )
+    (tmp_path / "setup.py").write_text('from setuptools import setup\n\nsetup(name="m", install_requires=["torch", "tqdm"])\n')
+    found = sorted((f["path"].rsplit("/", 1)[-1], f["line"], f["column"]) for f in check(tmp_path) if f["code"] == "HPU713")
+    assert found == [
+        ("pyproject.toml", 4, 6),
+        ("pyproject.toml", 8, 12),
+        ("pyproject.toml", 11, 1),
+        ("requirements-dev.txt", 2, 1),
+        ("requirements.txt", 1, 1),
+        ("requirements.txt", 5, 1),
+        ("setup.py", 3, 35),
+    ]
+    # rewrite does not read requirements files unless the rule is selected.
+    plain = invoke("rewrite", "--check", tmp_path)
+    assert "requirements" not in plain.stdout + plain.stderr and plain.exit_code == 0
+
+
+def test_a_project_that_leaves_torch_to_the_gaudi_stack_is_not_reported(tmp_path):
+    (tmp_path / "requirements.txt").write_text("numpy>=1.26\ntransformers==4.44.0\ntorchmetrics\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "m"\ndependencies = ["optimum-habana"]\n')
+    assert check(tmp_path) == []

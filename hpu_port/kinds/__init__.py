@@ -13,13 +13,11 @@ import string
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
-    import ast
-
     import libcst as cst
 
     from hpu_port.engine import FileContext
     from hpu_port.rules import Rule
-    from hpu_port.triggers import Trigger
+    from hpu_port.triggers import CodeView, Trigger
 
 _KINDS: dict[str, "Kind"] = {}
 _LOADED = False
@@ -84,8 +82,8 @@ class Kind:
         these); none: the rule only acts along with others."""
         return []
 
-    def screen(self, rule: "Rule", tree: "ast.AST") -> bool:
-        """False when the standard parser's tree of a file shows that ``rule``
+    def screen(self, rule: "Rule", view: "CodeView") -> bool:
+        """False when the standard parser's view of a file shows that ``rule``
         cannot match it (its trigger text occurs, but not where it would act);
         the file then needs no full parse for this rule. Must never be False
         for a file the rule would report on."""

@@ -37,12 +37,12 @@ class LoopInContext(Kind):
     def triggers(self, rule):
         return [name_trigger(name) for name in rule.params["contexts"]]
 
-    def screen(self, rule, tree):
+    def screen(self, rule, view):
         # A statement loop somewhere under a `with` or a decorator whose
         # expression ends in one of the contexts' names; imports are not
         # resolved here, so this only ever keeps too much.
         last_parts = {name.rsplit(".", 1)[-1] for name in rule.params["contexts"]}
-        return _loop_under(tree, last_parts)
+        return _loop_under(view.tree, last_parts)
 
     def visitor(self, rules, ctx):
         return _LoopVisitor(ctx, rules[0]) if rules else None

@@ -9,6 +9,8 @@ something under one of the ``tensor-modules`` (``steps = torch.linspace(...)``).
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from hpu_port.kinds import Kind, register_kind, string_list
@@ -34,8 +36,72 @@ class LoopVariable(Kind):
         roots = {m.split(".")[0] for m in rule.params["tensor-modules"]}
         return [Trigger(words=frozenset({b"range", root.encode()})) for root in sorted(roots)]
 
+    def screen(self, rule, view):
+        # A `for <name> in range(...)` whose body indexes a torch-made tensor
+        # with that name, or calls a factory named like one of the `calls`.
+        torch_names = _import_names(view, {m.rstrip(".").split(".")[0] for m in rule.params["tensor-modules"]})
+        tensors = {
+            target.id
+            for assign in view.nodes(ast.Assign)
+            if isinstance(assign.value, ast.Call) and _root(assign.value.func) in torch_names
+            for target in assign.targets
+            if isinstance(target, ast.Name)
+        }
+        factories = {c.rsplit(".", 1)[-1] for c in rule.params["calls"]}
+        for loop in view.nodes(ast.For):
+            if not _is_range_loop(loop):
+                continue
+            variable = loop.target.id
+            for statement in loop.body:
+                for node in ast.walk(statement):
+                    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+                        if node.value.id in tensors and _mentions(node.slice, variable):
+                            return True
+                    elif isinstance(node, ast.Call) and _last_part(node.func) in factories:
+                        if any(_mentions(arg, variable) for arg in node.args):
+                            return True
+        return False
+
     def visitor(self, rules, ctx):
         return _Visitor(ctx, rules)
+
+
+def _is_range_loop(loop: ast.For) -> bool:
+    return (
+        isinstance(loop.target, ast.Name)
+        and isinstance(loop.iter, ast.Call)
+        and isinstance(loop.iter.func, ast.Name)
+        and loop.iter.func.id == "range"
+    )
+
+
+def _import_names(view, modules: set) -> set:
+    """Names the file binds to those modules or to names imported from them."""
+    names = set()
+    for node in view.nodes(ast.Import):
+        for alias in node.names:
+            if alias.name.split(".")[0] in modules:
+                names.add((alias.asname or alias.name).split(".")[0])
+    for node in view.nodes(ast.ImportFrom):
+        if node.module and node.module.split(".")[0] in modules:
+            names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+def _root(expr):
+    while isinstance(expr, ast.Attribute):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+def _last_part(func: ast.AST):
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
 
 
 class _Visitor(RulesVisitor):

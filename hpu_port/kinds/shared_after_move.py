@@ -8,6 +8,8 @@ reported: the tie should happen before the move, inside the module.
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from hpu_port.kinds import Kind, register_kind, string_list
@@ -27,8 +29,29 @@ class SharedAfterMove(Kind):
     def triggers(self, rule):
         return [text_trigger(f".{m}(") for m in sorted(rule.params["move-methods"])]
 
+    def screen(self, rule, view):
+        # Some name is moved (`m.to(...)`) and has one attribute assigned another.
+        methods = rule.params["move-methods"]
+        moved = {
+            call.func.value.id
+            for call in view.nodes(ast.Call)
+            if isinstance(call.func, ast.Attribute) and call.func.attr in methods and isinstance(call.func.value, ast.Name)
+        }
+        for node in view.nodes(ast.Assign):
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) and isinstance(node.value, ast.Attribute):
+                root = _ast_root(node.targets[0])
+                if root in moved and root == _ast_root(node.value):
+                    return True
+        return False
+
     def visitor(self, rules, ctx):
         return _Visitor(ctx, rules)
+
+
+def _ast_root(expr):
+    while isinstance(expr, ast.Attribute):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
 
 
 class _Visitor(RulesVisitor):
