@@ -57,12 +57,17 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
 @lru_cache(maxsize=None)
 def _methods_of(visitor_type: type) -> tuple[tuple[str, str], ...]:
     """(prefix, node type name) of each visit_/leave_ method a visitor class defines."""
+    # Only the classes of hpu-port count: libcst's visitor bases define a
+    # no-op method for every node type, and listing those costs a lot.
+    names: set[str] = set()
+    for klass in visitor_type.__mro__:
+        if not klass.__module__.startswith("libcst") and klass is not object:
+            names.update(vars(klass))
     found = []
-    for name in dir(visitor_type):
+    for name in sorted(names):
         for prefix in ("visit_", "leave_"):
             if name.startswith(prefix) and name[len(prefix):][:1].isupper() and "_" not in name[len(prefix):]:
-                if getattr(visitor_type, name) is not getattr(cst.CSTVisitor, name, None):
-                    found.append((prefix, name[len(prefix):]))
+                found.append((prefix, name[len(prefix):]))
     return tuple(found)
 
 
