@@ -76,10 +76,14 @@ def _run(
     try:
         resolver = RuleSetResolver(_overrides(**options), command)
         if paths == ("-",):
-            return run_stdin(sys.stdin.buffer.read(), stdin_filename, resolver, apply)
+            summary = run_stdin(sys.stdin.buffer.read(), stdin_filename, resolver, apply)
+            summary.asked_advice = frozenset(resolver.asked_advice)
+            return summary
         jobs, cache = _execution(paths, **execution)
         with _progress(verbosity) as progress:
-            return run(list(paths), resolver, apply=apply, progress=progress, jobs=jobs, cache=cache)
+            summary = run(list(paths), resolver, apply=apply, progress=progress, jobs=jobs, cache=cache)
+        summary.asked_advice = frozenset(resolver.asked_advice)
+        return summary
     except (ConfigError, RuleFileError) as exc:
         click.echo(f"hpu-port: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
@@ -378,7 +382,7 @@ def check(paths, output_format, output, stdin_filename, no_color, **kwargs):
         _summary_table(summary)
     if summary.failed:
         sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FOUND if summary.findings else EXIT_OK)
+    sys.exit(EXIT_FOUND if summary.blocking else EXIT_OK)
 
 
 @main.command("config")

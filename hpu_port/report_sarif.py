@@ -15,8 +15,9 @@ SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
 def _level(finding, fallback: set) -> str:
-    # A person must act: warning. Rewrite fixes it, or it is only a mention: note.
-    if finding.code in fallback or finding.fixable:
+    # A person must act: warning. Rewrite fixes it, it is only a mention, or
+    # it is optimization advice: note.
+    if finding.code in fallback or finding.fixable or finding.category == "advice":
         return "note"
     return "warning"
 

@@ -24,6 +24,15 @@ from hpu_port.settings import RuleSet
 @dataclass
 class RunSummary:
     results: list[FileResult] = field(default_factory=list)
+    # Advice codes that were selected by code (see RuleSetResolver).
+    asked_advice: frozenset = frozenset()
+
+    @property
+    def blocking(self) -> int:
+        """Findings that make `check` fail: all but advice nobody asked for."""
+        return sum(
+            1 for r in self.results for f in r.findings if f.category != "advice" or f.code in self.asked_advice
+        )
 
     @property
     def scanned(self) -> int:

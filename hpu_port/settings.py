@@ -141,6 +141,9 @@ class RuleSetResolver:
         self.overrides = overrides
         # `rewrite` leaves advice alone unless it is asked for by code.
         self.command = command
+        # Advice rules some selector names by code: their findings count for
+        # the exit status; other advice is only information.
+        self.asked_advice: set[str] = set()
         self._rules: dict = {}
         self._rulesets: dict = {}
 
@@ -170,9 +173,11 @@ class RuleSetResolver:
         extended = select_rules(rules, settings.extend_select or ["ALL"], settings.ignore + extra_ignores)
         if settings.extend_select:
             chosen += [r for r in extended if r not in chosen and any(matches_selector(r.code, s) for s in settings.extend_select)]
+        asked = [s for s in (*settings.select, *settings.extend_select) if s != "ALL"]
+        named = {r.code for r in chosen if is_advice(r) and any(matches_selector(r.code, s) for s in asked)}
+        self.asked_advice |= named
         if self.command == "rewrite":
-            asked = [*settings.select, *settings.extend_select]
-            chosen = [r for r in chosen if not is_advice(r) or any(matches_selector(r.code, s) for s in asked)]
+            chosen = [r for r in chosen if not is_advice(r) or r.code in named]
         options = Options(
             mode=settings.mode,
             fp16_to_bf16=settings.fp16_to_bf16,

@@ -110,3 +110,14 @@ def test_a_project_that_leaves_torch_to_the_gaudi_stack_is_not_reported(tmp_path
     (tmp_path / "requirements.txt").write_text("numpy>=1.26\ntransformers==4.44.0\ntorchmetrics\n")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "m"\ndependencies = ["optimum-habana"]\n')
     assert check(tmp_path) == []
+
+
+def test_advice_informs_check_without_failing_it_unless_selected(scripts):
+    optimised_port = scripts / "train_optimised.py"
+    unoptimised = scripts / "train_unoptimised.py"
+    assert invoke("check", optimised_port).exit_code == 0
+    informed = invoke("check", unoptimised)
+    assert informed.exit_code == 0 and "HPU705" in informed.stdout
+    assert invoke("check", unoptimised, "--extend-select", "HPU705").exit_code == 1
+    assert invoke("check", unoptimised, "--select", "HPU7").exit_code == 1
+    assert invoke("check", unoptimised, "--ignore", "HPU7").stdout == ""
