@@ -6,12 +6,17 @@ reported once (the outermost such loop), unless it already calls one of the
 ``satisfied-by`` functions or one of the ``skip-methods`` (a loop that calls
 ``.backward()`` is training, not inference). A file that calls one of the
 ``satisfied-by`` functions outside any loop (``wrap_in_hpu_graph(model)``) is
-taken as handled.
+taken as handled. With ``forward-calls``, only loops that call something that
+looks like a model are reported: a callable of the file's own (``model(x)``,
+``net(x)``; not an import or a builtin), or a method named like a model or a
+forward pass (``self.model(x)``, ``model.generate(...)``); loops that only
+initialise weights or tidy up under ``no_grad`` are left alone.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import Optional
 
 import libcst as cst
@@ -24,7 +29,12 @@ from hpu_port.triggers import name_trigger
 @register_kind
 class LoopInContext(Kind):
     name = "loop-in-context"
-    KEYS = {"contexts": (list, True), "satisfied-by": (list, False), "skip-methods": (list, False)}
+    KEYS = {
+        "contexts": (list, True),
+        "satisfied-by": (list, False),
+        "skip-methods": (list, False),
+        "forward-calls": (bool, False),
+    }
     MESSAGE_FIELDS = frozenset({"name"})
 
     def build_params(self, table):
@@ -32,6 +42,7 @@ class LoopInContext(Kind):
             "contexts": set(string_list(table["contexts"], "contexts")),
             "satisfied-by": set(string_list(table.get("satisfied-by", []), "satisfied-by")),
             "skip-methods": set(string_list(table.get("skip-methods", []), "skip-methods")),
+            "forward-calls": table.get("forward-calls", False),
         }
 
     def triggers(self, rule):
@@ -42,7 +53,10 @@ class LoopInContext(Kind):
         # expression ends in one of the contexts' names; imports are not
         # resolved here, so this only ever keeps too much.
         last_parts = {name.rsplit(".", 1)[-1] for name in rule.params["contexts"]}
-        return _loop_under(view.tree, last_parts)
+        for loop in _loops_under(view.tree, last_parts):
+            if not rule.params["forward-calls"] or _calls_a_model(loop, view):
+                return True
+        return False
 
     def visitor(self, rules, ctx):
         return _LoopVisitor(ctx, rules[0]) if rules else None
@@ -53,18 +67,49 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _WITHS = (ast.With, ast.AsyncWith)
 
 
-def _loop_under(tree: ast.AST, last_parts: set[str]) -> bool:
+def _loops_under(tree: ast.AST, last_parts: set[str]):
     stack = [(statement, False) for statement in getattr(tree, "body", [])]
     while stack:
         statement, inside = stack.pop()
         if isinstance(statement, _LOOPS) and inside:
-            return True
+            yield statement
+            continue
         if isinstance(statement, _WITHS):
             inside = inside or any(_ends_in(item.context_expr, last_parts) for item in statement.items)
         elif isinstance(statement, _FUNCTIONS):
             inside = inside or any(_ends_in(d, last_parts) for d in statement.decorator_list)
         for child in _child_statements(statement):
             stack.append((child, inside))
+
+
+def _imported_names(view) -> set:
+    names = set()
+    for node in view.nodes(ast.Import) + view.nodes(ast.ImportFrom):
+        names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
+
+
+def _bound_names(view) -> set:
+    """Names the file assigns or takes as parameters (they may hide imports and builtins)."""
+    bound = {n.id for n in view.nodes(ast.Name) if isinstance(n.ctx, ast.Store)}
+    bound |= {a.arg for a in view.nodes(ast.arg)}
+    for kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+        bound |= {n.name for n in view.nodes(kind)}
+    return bound
+
+
+def _calls_a_model(loop: ast.AST, view) -> bool:
+    """The standard-parser twin of `_looks_like_a_model`, for the screen; it
+    keeps a name whenever the file might rebind it."""
+    not_models = (_imported_names(view) | _BUILTINS) - _bound_names(view)
+    for node in ast.walk(loop):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id not in not_models:
+            return True
+        if isinstance(func, ast.Attribute) and (func.attr in _MODEL_METHODS or "model" in func.attr.lower()):
+            return True
     return False
 
 
@@ -97,6 +142,7 @@ class _LoopVisitor(cst.BatchableCSTVisitor):
         self.loop: Optional[cst.CSTNode] = None
         self.loop_context = ""
         self.loop_is_handled = False
+        self.loop_runs_model = False
         self.candidates: list[tuple[cst.CSTNode, str]] = []
         self.file_is_handled = False
 
@@ -140,6 +186,7 @@ class _LoopVisitor(cst.BatchableCSTVisitor):
     def _enter_loop(self, node) -> None:
         if self.loop is None and self.context_nodes:
             self.loop, self.loop_context, self.loop_is_handled = node, self.context_nodes[-1][1], False
+            self.loop_runs_model = not self.params["forward-calls"]
 
     def leave_For(self, node) -> None:
         self._leave_loop(node)
@@ -149,7 +196,7 @@ class _LoopVisitor(cst.BatchableCSTVisitor):
 
     def _leave_loop(self, node) -> None:
         if node is self.loop:
-            if not self.loop_is_handled:
+            if not self.loop_is_handled and self.loop_runs_model:
                 self.candidates.append((node, self.loop_context))
             self.loop = None
 
@@ -163,9 +210,26 @@ class _LoopVisitor(cst.BatchableCSTVisitor):
                 self.file_is_handled = True
         if handled and self.loop is not None:
             self.loop_is_handled = True
+        if self.loop is not None and hit is None and _looks_like_a_model(func, self.ctx):
+            self.loop_runs_model = True
 
     def leave_Module(self, node) -> None:
         if self.file_is_handled:
             return
         for loop, context in self.candidates:
             self.ctx.report(self.rule, loop, self.rule.message.format(name=context))
+
+
+_MODEL_METHODS = frozenset({"forward", "generate", "predict", "sample", "net", "encoder", "decoder", "backbone", "unet", "vae", "pipe", "pipeline"})
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _looks_like_a_model(func, ctx) -> bool:
+    """A call of the file's own callable, or of a model-like method (`self.model(x)`)."""
+    if isinstance(func, cst.Name):
+        binding = ctx.scope.lookup(func.value)
+        return binding is not None or func.value not in _BUILTINS
+    if isinstance(func, cst.Attribute):
+        name = func.attr.value
+        return name in _MODEL_METHODS or "model" in name.lower()
+    return False
