@@ -7,13 +7,15 @@ of the output. No printing and no disk access happen here.
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 import libcst as cst
 
 from hpu_port.edits import EditPlan, NodeEdit, apply_plan
-from hpu_port.kinds import fallback_codes
+from hpu_port.kinds import fallback_codes, get_kind
 from hpu_port.positions import positions_of
 from hpu_port.names import ImportBinding, Scope, ScopeIndex, qualify, spell, target_name_nodes
 from hpu_port.results import FileResult, Finding
@@ -535,7 +537,6 @@ def _first_line(text: str) -> str:
 def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -> FileResult:
     """Port a Jupyter notebook's code cells; findings and changes name their cell."""
     import dataclasses
-    import re
 
     from hpu_port import notebooks
 
@@ -574,10 +575,6 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
 def port_dependency_file(path: str, source: bytes, ruleset: RuleSet) -> FileResult:
     """Report the requirements of a `requirements*.txt` or `pyproject.toml`
     that the selected rules ask about; nothing is rewritten."""
-    import os
-
-    from hpu_port.kinds import get_kind
-
     result = FileResult(path=path, source=source)
     try:
         text = source.decode("utf-8-sig")
@@ -599,9 +596,10 @@ def port_dependency_file(path: str, source: bytes, ruleset: RuleSet) -> FileResu
     return result
 
 
+_REQUIREMENT_IGNORE = re.compile(r"#\s*hpu-port:\s*ignore(?:\[([^\]]*)\])?")
+
+
 def _ignored_on_line(line: str, code: str) -> bool:
     """`# hpu-port: ignore` or `# hpu-port: ignore[CODE]` at the end of a requirements line."""
-    import re
-
-    match = re.search(r"#\s*hpu-port:\s*ignore(?:\[([^\]]*)\])?", line)
+    match = _REQUIREMENT_IGNORE.search(line)
     return match is not None and (match.group(1) is None or code in {c.strip() for c in match.group(1).split(",")})

@@ -108,6 +108,25 @@ class CodeView:
     def nodes(self, node_type: type) -> list:
         return self.by_type.get(node_type, [])
 
+    def imported_names(self, modules: Optional[set] = None) -> set:
+        """Names the file's imports bind (only those from ``modules``, if given)."""
+        names = set()
+        for node in self.nodes(ast.Import):
+            for alias in node.names:
+                if modules is None or alias.name.split(".")[0] in modules:
+                    names.add((alias.asname or alias.name).split(".")[0])
+        for node in self.nodes(ast.ImportFrom):
+            if modules is None or (node.module and node.module.split(".")[0] in modules):
+                names.update(alias.asname or alias.name for alias in node.names)
+        return names
+
+
+def ast_root(expr: ast.AST) -> Optional[str]:
+    """The name an attribute chain starts from (`model` in `model.a.weight`)."""
+    while isinstance(expr, ast.Attribute):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
 
 def code_view(source: bytes) -> Optional[CodeView]:
     """The file's CodeView; None when the standard parser cannot say (a syntax

@@ -17,6 +17,7 @@ import libcst as cst
 from hpu_port.kinds import Kind, register_kind, string_list
 from hpu_port.kinds._references import RulesVisitor, literal_value
 from hpu_port.triggers import name_trigger
+from hpu_port.walk import walk
 
 SETUP_FUNCTIONS = {"setuptools.setup", "distutils.core.setup"}
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -120,8 +121,6 @@ class _SetupVisitor(RulesVisitor):
 
     def _check_strings(self, rule, value) -> None:
         collector = _Strings()
-        from hpu_port.walk import walk
-
         walk(value, [collector])
         for string in collector.found:
             requirement = literal_value(string.value)

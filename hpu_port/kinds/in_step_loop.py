@@ -54,13 +54,13 @@ class InStepLoop(Kind):
         return params
 
     def triggers(self, rule):
-        words = set(rule.params["methods"]) | {c.rsplit(".", 1)[-1] for c in rule.params["calls"]}
+        # A step loop calls `.backward(`; then one of the names must occur too,
+        # except for mask indexing, which has no name of its own.
+        names = set(rule.params["methods"]) | {c.rsplit(".", 1)[-1] for c in rule.params["calls"]}
+        extra_words = [(name.encode(),) for name in sorted(names)]
         if rule.params["comparison-subscripts"]:
-            words.add("")
-        return [
-            Trigger(words=frozenset({b"backward", *([w.encode()] if w else [])}), texts=frozenset({b".backward("}))
-            for w in sorted(words)
-        ]
+            extra_words.append(())
+        return [Trigger(words=frozenset({b"backward", *extra}), texts=frozenset({b".backward("})) for extra in extra_words]
 
     def visitor(self, rules, ctx):
         return StepLoopVisitor(ctx, rules, _report_in_step_loops)

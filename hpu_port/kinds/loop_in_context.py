@@ -53,10 +53,12 @@ class LoopInContext(Kind):
         # expression ends in one of the contexts' names; imports are not
         # resolved here, so this only ever keeps too much.
         last_parts = {name.rsplit(".", 1)[-1] for name in rule.params["contexts"]}
-        for loop in _loops_under(view.tree, last_parts):
-            if not rule.params["forward-calls"] or _calls_a_model(loop, view):
-                return True
-        return False
+        loops = _loops_under(view.tree, last_parts)
+        if not rule.params["forward-calls"]:
+            return next(loops, None) is not None
+        # Imports and builtins are no model, unless the file rebinds the name.
+        not_models = (view.imported_names() | _BUILTINS) - _bound_names(view)
+        return any(_calls_a_model(loop, not_models) for loop in loops)
 
     def visitor(self, rules, ctx):
         return _LoopVisitor(ctx, rules[0]) if rules else None
@@ -82,13 +84,6 @@ def _loops_under(tree: ast.AST, last_parts: set[str]):
             stack.append((child, inside))
 
 
-def _imported_names(view) -> set:
-    names = set()
-    for node in view.nodes(ast.Import) + view.nodes(ast.ImportFrom):
-        names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-    return names
-
-
 def _bound_names(view) -> set:
     """Names the file assigns or takes as parameters (they may hide imports and builtins)."""
     bound = {n.id for n in view.nodes(ast.Name) if isinstance(n.ctx, ast.Store)}
@@ -98,10 +93,8 @@ def _bound_names(view) -> set:
     return bound
 
 
-def _calls_a_model(loop: ast.AST, view) -> bool:
-    """The standard-parser twin of `_looks_like_a_model`, for the screen; it
-    keeps a name whenever the file might rebind it."""
-    not_models = (_imported_names(view) | _BUILTINS) - _bound_names(view)
+def _calls_a_model(loop: ast.AST, not_models: set) -> bool:
+    """The standard-parser twin of `_looks_like_a_model`, for the screen."""
     for node in ast.walk(loop):
         if not isinstance(node, ast.Call):
             continue

@@ -16,7 +16,7 @@ import libcst as cst
 from hpu_port.kinds import Kind, register_kind, string_list
 from hpu_port.kinds._references import RulesVisitor, written
 from hpu_port.names import target_name_nodes
-from hpu_port.triggers import Trigger
+from hpu_port.triggers import Trigger, ast_root
 from hpu_port.walk import walk
 
 
@@ -39,11 +39,11 @@ class LoopVariable(Kind):
     def screen(self, rule, view):
         # A `for <name> in range(...)` whose body indexes a torch-made tensor
         # with that name, or calls a factory named like one of the `calls`.
-        torch_names = _import_names(view, {m.rstrip(".").split(".")[0] for m in rule.params["tensor-modules"]})
+        torch_names = view.imported_names({m.rstrip(".").split(".")[0] for m in rule.params["tensor-modules"]})
         tensors = {
             target.id
             for assign in view.nodes(ast.Assign)
-            if isinstance(assign.value, ast.Call) and _root(assign.value.func) in torch_names
+            if isinstance(assign.value, ast.Call) and ast_root(assign.value.func) in torch_names
             for target in assign.targets
             if isinstance(target, ast.Name)
         }
@@ -73,25 +73,6 @@ def _is_range_loop(loop: ast.For) -> bool:
         and isinstance(loop.iter.func, ast.Name)
         and loop.iter.func.id == "range"
     )
-
-
-def _import_names(view, modules: set) -> set:
-    """Names the file binds to those modules or to names imported from them."""
-    names = set()
-    for node in view.nodes(ast.Import):
-        for alias in node.names:
-            if alias.name.split(".")[0] in modules:
-                names.add((alias.asname or alias.name).split(".")[0])
-    for node in view.nodes(ast.ImportFrom):
-        if node.module and node.module.split(".")[0] in modules:
-            names.update(alias.asname or alias.name for alias in node.names)
-    return names
-
-
-def _root(expr):
-    while isinstance(expr, ast.Attribute):
-        expr = expr.value
-    return expr.id if isinstance(expr, ast.Name) else None
 
 
 def _mentions(node: ast.AST, name: str) -> bool:

@@ -14,7 +14,7 @@ import libcst as cst
 
 from hpu_port.kinds import Kind, register_kind, string_list
 from hpu_port.kinds._references import RulesVisitor, written
-from hpu_port.triggers import text_trigger
+from hpu_port.triggers import ast_root, text_trigger
 
 
 @register_kind
@@ -39,19 +39,13 @@ class SharedAfterMove(Kind):
         }
         for node in view.nodes(ast.Assign):
             if len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) and isinstance(node.value, ast.Attribute):
-                root = _ast_root(node.targets[0])
-                if root in moved and root == _ast_root(node.value):
+                root = ast_root(node.targets[0])
+                if root in moved and root == ast_root(node.value):
                     return True
         return False
 
     def visitor(self, rules, ctx):
         return _Visitor(ctx, rules)
-
-
-def _ast_root(expr):
-    while isinstance(expr, ast.Attribute):
-        expr = expr.value
-    return expr.id if isinstance(expr, ast.Name) else None
 
 
 class _Visitor(RulesVisitor):
