@@ -27,6 +27,18 @@ class _Recorder:
 class _ChosenPositions(PositionProvidingCodegenState):
     __slots__ = ("wanted",)
 
+    # Only line and column matter here, not the generated text, so tokens
+    # are counted rather than kept, and only those with a line break are split.
+    def add_token(self, value: str) -> None:
+        if "\n" in value or "\r" in value:
+            self._update_position(value)
+        else:
+            self.column += len(value)
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.add_token(token)
+
     def before_codegen(self, node: cst.CSTNode) -> None:
         self._stack.append((self.line, self.column) if node in self.wanted else None)
 

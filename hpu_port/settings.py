@@ -8,7 +8,7 @@ from typing import Optional
 
 from hpu_port.kinds import Kind, get_kind
 from hpu_port.rules import Rule
-from hpu_port.triggers import Trigger, TriggerIndex, code_view, text_trigger
+from hpu_port.triggers import CodeView, Trigger, TriggerIndex, code_view, text_trigger
 
 
 DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
@@ -66,6 +66,22 @@ class RuleSet:
     def _triggers(self) -> TriggerIndex:
         return TriggerIndex((rule, rule_triggers(rule) or None) for rule in self.rules)
 
+    @property
+    def trigger_index(self) -> TriggerIndex:
+        return self._triggers
+
+    @cached_property
+    def comment_trigger_index(self) -> Optional[TriggerIndex]:
+        """The triggers of the rules that read comments; None if there are none."""
+        if not self._comment_rules:
+            return None
+        return TriggerIndex(e for e in self._triggers.entries if e[0] in self._comment_rules)
+
+    @cached_property
+    def context_words(self) -> frozenset:
+        """Words that rules consult away from where they report (see ``Kind.context_words``)."""
+        return frozenset(w for rule in self.rules for w in get_kind(rule.kind).context_words(rule))
+
     @cached_property
     def reads_dependency_files(self) -> bool:
         return any(getattr(get_kind(r.kind), "READS_DEPENDENCY_FILES", False) for r in self.rules)
@@ -84,13 +100,13 @@ class RuleSet:
         """
         return self._subset(self._triggers.matching(source))
 
-    def for_code(self, source: bytes) -> Optional["RuleSet"]:
+    def for_code(self, source: bytes, view: Optional[CodeView] = None) -> Optional["RuleSet"]:
         """Like ``for_source``, but judged from the code alone: comments and
         docstrings (which no rule reads) are blanked out first, and kinds may
         look at the standard parser's tree, which is several times faster to
-        build than the full one.
+        build than the full one. ``view``: the file's CodeView, if already made.
         """
-        view = code_view(source)
+        view = view or code_view(source)
         if view is None:
             return self
         chosen = self._triggers.matching(view.text)

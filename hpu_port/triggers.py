@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 # Identifier bytes stay, everything else becomes a separator, so that
-# `source.translate(_WORDS).split()` lists the identifiers of a file (and the
+# `source.translate(WORD_BYTES).split()` lists the identifiers of a file (and the
 # words of its strings and comments) in one C-speed pass.
-_WORDS = bytes(c if chr(c).isalnum() and c < 128 or c == ord("_") else ord(" ") for c in range(256))
+WORD_BYTES = bytes(c if chr(c).isalnum() and c < 128 or c == ord("_") else ord(" ") for c in range(256))
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -53,7 +53,7 @@ def text_trigger(text: str) -> Trigger:
 
 def words_of(source: bytes, wanted: frozenset) -> set:
     """The ``wanted`` identifiers that occur in ``source`` as whole words."""
-    return wanted.intersection(source.translate(_WORDS).split())
+    return wanted.intersection(source.translate(WORD_BYTES).split())
 
 
 class TriggerIndex:
@@ -77,22 +77,23 @@ class TriggerIndex:
         """The rules whose triggers occur in ``source``, and those without triggers;
         empty when no rule with triggers matches."""
         present = words_of(source, self.words)
-        found_text: dict[bytes, bool] = {}
-
-        def has(text: bytes) -> bool:
-            if text not in found_text:
-                found_text[text] = text in source
-            return found_text[text]
-
         chosen = []
         matched = False
         for rule, triggers in self.entries:
             if triggers is None:
                 chosen.append(rule)
-            elif any(t.words <= present and all(has(x) for x in t.texts) for t in triggers):
+            elif _any_occurs(triggers, present, source):
                 chosen.append(rule)
                 matched = True
         return chosen if matched else []
+
+    def matches(self, present: set, source: bytes) -> bool:
+        """Whether any rule's trigger occurs, given the words ``present`` in ``source``."""
+        return any(triggers and _any_occurs(triggers, present, source) for _, triggers in self.entries)
+
+
+def _any_occurs(triggers: list[Trigger], present: set, source: bytes) -> bool:
+    return any(t.words <= present and all(text in source for text in t.texts) for t in triggers)
 
 
 @dataclass

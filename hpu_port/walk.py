@@ -81,31 +81,46 @@ def _tables(visitors: Sequence[object]) -> tuple[dict, dict]:
     return visits, leaves
 
 
-def _children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
+def _is_node_type(value_type: type) -> bool:
+    # CSTNode is an ABC: isinstance() on it goes through ABCMeta and costs
+    # several times a dict lookup; the answer per type never changes.
+    known = _NODE_TYPES.get(value_type)
+    if known is None:
+        known = _NODE_TYPES[value_type] = issubclass(value_type, cst.CSTNode)
+    return known
+
+
+_NODE_TYPES: dict[type, bool] = {}
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    children = []
     for name in _child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, (tuple, list)):
-            for item in value:
-                if isinstance(item, cst.CSTNode):
-                    yield item
+        value_type = type(value)
+        if value_type is tuple or value_type is list:
+            children.extend(item for item in value if _is_node_type(type(item)))
+        elif _is_node_type(value_type):
+            children.append(value)
+    return children
 
 
 def walk(root: cst.CSTNode, visitors: Sequence[object]) -> None:
     """Visit ``root`` and its descendants in source order, without recursion."""
     visits, leaves = _tables(visitors)
     stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, leaving = stack.pop()
+        node, leaving = pop()
         name = type(node).__name__
         if leaving:
-            for method in leaves.get(name, ()):
+            for method in leaves[name]:
                 method(node)
             continue
         for method in visits.get(name, ()):
             method(node)
-        stack.append((node, True))
-        children = list(_children(node))
+        if name in leaves:
+            push((node, True))
+        children = _children(node)
         for child in reversed(children):
-            stack.append((child, False))
+            push((child, False))

@@ -139,8 +139,124 @@ def test_screens_never_change_a_result(monkeypatch, options):
     rules = make_ruleset(select=["ALL"], **options)
     corpus = list(_corpus())
     screened = [port_source(name, text, rules) for name, text in corpus]
-    monkeypatch.setattr(RuleSet, "for_code", lambda self, source: self)
+    monkeypatch.setattr(RuleSet, "for_code", lambda self, source, view=None: self)
     monkeypatch.setattr(RuleSet, "for_source", lambda self, source: self)
     unscreened = [port_source(name, text, rules) for name, text in corpus]
     for (name, _), a, b in zip(corpus, screened, unscreened):
         assert (a.findings, a.new_source, a.error) == (b.findings, b.new_source, b.error), name
+
+
+@pytest.mark.parametrize("options", [{}, {"fp16_to_bf16": True, "unsafe_fixes": True}, {"mode": "eager"}])
+def test_stubbing_out_code_no_rule_acts_on_never_changes_a_report(monkeypatch, options):
+    """`check` parses only the functions and classes rules could act on; the
+    findings are those of a parse of the whole file."""
+    from hpu_port import engine
+
+    rules = make_ruleset(select=["ALL"], **options)
+    corpus = list(_corpus()) + list(_narrowing_cases())
+    narrowed = [port_source(name, text, rules, apply=False) for name, text in corpus]
+    monkeypatch.setattr(engine, "NARROW", False)
+    whole = [port_source(name, text, rules, apply=False) for name, text in corpus]
+    for (name, _), a, b in zip(corpus, narrowed, whole):
+        assert (a.findings, a.error) == (b.findings, b.error), name
+
+
+def test_the_narrowing_cases_do_stub_something():
+    from hpu_port.narrow import narrow
+
+    rules = make_ruleset(select=["ALL"])
+    for name, text in _narrowing_cases():
+        chosen = rules.for_code(text)
+        assert narrow(text, code_view(text), chosen) is not None, name
+
+
+def _narrowing_cases():
+    """Files where what a rule needs lies in another function than what it reports."""
+    yield "optimizer-built-elsewhere.py", source('''
+        import torch
+        from torch.optim import AdamW as Opt
+
+        class Trainer:
+            def __init__(self, model):
+                self.opt = Opt(model.parameters())
+
+            def unrelated(self):
+                return 1
+
+            def step(self, loss):
+                loss.backward()
+                self.opt.step()
+    ''')
+    yield "graph-wrapped-elsewhere.py", source('''
+        import torch
+        from habana_frameworks.torch.hpu import wrap_in_hpu_graph as wrap
+
+        def build(model):
+            return wrap(model)
+
+        def unrelated():
+            return 0
+
+        @torch.no_grad()
+        def infer(model, batches):
+            for batch in batches:
+                model(batch)
+    ''')
+    yield "alias-used-in-another-function.py", source('''
+        from torch.cuda import synchronize as sync
+        import torch.cuda
+
+        def a():
+            sync()
+
+        def b():
+            return torch.cuda
+
+        def c():
+            return 2
+    ''')
+    yield "autocast-elsewhere.py", source('''
+        import torch
+
+        def make_context():
+            return torch.autocast("hpu", dtype=torch.bfloat16)
+
+        def unrelated():
+            return 0
+
+        def train(model, data, opt):
+            for x in data:
+                loss = model(x)
+                loss.backward()
+                opt.step()
+    ''')
+
+
+def test_check_stubs_out_functions_no_rule_acts_on():
+    from hpu_port.narrow import narrow
+    from hpu_port.triggers import code_view
+
+    text = source('''
+        import torch
+
+        @decorated
+        def unrelated(a):
+            """Docstring with cuda."""
+            return a + 1
+
+        class Model:
+            size = 3
+
+            def forward(self, x):
+                return x.cuda()
+
+            def other(self):
+                return "cpu"
+    ''')
+    rules = make_ruleset(select=["ALL"]).for_code(text)
+    result = narrow(text, code_view(text), rules)
+    lines = result.decode().splitlines()
+    assert len(lines) == len(text.decode().splitlines())
+    assert lines[2] == "def unrelated(): pass" and lines[3:6] == ["", "", ""]
+    assert "        return x.cuda()" in lines and "    def other(): pass" in lines
+    assert "size = 3" in result.decode()

@@ -89,6 +89,13 @@ class Kind:
         for a file the rule would report on."""
         return True
 
+    def context_words(self, rule: "Rule") -> frozenset:
+        """Words (bytes) of what ``rule`` consults away from the code it reports
+        on (an optimizer built in `__init__`, a graph wrapper called once for
+        the whole file). When only reporting, a function that mentions one is
+        parsed even if it holds nothing to report (see ``hpu_port.narrow``)."""
+        return frozenset()
+
     def visitor(self, rules: list["Rule"], ctx: "FileContext") -> Optional["cst.BatchableCSTVisitor"]:
         return None
 
@@ -129,6 +136,18 @@ def fallback_codes(rules) -> set[str]:
 def kind_names() -> list[str]:
     _load_all()
     return sorted(_KINDS)
+
+
+def last_words(names) -> frozenset:
+    """The last component of each qualified name, as bytes (`torch.optim.*` ->
+    `optim`, `deepspeed.initialize[0]` -> `initialize`): every spelling of the
+    name, or of an alias bound to it, mentions it (see ``hpu_port.narrow``)."""
+    words = set()
+    for name in names:
+        parts = [p for p in name.split("[")[0].split(".") if p and "*" not in p]
+        if parts:
+            words.add(parts[-1].encode())
+    return frozenset(words)
 
 
 def string_list(value: Any, key: str) -> list[str]:

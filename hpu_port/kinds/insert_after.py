@@ -23,7 +23,7 @@ from typing import Optional
 
 import libcst as cst
 
-from hpu_port.kinds import Kind, register_kind, string_list, string_table
+from hpu_port.kinds import Kind, last_words, register_kind, string_list, string_table
 from hpu_port.kinds._references import written
 from hpu_port.names import dotted_name
 from hpu_port.triggers import text_trigger
@@ -74,6 +74,12 @@ class InsertAfter(Kind):
         if params["step-method"]:
             tokens.add(f".{params['step-method']}(")
         return [text_trigger(token) for token in sorted(tokens)]
+
+    def context_words(self, rule):
+        # What `opt` in `opt.step()` is follows from where it was built,
+        # often another method (`__init__`).
+        constructors = [*rule.params["step-constructors"], *rule.params["not-step-constructors"]]
+        return last_words(pattern for pattern, _ in constructors)
 
     def visitor(self, rules, ctx):
         return _InsertAfterVisitor(ctx, rules[0]) if rules else None

@@ -21,7 +21,7 @@ from typing import Optional
 
 import libcst as cst
 
-from hpu_port.kinds import Kind, register_kind, string_list
+from hpu_port.kinds import Kind, last_words, register_kind, string_list
 from hpu_port.kinds._references import written
 from hpu_port.triggers import name_trigger
 
@@ -36,6 +36,10 @@ class LoopInContext(Kind):
         "forward-calls": (bool, False),
     }
     MESSAGE_FIELDS = frozenset({"name"})
+
+    def context_words(self, rule):
+        # A `satisfied-by` call anywhere marks the whole file as handled.
+        return last_words(rule.params["satisfied-by"])
 
     def build_params(self, table):
         return {

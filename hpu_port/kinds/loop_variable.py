@@ -88,13 +88,19 @@ def _last_part(func: ast.AST):
 class _Visitor(RulesVisitor):
     def __init__(self, ctx, rules) -> None:
         super().__init__(ctx, rules)
-        self.tensors: set[str] = set()
+        # Names bound to a tensor, per scope: `mask` made by torch in one
+        # method says nothing of a numpy `mask` in another.
+        self.tensors: dict[int, set[str]] = {}
         self.variables: list[tuple[cst.For, str]] = []
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Call) and self._calls_tensor_module(node.value):
+            names = self.tensors.setdefault(id(self.ctx.scope), set())
             for target in node.targets:
-                self.tensors.update(n.value for n in target_name_nodes(target.target))
+                names.update(n.value for n in target_name_nodes(target.target))
+
+    def _is_tensor(self, name: str) -> bool:
+        return any(name in self.tensors.get(id(scope), ()) for scope in self.ctx.scope.chain())
 
     def _calls_tensor_module(self, call: cst.Call) -> bool:
         hit = self.ctx.qualify(call.func)
@@ -115,7 +121,7 @@ class _Visitor(RulesVisitor):
             self.variables.pop()
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if self.variables and isinstance(node.value, cst.Name) and node.value.value in self.tensors:
+        if self.variables and isinstance(node.value, cst.Name) and self._is_tensor(node.value.value):
             self._check(node, [element.slice for element in node.slice])
 
     def visit_Call(self, node: cst.Call) -> None:

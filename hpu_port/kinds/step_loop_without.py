@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from hpu_port.kinds import Kind, register_kind, string_list
+from hpu_port.kinds import Kind, last_words, register_kind, string_list
 from hpu_port.kinds._references import RulesVisitor
 from hpu_port.kinds.in_step_loop import StepLoopVisitor
 from hpu_port.triggers import text_trigger
@@ -26,6 +26,10 @@ class StepLoopWithout(Kind):
 
     def triggers(self, rule):
         return [text_trigger(".backward(")]
+
+    def context_words(self, rule):
+        # One use of a name anywhere in the file is enough.
+        return last_words(rule.params["names"])
 
     def visitor(self, rules, ctx):
         return _Visitor(ctx, rules)

@@ -1,0 +1,138 @@
+"""Parse less when only reporting: stub out the functions and classes no rule could act on.
+
+The full parse costs about ten times the standard parser's, and in a big model
+file the rules usually act in a few functions out of hundreds. For `check`
+(nothing is rewritten), each top-level function and class, and each method of
+a class, is tested with the same triggers that screen whole files; one in
+which no selected rule could match becomes `def name(): pass` on its first
+line, followed by empty lines. Every other line keeps its bytes, so findings
+keep their line and column, and names stay bound where they were.
+
+A unit is kept when:
+- its code, with the words an import alias stands for (`sync` is
+  `torch.cuda.synchronize`), matches a selected rule's triggers, or its raw
+  text (comments too) matches a rule that reads comments;
+- it mentions a word some rule consults elsewhere in the file (`Kind.context_words`:
+  the optimizer constructors that tell `opt.step()` is a step, say);
+- it declares `global` or `nonlocal` names (it binds names outside itself).
+
+Uses of an import inside stubbed code are not counted; they only decide
+whether `rewrite` would drop an import all of whose uses it rewrote, and a
+use that could be rewritten is never stubbed.
+
+`rewrite` always parses the whole file: it prints it back.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Iterator, Optional
+
+from hpu_port.triggers import WORD_BYTES, CodeView, TriggerIndex
+
+if TYPE_CHECKING:
+    from hpu_port.settings import RuleSet
+
+_UNITS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_BOM = b"\xef\xbb\xbf"
+
+
+def narrow(source: bytes, view: CodeView, rules: "RuleSet") -> Optional[bytes]:
+    """The source with every unit no rule could act on stubbed; None when
+    nothing would be stubbed or the file's layout is unusual (a byte order
+    mark, lone carriage returns), where the whole file is parsed."""
+    if source.startswith(_BOM) or source.count(b"\r") != source.count(b"\r\n"):
+        return None
+    relevant = _Relevance(view, rules)
+    raw_lines = source.splitlines(keepends=True)
+    code_lines = view.text.splitlines(keepends=True)
+    if len(raw_lines) != len(code_lines):
+        return None
+    stubs = list(_units(view.tree.body, relevant, raw_lines, code_lines))
+    if not stubs:
+        return None
+    lines = list(raw_lines)
+    for node, first, last in stubs:
+        lines[first - 1] = _stub(node, raw_lines) + _ending(raw_lines[first - 1])
+        for number in range(first + 1, last + 1):
+            lines[number - 1] = _ending(raw_lines[number - 1])
+    return b"".join(lines)
+
+
+def _units(body: list, relevant: "_Relevance", raw_lines: list, code_lines: list) -> Iterator[tuple]:
+    """(node, first line, last line) of each unit to stub: classes whole when
+    nothing in them is relevant, else their methods one by one."""
+    for node in body:
+        if not isinstance(node, _UNITS):
+            continue
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        last = node.end_lineno
+        code = b"".join(code_lines[first - 1:last])
+        raw = b"".join(raw_lines[first - 1:last])
+        if not relevant(code, raw):
+            yield node, first, last
+        elif isinstance(node, ast.ClassDef):
+            yield from _units(node.body, relevant, raw_lines, code_lines)
+
+
+def _stub(node: ast.AST, raw_lines: list) -> bytes:
+    line = raw_lines[node.lineno - 1]
+    indent = line[: len(line) - len(line.lstrip(b" \t\f"))]
+    keyword = b"class " if isinstance(node, ast.ClassDef) else b"def "
+    signature = b":" if isinstance(node, ast.ClassDef) else b"():"
+    return indent + keyword + node.name.encode() + signature + b" pass"
+
+
+def _ending(line: bytes) -> bytes:
+    if line.endswith(b"\r\n"):
+        return b"\r\n"
+    return b"\n" if line.endswith(b"\n") else b""
+
+
+class _Relevance:
+    """Whether a unit's text could hold something a selected rule acts on."""
+
+    def __init__(self, view: CodeView, rules: "RuleSet") -> None:
+        self.index: TriggerIndex = rules.trigger_index
+        self.comment_index: Optional[TriggerIndex] = rules.comment_trigger_index
+        self.context = rules.context_words
+        self.aliases, self.everywhere = _alias_words(view)
+
+    def __call__(self, code: bytes, raw: bytes) -> bool:
+        words = set(code.translate(WORD_BYTES).split())
+        if b"global" in words or b"nonlocal" in words:
+            return True
+        present = words | self.everywhere
+        for word in words & self.aliases.keys():
+            present |= self.aliases[word]
+        if present & self.context or self.index.matches(present, code):
+            return True
+        if self.comment_index is not None:
+            raw_words = set(raw.translate(WORD_BYTES).split()) | present
+            if self.comment_index.matches(raw_words, raw):
+                return True
+        return False
+
+
+def _alias_words(view: CodeView) -> tuple[dict, frozenset]:
+    """Each name an import binds -> the words of what it stands for; and the
+    words of modules imported with `*` (any name may come from them)."""
+    aliases: dict[bytes, frozenset] = {}
+    everywhere: set[bytes] = set()
+    for node in view.nodes(ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                aliases[alias.asname.encode()] = _words(alias.name)
+    for node in view.nodes(ast.ImportFrom):
+        module = node.module or ""
+        for alias in node.names:
+            if alias.name == "*":
+                everywhere |= _words(module)
+            else:
+                bound = (alias.asname or alias.name).encode()
+                aliases[bound] = aliases.get(bound, frozenset()) | _words(f"{module}.{alias.name}")
+    return aliases, frozenset(everywhere)
+
+
+def _words(dotted: str) -> frozenset:
+    return frozenset(part.encode() for part in dotted.split(".") if part)
