@@ -7,6 +7,7 @@ of the output. No printing and no disk access happen here.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import re
@@ -18,7 +19,7 @@ from libcst import CSTNode
 
 from hpu_port.edits import EditPlan, NodeEdit, apply_plan
 from hpu_port.kinds import fallback_codes, get_kind
-from hpu_port.positions import positions_of
+from hpu_port.positions import positions_in_statements, positions_of, statement_starts, top_statements
 from hpu_port.names import ImportBinding, Scope, ScopeIndex, qualify, spell, target_name_nodes
 from hpu_port.narrow import narrow
 from hpu_port.results import FileResult, Finding
@@ -27,7 +28,7 @@ from hpu_port.settings import RuleSet
 from hpu_port.splice import splice
 from hpu_port.suppressions import scan as scan_suppressions
 from hpu_port.triggers import code_view
-from hpu_port.walk import walk
+from hpu_port.walk import walk, walk_module
 
 
 class FileContext:
@@ -47,6 +48,11 @@ class FileContext:
         self.fixed_categories: set[str] = set()
         self._hits: list[Hit] = []
         self._positions: dict = {}
+        # The top-level statement being walked (None after the walk), and the
+        # line each one starts on, when known: positions then need only the
+        # statements that hold findings generated (see hpu_port.positions).
+        self.statement: Optional[cst.CSTNode] = None
+        self.statement_starts: Optional[dict] = None
         self.suppressions = None
         self._claimed: set[cst.CSTNode] = set()
 
@@ -121,7 +127,9 @@ class FileContext:
         """
         has_fix = rule.has_fix and fix is not None
         fixable = has_fix and self.ruleset.fix_enabled(rule)
-        self._hits.append(Hit(node, rule, message, fix if fixable else None, spelling, binding, has_fix, fixable))
+        hit = Hit(node, rule, message, fix if fixable else None, spelling, binding, has_fix, fixable)
+        hit.statement = self.statement
+        self._hits.append(hit)
 
     def report_at(self, rule: Rule, line: int, message: str) -> None:
         """Record a finding about a line rather than a node (a comment, say)."""
@@ -136,12 +144,7 @@ class FileContext:
         new = [hit for hit in self._hits if hit.start is None]
         if not new:
             return
-        # The module itself needs no position pass (it starts at 1:1), so a
-        # file-level finding such as a missing import costs no second pass.
-        wanted = [hit.node for hit in new if hit.node is not self.module and hit.node not in self._positions]
-        if wanted:
-            wanted += [b.alias for b in self.scopes.bindings if b.alias not in self._positions]
-            self._positions.update(positions_of(self.module, wanted))
+        self._place({hit.node: hit.statement for hit in new if hit.node is not None})
         for hit in new:
             where = self._positions.get(hit.node)
             hit.start = (where.start.line, where.start.column + 1) if where else (1, 1)
@@ -150,6 +153,31 @@ class FileContext:
                 hit.suppressed = True
             elif hit.fixable:
                 self._plan(hit)
+
+    def _place(self, nodes: dict) -> None:
+        """Find the positions of ``nodes`` (node -> its top-level statement, or None if unknown)."""
+        # The module itself needs no position pass (it starts at 1:1), so a
+        # file-level finding such as a missing import costs no pass at all.
+        wanted = {node: statement for node, statement in nodes.items() if node is not self.module and node not in self._positions}
+        if not wanted:
+            return
+        if self.statement_starts is None:
+            self._positions.update(positions_of(self.module, self._with_import_aliases(wanted)))
+            return
+        unknown = {node for node, statement in wanted.items() if statement is None}
+        found = top_statements(self.module, unknown) if unknown else {}
+        grouped: dict = {}
+        for node, statement in wanted.items():
+            grouped.setdefault(statement or found.get(node), []).append(node)
+        if None in grouped:  # not in the module's statements: generate the whole module
+            self._positions.update(positions_of(self.module, self._with_import_aliases(wanted)))
+            return
+        self._positions.update(positions_in_statements(self.module, grouped, self.statement_starts))
+
+    def _with_import_aliases(self, nodes) -> list:
+        # A pass over the whole module places the imports too, which findings
+        # need if a fix drops one, so that no second pass is needed for them.
+        return [*nodes, *(b.alias for b in self.scopes.bindings if b.alias not in self._positions)]
 
     def _plan(self, hit: "Hit") -> None:
         self.hpu_runtime_used |= hit.rule.hpu_runtime
@@ -182,6 +210,7 @@ class FileContext:
             for hit in self._hits
             if not hit.suppressed
         ]
+        self._place(dict.fromkeys(self.plan.dropped_aliases))
         positions = self._positions
         removed_lines = {positions[a].start.line for a in self.plan.dropped_aliases if a in positions}
         fallback = fallback_codes(self.ruleset.rules)
@@ -217,6 +246,7 @@ class Hit:
     start: Optional[tuple[int, int]] = None
     end: Optional[tuple[int, int]] = None
     suppressed: bool = False
+    statement: Optional[cst.CSTNode] = None
 
 
 @dataclass
@@ -357,9 +387,13 @@ def _names_in(node: cst.CSTNode) -> list[cst.Name]:
     return collector.found
 
 
-def port_module(module: cst.Module, ruleset: RuleSet, apply: bool, source: bytes = b"") -> FileContext:
-    """Run every selected rule over a parsed module; edits are planned, not applied."""
+def port_module(
+    module: cst.Module, ruleset: RuleSet, apply: bool, source: bytes = b"", tree: Optional[ast.Module] = None
+) -> FileContext:
+    """Run every selected rule over a parsed module; edits are planned, not
+    applied. ``tree``: the standard parser's tree of the same lines, if made."""
     ctx = FileContext(module, ruleset, apply)
+    ctx.statement_starts = statement_starts(module, tree) if tree is not None else None
     ctx.suppressions = scan_suppressions(source, module.encoding) if source else None
     visitors: list[cst.BatchableCSTVisitor] = [_ScopeEnter(ctx)]
     for kind, rules in ruleset.by_kind():
@@ -367,7 +401,7 @@ def port_module(module: cst.Module, ruleset: RuleSet, apply: bool, source: bytes
         if visitor is not None:
             visitors.append(visitor)
     visitors.append(_ScopeExit(ctx))
-    walk(module, visitors)
+    walk_module(module, visitors, lambda statement: setattr(ctx, "statement", statement))
     ctx.resolve_hits()
     # Kinds that judge the other rules' results (unused suppressions) go last.
     for kind, rules in sorted(ruleset.by_kind(), key=lambda pair: getattr(pair[0], "FINISH_LAST", False)):
@@ -444,7 +478,7 @@ def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileR
         module = _parse(source, result)
     if module is None:
         return result
-    ctx = port_module(module, rules, apply, source)
+    ctx = port_module(module, rules, apply, source, view.tree if view is not None else None)
     result.findings = ctx.findings()
     result.imports_changed = bool(ctx.plan.new_imports or ctx.plan.dropped_aliases)
     if apply and ctx.plan:
@@ -513,7 +547,6 @@ def _apply(module: cst.Module, plan: EditPlan, source: bytes, result: FileResult
 
 def _describe_syntax_error(source: bytes, exc: cst.ParserSyntaxError) -> str:
     """One line naming the place and the problem, as Python itself would put it."""
-    import ast
     import warnings
 
     try:
@@ -535,7 +568,6 @@ def _reparse_problem(new: bytes, old: bytes) -> Optional[str]:
     """Why ``new`` does not parse, or None. The stdlib parser is about ten times
     faster than libcst's; libcst decides only for code this Python cannot parse
     (syntax of a newer version)."""
-    import ast
     import warnings
 
     with warnings.catch_warnings():

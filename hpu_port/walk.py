@@ -93,21 +93,39 @@ def _is_node_type(value_type: type) -> bool:
 _NODE_TYPES: dict[type, bool] = {}
 
 
-def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    children = []
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The node's children that rules look at, in source order."""
+    found = []
     for name in _child_fields(type(node)):
         value = getattr(node, name)
         value_type = type(value)
         if value_type is tuple or value_type is list:
-            children.extend(item for item in value if _is_node_type(type(item)))
+            found.extend(item for item in value if _is_node_type(type(item)))
         elif _is_node_type(value_type):
-            children.append(value)
-    return children
+            found.append(value)
+    return found
 
 
 def walk(root: cst.CSTNode, visitors: Sequence[object]) -> None:
     """Visit ``root`` and its descendants in source order, without recursion."""
+    _walk(root, *_tables(visitors))
+
+
+def walk_module(module: cst.Module, visitors: Sequence[object], on_statement: Callable) -> None:
+    """Like ``walk``, calling ``on_statement`` with each top-level statement
+    before its nodes are visited, and with None once the last one was."""
     visits, leaves = _tables(visitors)
+    for method in visits.get("Module", ()):
+        method(module)
+    for statement in module.body:
+        on_statement(statement)
+        _walk(statement, visits, leaves)
+    on_statement(None)
+    for method in leaves.get("Module", ()):
+        method(module)
+
+
+def _walk(root: cst.CSTNode, visits: dict, leaves: dict) -> None:
     stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
     pop, push = stack.pop, stack.append
     while stack:
@@ -121,6 +139,5 @@ def walk(root: cst.CSTNode, visitors: Sequence[object]) -> None:
             method(node)
         if name in leaves:
             push((node, True))
-        children = _children(node)
-        for child in reversed(children):
+        for child in reversed(children(node)):
             push((child, False))
