@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
 import libcst as cst
 
@@ -72,13 +72,45 @@ def positions_of(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict:
 
 def positions_in_statements(module: cst.Module, wanted: dict, starts: dict) -> dict:
     """Like ``positions_of``, for ``wanted``: top-level statement -> nodes in
-    it, generating only those statements; ``starts`` from ``statement_starts``."""
+    it, generating only those statements (only the methods that hold them, in
+    a class); ``starts`` from ``statement_starts``."""
     recorder = _Recorder()
     for statement, nodes in wanted.items():
-        state = _state(module, recorder, set(nodes))
-        state.line = starts[statement]
-        statement._codegen(state)
+        line, tree_node = starts[statement]
+        members = _members(statement, tree_node, nodes)
+        if members is None:
+            _generate(module, recorder, statement, nodes, line, [])
+            continue
+        indent = statement.body.indent
+        for member, (member_line, member_nodes) in members.items():
+            _generate(module, recorder, member, member_nodes, member_line, [module.default_indent if indent is None else indent])
     return recorder._computed
+
+
+def _members(statement: cst.CSTNode, tree_node: ast.AST, nodes: list) -> Optional[dict]:
+    """For a class, the methods (and other statements of its body) that hold
+    ``nodes``: member -> (its first line, its nodes); None when some node is
+    not inside one (the class itself, a base class) or the lines do not line up."""
+    if not isinstance(statement, cst.ClassDef) or not isinstance(statement.body, cst.IndentedBlock):
+        return None
+    starts = _starts(statement.body.body, tree_node.body)
+    if starts is None:
+        return None
+    holders = holding_statements(statement.body.body, set(nodes))
+    if len(holders) < len(nodes):
+        return None
+    members: dict = {}
+    for node in nodes:
+        member = holders[node]
+        members.setdefault(member, (starts[member][0], []))[1].append(node)
+    return members
+
+
+def _generate(module, recorder, statement, nodes, line: int, indent: list) -> None:
+    state = _state(module, recorder, set(nodes))
+    state.line = line
+    state.indent_tokens = indent
+    statement._codegen(state)
 
 
 def _state(module: cst.Module, recorder: _Recorder, wanted: set) -> _ChosenPositions:
@@ -92,31 +124,36 @@ def _state(module: cst.Module, recorder: _Recorder, wanted: set) -> _ChosenPosit
 
 
 def statement_starts(module: cst.Module, tree: ast.Module) -> Optional[dict]:
-    """The line each top-level statement of ``module`` starts on (its leading
-    empty and comment lines included), from the standard parser's ``tree`` of
-    the same lines; None when the two do not line up."""
-    statements = tree.body
+    """Top-level statement of ``module`` -> (the line it starts on, its leading
+    empty and comment lines included; the standard parser's node for it), from
+    that parser's ``tree`` of the same lines; None when the two do not line up."""
+    return _starts(module.body, tree.body)
+
+
+def _starts(statements: Sequence[cst.CSTNode], tree_statements: list) -> Optional[dict]:
     starts: dict = {}
     index, previous = 0, 0
-    for statement in module.body:
-        if index >= len(statements):
+    for statement in statements:
+        if index >= len(tree_statements):
             return None
-        node = statements[index]
+        node = tree_statements[index]
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
         start = first - len(statement.leading_lines)
         if start <= previous:
             return None
-        starts[statement] = previous = start
+        starts[statement] = (start, node)
+        previous = start
         index += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
-    return starts if index == len(statements) else None
+    return starts if index == len(tree_statements) else None
 
 
-def top_statements(module: cst.Module, nodes: set) -> dict:
-    """Node -> the top-level statement holding it, found by searching the tree
-    (for nodes reported after the walk, which no longer knows where it was)."""
+def holding_statements(statements: Sequence[cst.CSTNode], nodes: set) -> dict:
+    """Node -> the statement of ``statements`` holding it, found by searching
+    their trees (for nodes reported after the walk, which no longer knows
+    where it was)."""
     found: dict = {}
     remaining = set(nodes)
-    for statement in module.body:
+    for statement in statements:
         stack = [statement]
         while stack and remaining:
             node = stack.pop()

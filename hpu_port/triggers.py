@@ -21,6 +21,7 @@ import bisect
 import re
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Optional
 
 # Identifier bytes stay, everything else becomes a separator, so that
@@ -93,7 +94,15 @@ class TriggerIndex:
 
 
 def _any_occurs(triggers: list[Trigger], present: set, source: bytes) -> bool:
-    return any(t.words <= present and all(text in source for text in t.texts) for t in triggers)
+    # Plain loops: this runs for every rule on every file.
+    for trigger in triggers:
+        if trigger.words <= present:
+            for text in trigger.texts:
+                if text not in source:
+                    break
+            else:
+                return True
+    return False
 
 
 @dataclass
@@ -178,8 +187,11 @@ def _prose_and_string_spans(tree: ast.AST, by_type: dict) -> tuple[list, list]:
     prose: list = []
     strings: list = []
     stack = [tree]
+    pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
-        node = stack.pop()
+        node = pop()
+        if node is None:  # an absent item of a list (`{**x}` has a None key)
+            continue
         kind = type(node)
         found = by_type.get(kind)
         if found is None:
@@ -193,13 +205,31 @@ def _prose_and_string_spans(tree: ast.AST, by_type: dict) -> tuple[list, list]:
         if kind is ast.Expr and _is_bare_string(node.value):
             prose.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset))
             continue
-        for name in kind._fields:
+        for name in _node_fields(kind):
             value = getattr(node, name)
             if type(value) is list:
-                stack.extend(item for item in value if isinstance(item, ast.AST))
-            elif isinstance(value, ast.AST):
-                stack.append(value)
+                extend(value)
+            elif value is not None:
+                push(value)
     return prose, strings
+
+
+@lru_cache(maxsize=None)
+def _node_fields(kind: type) -> tuple:
+    """The fields of a node type that hold nodes or lists of nodes: not names,
+    numbers and flags, and not the context and operator markers (`Load`,
+    `Add`), which nothing looks at."""
+    leaves = _LEAF_FIELDS | ({"names"} if kind in (ast.Global, ast.Nonlocal) else set())
+    return tuple(name for name in kind._fields if name not in leaves)
+
+
+# Fields whose values are strings, numbers, flags, or operator markers.
+_LEAF_FIELDS = frozenset(
+    {
+        "ctx", "op", "ops", "id", "attr", "name", "arg", "asname", "module", "level", "kind",
+        "type_comment", "is_async", "conversion", "simple", "tag", "rest", "kwd_attrs",
+    }
+)
 
 
 def _is_bare_string(value: ast.AST) -> bool:
