@@ -118,17 +118,35 @@ def run(
         if source.error or ruleset is not None:
             planned.append((source, ruleset))
     results: list[Optional[FileResult]] = [None] * len(planned)
-    work: list[Task] = []
+    unanswered: list[Task] = []
     done = 0
+
+    def answered(index: int, result: FileResult) -> None:
+        nonlocal done
+        results[index] = result
+        done += 1
+        if progress is not None:
+            progress(done, len(planned), result.path)
+
     for index, (entry, ruleset) in enumerate(planned):
-        result = _answer_without_parsing(entry, ruleset, apply, cache)
+        result = _answer_from_disk(entry, ruleset, apply, cache)
         if isinstance(result, FileResult):
-            results[index] = result
-            done += 1
-            if progress is not None:
-                progress(done, len(planned), entry.path)
+            answered(index, result)
         else:
-            work.append(Task(index, entry.path, result, ruleset))
+            unanswered.append(Task(index, entry.path, result, ruleset))
+    # With many files left, the workers screen them too: screening here
+    # would keep them waiting.
+    work = unanswered
+    if jobs <= 1 or sum(len(t.source) for t in unanswered) < parallel.SCREEN_IN_POOL_BYTES:
+        work = []
+        for task in unanswered:
+            if _needs_parsing(task):
+                work.append(task)
+            else:
+                result = FileResult(path=task.path, source=task.source)
+                if cache is not None:
+                    cache.store(task.ruleset, apply, result)
+                answered(task.index, result)
     for task, result in parallel.port_all(work, apply, jobs):
         result.source = task.source
         results[task.index] = result
@@ -157,9 +175,9 @@ class Task:
     ruleset: RuleSet
 
 
-def _answer_without_parsing(entry, ruleset, apply: bool, cache: Optional[Cache]) -> Union[FileResult, bytes]:
-    """The file's result when it needs no parse (an error, a cached result, no
-    trigger text); otherwise its bytes."""
+def _answer_from_disk(entry, ruleset, apply: bool, cache: Optional[Cache]) -> Union[FileResult, bytes]:
+    """The file's result when it needs no porting (an error, a cached
+    result); otherwise its bytes."""
     if entry.error:
         return FileResult(path=entry.path, error=entry.error)
     source = _read(entry.path)
@@ -168,12 +186,12 @@ def _answer_without_parsing(entry, ruleset, apply: bool, cache: Optional[Cache])
     cached = cache.lookup(ruleset, apply, entry.path, source) if cache is not None else None
     if cached is not None:
         return cached
-    if not is_dependency_file(entry.path) and ruleset.for_source(source) is None:
-        result = FileResult(path=entry.path, source=source)
-        if cache is not None:
-            cache.store(ruleset, apply, result)
-        return result
     return source
+
+
+def _needs_parsing(task: "Task") -> bool:
+    """False when no selected rule's trigger text occurs in the file."""
+    return is_dependency_file(task.path) or task.ruleset.for_source(task.source) is not None
 
 
 def write_results(summary: RunSummary) -> None:

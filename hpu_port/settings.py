@@ -75,7 +75,8 @@ class RuleSet:
         """The triggers of the rules that read comments; None if there are none."""
         if not self._comment_rules:
             return None
-        return TriggerIndex(e for e in self._triggers.entries if e[0] in self._comment_rules)
+        reading = _ids(self._comment_rules)
+        return TriggerIndex(e for e in self._triggers.entries if id(e[0]) in reading)
 
     @cached_property
     def context_words(self) -> frozenset:
@@ -115,8 +116,10 @@ class RuleSet:
         if not any(index.has_triggers(r) for r in chosen):
             chosen = []
         if self._comment_rules:
-            kept = [r for r in self._comment_rules if r not in chosen and r in self._triggers.matching(source)]
-            chosen = [r for r in self.rules if r in chosen or r in kept] if kept else chosen
+            in_source = _ids(self._triggers.matching(source))
+            picked = _ids(chosen)
+            kept = _ids(r for r in self._comment_rules if id(r) not in picked and id(r) in in_source)
+            chosen = [r for r in self.rules if id(r) in picked or id(r) in kept] if kept else chosen
         return self._subset(chosen)
 
     def _subset(self, chosen: list[Rule]) -> Optional["RuleSet"]:
@@ -125,8 +128,14 @@ class RuleSet:
         if len(chosen) == len(self.rules):
             return self
         subset = RuleSet(chosen, self.options)
-        subset.__dict__["_triggers"] = TriggerIndex(e for e in self._triggers.entries if e[0] in chosen)
+        # By identity: comparing rules field by field costs more than the screen.
+        picked = _ids(chosen)
+        subset.__dict__["_triggers"] = TriggerIndex(e for e in self._triggers.entries if id(e[0]) in picked)
         return subset
+
+
+def _ids(rules) -> set[int]:
+    return {id(rule) for rule in rules}
 
 
 ADVICE = "advice"

@@ -66,6 +66,18 @@ class TriggerIndex:
         self.entries = list(entries)
         self.words = frozenset(w for _, triggers in self.entries for t in triggers or () for w in t.words)
         self._triggered = frozenset(id(rule) for rule, triggers in self.entries if triggers)
+        # Each trigger filed under one of its words (the longest: usually the
+        # rarest), so that a file is tested only against the triggers whose
+        # word it contains, not against every rule.
+        self._by_word: dict[bytes, list[tuple[int, Trigger]]] = {}
+        self._wordless: list[tuple[int, Trigger]] = []
+        for position, (_, triggers) in enumerate(self.entries):
+            for trigger in triggers or ():
+                if trigger.words:
+                    key = max(sorted(trigger.words), key=len)
+                    self._by_word.setdefault(key, []).append((position, trigger))
+                else:
+                    self._wordless.append((position, trigger))
 
     def has_triggers(self, rule) -> bool:
         return id(rule) in self._triggered
@@ -77,32 +89,33 @@ class TriggerIndex:
     def matching(self, source: bytes) -> list:
         """The rules whose triggers occur in ``source``, and those without triggers;
         empty when no rule with triggers matches."""
-        present = words_of(source, self.words)
-        chosen = []
-        matched = False
-        for rule, triggers in self.entries:
-            if triggers is None:
-                chosen.append(rule)
-            elif _any_occurs(triggers, present, source):
-                chosen.append(rule)
-                matched = True
-        return chosen if matched else []
+        matched = self._matched(words_of(source, self.words), source, first_only=False)
+        if not matched:
+            return []
+        return [rule for position, (rule, triggers) in enumerate(self.entries) if triggers is None or position in matched]
 
     def matches(self, present: set, source: bytes) -> bool:
         """Whether any rule's trigger occurs, given the words ``present`` in ``source``."""
-        return any(triggers and _any_occurs(triggers, present, source) for _, triggers in self.entries)
+        return bool(self._matched(present, source, first_only=True))
+
+    def _matched(self, present: set, source: bytes, first_only: bool) -> set[int]:
+        matched: set[int] = set()
+        for key in present & self._by_word.keys():
+            for position, trigger in self._by_word[key]:
+                if position not in matched and _occurs(trigger, present, source):
+                    matched.add(position)
+                    if first_only:
+                        return matched
+        for position, trigger in self._wordless:
+            if position not in matched and _occurs(trigger, present, source):
+                matched.add(position)
+                if first_only:
+                    return matched
+        return matched
 
 
-def _any_occurs(triggers: list[Trigger], present: set, source: bytes) -> bool:
-    # Plain loops: this runs for every rule on every file.
-    for trigger in triggers:
-        if trigger.words <= present:
-            for text in trigger.texts:
-                if text not in source:
-                    break
-            else:
-                return True
-    return False
+def _occurs(trigger: Trigger, present: set, source: bytes) -> bool:
+    return trigger.words <= present and all(text in source for text in trigger.texts)
 
 
 @dataclass

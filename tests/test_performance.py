@@ -34,18 +34,24 @@ def outcome(summary):
     return [(r.path, r.findings, r.new_source, r.error) for r in summary.results]
 
 
-def test_a_pool_of_workers_gives_the_same_results_in_the_same_order(tree, monkeypatch):
+@pytest.mark.parametrize("screen_in_pool", [False, True])
+@pytest.mark.parametrize("apply", [True, False])
+def test_a_pool_of_workers_gives_the_same_results_in_the_same_order(tree, monkeypatch, screen_in_pool, apply):
     rules = make_ruleset()
-    alone = run([str(tree)], rules, apply=True, jobs=1)
-    used = []
+    alone = run([str(tree)], rules, apply=apply, jobs=1)
+    sent = []
     original = parallel._port_in_pool
-    monkeypatch.setattr(parallel, "_port_in_pool", lambda *a: used.append(1) or original(*a))
+    monkeypatch.setattr(parallel, "_port_in_pool", lambda tasks, *a: sent.extend(tasks) or original(tasks, *a))
     monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "BATCH_FILES", 2)
-    pooled = run([str(tree)], rules, apply=True, jobs=2)
-    assert used, "the pool was not used"
+    if screen_in_pool:  # many files left: the workers also screen them
+        monkeypatch.setattr(parallel, "SCREEN_IN_POOL_BYTES", 0)
+    pooled = run([str(tree)], rules, apply=apply, jobs=2)
+    assert sent, "the pool was not used"
+    # util.py has nothing any rule looks for: only the workers see it, and only when they screen.
+    assert any(t.path.endswith("util.py") for t in sent) == screen_in_pool
     assert outcome(pooled) == outcome(alone)
-    assert any(r.new_source for r in alone.results) and any(r.error for r in alone.results)
+    assert any(r.findings for r in alone.results) and any(r.error for r in alone.results)
 
 
 def _check_json(tree, *options):
