@@ -4,9 +4,10 @@ The full parse costs about ten times the standard parser's, and in a big model
 file the rules usually act in a few functions out of hundreds. For `check`
 (nothing is rewritten), each top-level function and class, and each method of
 a class, is tested with the same triggers that screen whole files; one in
-which no selected rule could match becomes `def name(): pass` on its first
-line, followed by empty lines. Every other line keeps its bytes, so findings
-keep their line and column, and names stay bound where they were.
+which no selected rule could match becomes `def name():` on its first line,
+followed by a string that ends on its last line. Every other line keeps its
+bytes, so findings keep their line and column, and names stay bound where
+they were.
 
 A unit is kept when:
 - its code, with the words an import alias stands for (`sync` is
@@ -53,9 +54,16 @@ def narrow(source: bytes, view: CodeView, rules: "RuleSet") -> Optional[bytes]:
         return None
     lines = list(raw_lines)
     for node, first, last in stubs:
-        lines[first - 1] = _stub(node, raw_lines) + _ending(raw_lines[first - 1])
-        for number in range(first + 1, last + 1):
+        header = _stub_header(node, raw_lines)
+        if first == last:
+            lines[first - 1] = header + b" pass" + _ending(raw_lines[first - 1])
+            continue
+        # One string spanning the unit's other lines: a single token for the
+        # parser, where empty lines would each be a node.
+        lines[first - 1] = header + b' """' + _ending(raw_lines[first - 1])
+        for number in range(first + 1, last):
             lines[number - 1] = _ending(raw_lines[number - 1])
+        lines[last - 1] = b'"""' + _ending(raw_lines[last - 1])
     return b"".join(lines)
 
 
@@ -75,12 +83,12 @@ def _units(body: list, relevant: "_Relevance", raw_lines: list, code_lines: list
             yield from _units(node.body, relevant, raw_lines, code_lines)
 
 
-def _stub(node: ast.AST, raw_lines: list) -> bytes:
+def _stub_header(node: ast.AST, raw_lines: list) -> bytes:
     line = raw_lines[node.lineno - 1]
     indent = line[: len(line) - len(line.lstrip(b" \t\f"))]
     keyword = b"class " if isinstance(node, ast.ClassDef) else b"def "
     signature = b":" if isinstance(node, ast.ClassDef) else b"():"
-    return indent + keyword + node.name.encode() + signature + b" pass"
+    return indent + keyword + node.name.encode() + signature
 
 
 def _ending(line: bytes) -> bytes:
