@@ -3,8 +3,9 @@
 In ``for i in range(...)``, indexing a tensor with ``i`` (``steps[i]``) or
 passing ``i`` to one of the ``calls`` (tensor factories such as
 ``torch.arange``) puts a different constant in the graph on every iteration.
-A name counts as a tensor when the file assigns it the result of a call of
-something under one of the ``tensor-modules`` (``steps = torch.linspace(...)``).
+A name counts as a tensor when it is assigned the result of a call of
+something under one of the ``tensor-modules`` (``steps = torch.linspace(...)``)
+in the same function, or in one that encloses it, or at module level.
 """
 
 from __future__ import annotations
