@@ -10,8 +10,8 @@ bytes, so findings keep their line and column, and names stay bound where
 they were.
 
 A unit is kept when:
-- its code, with the words an import alias stands for (`sync` is
-  `torch.cuda.synchronize`), matches a selected rule's triggers, or its raw
+- its code, with each import alias spelled out (`sync()` is
+  `torch.cuda.synchronize()`), matches a selected rule's triggers, or its raw
   text (comments too) matches a rule that reads comments;
 - it mentions a word some rule consults elsewhere in the file (`Kind.context_words`:
   the optimizer constructors that tell `opt.step()` is a step, say);
@@ -27,6 +27,7 @@ use that could be rewritten is never stubbed.
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING, Iterator, Optional
 
 from hpu_port.triggers import WORD_BYTES, CodeView, TriggerIndex
@@ -104,43 +105,57 @@ class _Relevance:
         self.index: TriggerIndex = rules.trigger_index
         self.comment_index: Optional[TriggerIndex] = rules.comment_trigger_index
         self.context = rules.context_words
-        self.aliases, self.everywhere = _alias_words(view)
+        self.aliases, self.everywhere = _aliases(view)
+        names = sorted(self.aliases, key=len, reverse=True)
+        self.alias_pattern = re.compile(rb"\b(" + b"|".join(map(re.escape, names)) + rb")\b") if names else None
 
     def __call__(self, code: bytes, raw: bytes) -> bool:
         words = set(code.translate(WORD_BYTES).split())
         if b"global" in words or b"nonlocal" in words:
             return True
-        present = words | self.everywhere
-        for word in words & self.aliases.keys():
-            present |= self.aliases[word]
-        if present & self.context or self.index.matches(present, code):
+        spelled = self._spelled_out(code, words)
+        if spelled:
+            code += b"\n" + spelled
+            raw += b"\n" + spelled
+            words |= set(spelled.translate(WORD_BYTES).split())
+        if words & self.context or self.index.matches(words, code):
             return True
         if self.comment_index is not None:
-            raw_words = set(raw.translate(WORD_BYTES).split()) | present
+            raw_words = set(raw.translate(WORD_BYTES).split()) | words
             if self.comment_index.matches(raw_words, raw):
                 return True
         return False
 
+    def _spelled_out(self, code: bytes, words: set) -> bytes:
+        """The unit's code with each import alias written as what it stands
+        for (`sync()` -> `torch.cuda.synchronize()`), so that triggers match
+        as they would on the full name; and the modules imported with `*`."""
+        used = words & self.aliases.keys()
+        if not used and not self.everywhere:
+            return b""
+        parts = list(self.everywhere)
+        if used:
+            parts.append(self.alias_pattern.sub(lambda m: self.aliases[m.group(1)][0], code))
+            # An alias bound by several imports (`try: ... except ImportError:`)
+            parts += [target for name in used for target in self.aliases[name][1:]]
+        return b"\n".join(parts)
 
-def _alias_words(view: CodeView) -> tuple[dict, frozenset]:
-    """Each name an import binds -> the words of what it stands for; and the
-    words of modules imported with `*` (any name may come from them)."""
-    aliases: dict[bytes, frozenset] = {}
-    everywhere: set[bytes] = set()
+
+def _aliases(view: CodeView) -> tuple[dict, list]:
+    """Each name an import binds to something else -> the dotted names it
+    stands for; and the modules imported with `*` (any name may come from them)."""
+    aliases: dict[bytes, list] = {}
+    everywhere: list[bytes] = []
     for node in view.nodes(ast.Import):
         for alias in node.names:
             if alias.asname:
-                aliases[alias.asname.encode()] = _words(alias.name)
+                aliases.setdefault(alias.asname.encode(), []).append(alias.name.encode())
     for node in view.nodes(ast.ImportFrom):
         module = node.module or ""
         for alias in node.names:
             if alias.name == "*":
-                everywhere |= _words(module)
+                everywhere.append(module.encode())
             else:
-                bound = (alias.asname or alias.name).encode()
-                aliases[bound] = aliases.get(bound, frozenset()) | _words(f"{module}.{alias.name}")
-    return aliases, frozenset(everywhere)
-
-
-def _words(dotted: str) -> frozenset:
-    return frozenset(part.encode() for part in dotted.split(".") if part)
+                target = f"{module}.{alias.name}" if module else alias.name
+                aliases.setdefault((alias.asname or alias.name).encode(), []).append(target.encode())
+    return aliases, everywhere

@@ -219,6 +219,15 @@ def _narrowing_cases():
         def c():
             return 2
     ''')
+    yield "text-trigger-through-an-alias.py", source('''
+        from torch.hub import get_dir
+
+        def cache_dir():
+            return get_dir()
+
+        def unrelated():
+            return 0
+    ''')
     yield "autocast-elsewhere.py", source('''
         import torch
 
