@@ -28,7 +28,7 @@ from hpu_port.rules import Rule
 from hpu_port.settings import RuleSet
 from hpu_port.splice import splice
 from hpu_port.suppressions import scan as scan_suppressions
-from hpu_port.triggers import code_view
+from hpu_port.triggers import CodeView, code_view
 from hpu_port.walk import walk, walk_module
 
 
@@ -476,12 +476,7 @@ def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileR
     rules = rules.for_code(source, view)
     if rules is None:
         return result
-    # Only reporting: code no rule could act on need not be parsed in full.
-    narrowed = narrow(source, view, rules) if NARROW and not apply and view is not None else None
-    module = _parse(narrowed, result) if narrowed else None
-    if module is None:
-        result.error = None
-        module = _parse(source, result)
+    module = _parse_what_rules_read(source, view, rules, apply, result)
     if module is None:
         return result
     ctx = port_module(module, rules, apply, source, view.tree if view is not None else None)
@@ -490,6 +485,20 @@ def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileR
     if apply and ctx.plan:
         _apply(module, ctx.plan, source, result)
     return result
+
+
+def _parse_what_rules_read(
+    source: bytes, view: Optional[CodeView], rules: RuleSet, apply: bool, result: FileResult
+) -> Optional[cst.Module]:
+    """The file's libcst tree; when only reporting, with the code no rule
+    could act on stubbed out (see hpu_port.narrow)."""
+    narrowed = narrow(source, view, rules) if NARROW and not apply and view is not None else None
+    if narrowed is not None:
+        module = _parse(narrowed, result)
+        if module is not None:
+            return module
+        result.error = None  # stubs of code that parses always parse; if not, parse it all
+    return _parse(source, result)
 
 
 def _parse(source: bytes, result: FileResult) -> Optional[cst.Module]:

@@ -55,17 +55,22 @@ def narrow(source: bytes, view: CodeView, rules: "RuleSet") -> Optional[bytes]:
         return None
     lines = list(raw_lines)
     for node, first, last in stubs:
-        header = _stub_header(node, raw_lines)
-        if first == last:
-            lines[first - 1] = header + b" pass" + _ending(raw_lines[first - 1])
-            continue
-        # One string spanning the unit's other lines: a single token for the
-        # parser, where empty lines would each be a node.
-        lines[first - 1] = header + b' """' + _ending(raw_lines[first - 1])
-        for number in range(first + 1, last):
-            lines[number - 1] = _ending(raw_lines[number - 1])
-        lines[last - 1] = b'"""' + _ending(raw_lines[last - 1])
+        _write_stub(lines, node, first, last)
     return b"".join(lines)
+
+
+def _write_stub(lines: list, node: ast.AST, first: int, last: int) -> None:
+    """Replace lines ``first``..``last`` (1-based) by a stub binding the same name."""
+    header = _stub_header(node, lines)
+    if first == last:
+        lines[first - 1] = header + b" pass" + _ending(lines[first - 1])
+        return
+    # One string spanning the unit's other lines: a single token for the
+    # parser, where empty lines would each be a node.
+    lines[first - 1] = header + b' """' + _ending(lines[first - 1])
+    for number in range(first + 1, last):
+        lines[number - 1] = _ending(lines[number - 1])
+    lines[last - 1] = b'"""' + _ending(lines[last - 1])
 
 
 def _units(body: list, relevant: "_Relevance", raw_lines: list, code_lines: list) -> Iterator[tuple]:
