@@ -162,23 +162,23 @@ class FileContext:
         wanted = {node: statement for node, statement in nodes.items() if node is not self.module and node not in self._positions}
         if not wanted:
             return
-        if self.statement_starts is None:
-            self._positions.update(positions_of(self.module, self._with_import_aliases(wanted)))
+        grouped = self._by_statement(wanted) if self.statement_starts is not None else None
+        if grouped is not None:
+            self._positions.update(positions_in_statements(self.module, grouped, self.statement_starts))
             return
+        # A pass over the whole module places the imports too, which findings
+        # need if a fix drops one, so that no second pass is needed for them.
+        aliases = [b.alias for b in self.scopes.bindings if b.alias not in self._positions]
+        self._positions.update(positions_of(self.module, [*wanted, *aliases]))
+
+    def _by_statement(self, wanted: dict) -> Optional[dict]:
+        """Top-level statement -> the nodes it holds; None if some node is in none."""
         unknown = {node for node, statement in wanted.items() if statement is None}
         found = holding_statements(self.module.body, unknown) if unknown else {}
         grouped: dict = {}
         for node, statement in wanted.items():
             grouped.setdefault(statement or found.get(node), []).append(node)
-        if None in grouped:  # not in the module's statements: generate the whole module
-            self._positions.update(positions_of(self.module, self._with_import_aliases(wanted)))
-            return
-        self._positions.update(positions_in_statements(self.module, grouped, self.statement_starts))
-
-    def _with_import_aliases(self, nodes) -> list:
-        # A pass over the whole module places the imports too, which findings
-        # need if a fix drops one, so that no second pass is needed for them.
-        return [*nodes, *(b.alias for b in self.scopes.bindings if b.alias not in self._positions)]
+        return None if None in grouped else grouped
 
     def _plan(self, hit: "Hit") -> None:
         self.hpu_runtime_used |= hit.rule.hpu_runtime

@@ -30,7 +30,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from hpu_port.triggers import WORD_BYTES, CodeView, TriggerIndex
+from hpu_port.triggers import WORD_BYTES, CodeView, TriggerIndex, first_line
 
 if TYPE_CHECKING:
     from hpu_port.settings import RuleSet
@@ -79,7 +79,7 @@ def _units(body: list, relevant: "_Relevance", raw_lines: list, code_lines: list
     for node in body:
         if not isinstance(node, _UNITS):
             continue
-        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        first = first_line(node)
         last = node.end_lineno
         code = b"".join(code_lines[first - 1:last])
         raw = b"".join(raw_lines[first - 1:last])

@@ -16,6 +16,7 @@ from typing import Iterable, Optional, Sequence
 
 import libcst as cst
 
+from hpu_port.triggers import first_line
 from hpu_port.walk import children
 from libcst._position import CodePosition, CodeRange
 from libcst.metadata.position_provider import PositionProvidingCodegenState
@@ -137,8 +138,7 @@ def _starts(statements: Sequence[cst.CSTNode], tree_statements: list) -> Optiona
         if index >= len(tree_statements):
             return None
         node = tree_statements[index]
-        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-        start = first - len(statement.leading_lines)
+        start = first_line(node) - len(statement.leading_lines)
         if start <= previous:
             return None
         starts[statement] = (start, node)

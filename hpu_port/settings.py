@@ -63,12 +63,8 @@ class RuleSet:
         return frozenset(m for rule in self.rules for m in rule.remove_imports_of)
 
     @cached_property
-    def _triggers(self) -> TriggerIndex:
-        return TriggerIndex((rule, rule_triggers(rule) or None) for rule in self.rules)
-
-    @property
     def trigger_index(self) -> TriggerIndex:
-        return self._triggers
+        return TriggerIndex((rule, rule_triggers(rule) or None) for rule in self.rules)
 
     @cached_property
     def comment_trigger_index(self) -> Optional[TriggerIndex]:
@@ -76,7 +72,7 @@ class RuleSet:
         if not self._comment_rules:
             return None
         reading = _ids(self._comment_rules)
-        return TriggerIndex(e for e in self._triggers.entries if id(e[0]) in reading)
+        return TriggerIndex(e for e in self.trigger_index.entries if id(e[0]) in reading)
 
     @cached_property
     def context_words(self) -> frozenset:
@@ -99,7 +95,7 @@ class RuleSet:
         visitor, not by all of them. Rules without triggers (imports added as a
         consequence of other fixes) ride along with the others.
         """
-        return self._subset(self._triggers.matching(source))
+        return self._subset(self.trigger_index.matching(source))
 
     def for_code(self, source: bytes, view: Optional[CodeView] = None) -> Optional["RuleSet"]:
         """Like ``for_source``, but judged from the code alone: comments and
@@ -110,13 +106,13 @@ class RuleSet:
         view = view or code_view(source)
         if view is None:
             return self
-        chosen = self._triggers.matching(view.text)
-        index = self._triggers
+        index = self.trigger_index
+        chosen = index.matching(view.text)
         chosen = [r for r in chosen if not index.has_triggers(r) or get_kind(r.kind).screen(r, view)]
         if not any(index.has_triggers(r) for r in chosen):
             chosen = []
         if self._comment_rules:
-            in_source = _ids(self._triggers.matching(source))
+            in_source = _ids(self.comment_trigger_index.matching(source))
             picked = _ids(chosen)
             kept = _ids(r for r in self._comment_rules if id(r) not in picked and id(r) in in_source)
             chosen = [r for r in self.rules if id(r) in picked or id(r) in kept] if kept else chosen
@@ -130,7 +126,7 @@ class RuleSet:
         subset = RuleSet(chosen, self.options)
         # By identity: comparing rules field by field costs more than the screen.
         picked = _ids(chosen)
-        subset.__dict__["_triggers"] = TriggerIndex(e for e in self._triggers.entries if id(e[0]) in picked)
+        subset.__dict__["trigger_index"] = TriggerIndex(e for e in self.trigger_index.entries if id(e[0]) in picked)
         return subset
 
 

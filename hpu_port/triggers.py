@@ -22,6 +22,7 @@ import re
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 from typing import Iterable, Optional
 
 # Identifier bytes stay, everything else becomes a separator, so that
@@ -99,18 +100,13 @@ class TriggerIndex:
         return bool(self._matched(present, source, first_only=True))
 
     def _matched(self, present: set, source: bytes, first_only: bool) -> set[int]:
+        filed = chain.from_iterable(self._by_word[key] for key in present & self._by_word.keys())
         matched: set[int] = set()
-        for key in present & self._by_word.keys():
-            for position, trigger in self._by_word[key]:
-                if position not in matched and _occurs(trigger, present, source):
-                    matched.add(position)
-                    if first_only:
-                        return matched
-        for position, trigger in self._wordless:
+        for position, trigger in chain(filed, self._wordless):
             if position not in matched and _occurs(trigger, present, source):
                 matched.add(position)
                 if first_only:
-                    return matched
+                    break
         return matched
 
 
@@ -142,6 +138,11 @@ class CodeView:
             if modules is None or (node.module and node.module.split(".")[0] in modules):
                 names.update(alias.asname or alias.name for alias in node.names)
         return names
+
+
+def first_line(statement: ast.stmt) -> int:
+    """The line a statement starts on, its decorators included."""
+    return min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
 
 
 def ast_root(expr: ast.AST) -> Optional[str]:
