@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING, Iterator, Optional
 
 from hpu_port.triggers import WORD_BYTES, CodeView, TriggerIndex, first_line
@@ -110,9 +111,17 @@ class _Relevance:
         self.index: TriggerIndex = rules.trigger_index
         self.comment_index: Optional[TriggerIndex] = rules.comment_trigger_index
         self.context = rules.context_words
-        self.aliases, self.everywhere = _aliases(view)
-        names = sorted(self.aliases, key=len, reverse=True)
-        self.alias_pattern = re.compile(rb"\b(" + b"|".join(map(re.escape, names)) + rb")\b") if names else None
+        aliases, self.everywhere = _aliases(view)
+        # Only aliases whose spelled-out name could make some rule match
+        # (`nn` for `torch.nn`, not `logging` for `transformers.utils.logging`).
+        self.aliases = {name: targets for name, targets in aliases.items() if self._could_matter(targets)}
+        self.alias_pattern = _alias_pattern(tuple(sorted(self.aliases))) if self.aliases else None
+
+    def _could_matter(self, targets: list) -> bool:
+        words = {w for target in targets for w in target.split(b".")}
+        if words & self.context or self.index.could_use(words):
+            return True
+        return self.comment_index is not None and self.comment_index.could_use(words)
 
     def __call__(self, code: bytes, raw: bytes) -> bool:
         words = set(code.translate(WORD_BYTES).split())
@@ -144,6 +153,13 @@ class _Relevance:
             # An alias bound by several imports (`try: ... except ImportError:`)
             parts += [target for name in used for target in self.aliases[name][1:]]
         return b"\n".join(parts)
+
+
+@lru_cache(maxsize=256)
+def _alias_pattern(names: tuple) -> "re.Pattern":
+    # Files of a package mostly import the same few names; compiled once each.
+    longest_first = sorted(names, key=len, reverse=True)
+    return re.compile(rb"\b(" + b"|".join(map(re.escape, longest_first)) + rb")\b")
 
 
 def _aliases(view: CodeView) -> tuple[dict, list]:

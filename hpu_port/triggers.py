@@ -23,7 +23,7 @@ import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 # Identifier bytes stay, everything else becomes a separator, so that
 # `source.translate(WORD_BYTES).split()` lists the identifiers of a file (and the
@@ -53,9 +53,9 @@ def text_trigger(text: str) -> Trigger:
     return Trigger(words=frozenset(w.encode() for w in enclosed), texts=frozenset({text.encode()}))
 
 
-def words_of(source: bytes, wanted: frozenset) -> set:
-    """The ``wanted`` identifiers that occur in ``source`` as whole words."""
-    return wanted.intersection(source.translate(WORD_BYTES).split())
+def words_in(source: bytes) -> set:
+    """Every identifier of ``source`` (and every word of its strings and comments)."""
+    return set(source.translate(WORD_BYTES).split())
 
 
 class TriggerIndex:
@@ -65,7 +65,10 @@ class TriggerIndex:
         # None: the rule has no triggers and rides along with the others
         # (an import added as the consequence of another rule's fix).
         self.entries = list(entries)
-        self.words = frozenset(w for _, triggers in self.entries for t in triggers or () for w in t.words)
+        every = [t for _, triggers in self.entries for t in triggers or ()]
+        self._words = frozenset(w for t in every for w in t.words)
+        self._text_parts = frozenset(part for t in every for text in t.texts for part in _word_parts(text))
+        self._text_without_words = any(not _word_parts(text) for t in every for text in t.texts)
         self._triggered = frozenset(id(rule) for rule, triggers in self.entries if triggers)
         # Each trigger filed under one of its words (the longest: usually the
         # rarest), so that a file is tested only against the triggers whose
@@ -80,6 +83,13 @@ class TriggerIndex:
                 else:
                     self._wordless.append((position, trigger))
 
+    def could_use(self, words: Iterable[bytes]) -> bool:
+        """Whether adding ``words`` to a text could make a trigger match it: one
+        is a trigger's word, or holds part of a trigger's text."""
+        if self._text_without_words:
+            return True
+        return any(w in self._words or any(part in w for part in self._text_parts) for w in words)
+
     def has_triggers(self, rule) -> bool:
         return id(rule) in self._triggered
 
@@ -90,42 +100,87 @@ class TriggerIndex:
     def matching(self, source: bytes) -> list:
         """The rules whose triggers occur in ``source``, and those without triggers;
         empty when no rule with triggers matches."""
-        matched = self._matched(words_of(source, self.words), source, first_only=False)
+        matched = self._matched(words_in(source), source, first_only=False)
         if not matched:
             return []
         return [rule for position, (rule, triggers) in enumerate(self.entries) if triggers is None or position in matched]
 
-    def matches(self, present: set, source: bytes) -> bool:
-        """Whether any rule's trigger occurs, given the words ``present`` in ``source``."""
-        return bool(self._matched(present, source, first_only=True))
+    def matches(self, words: set, source: bytes) -> bool:
+        """Whether any rule's trigger occurs in ``source``, whose words are ``words``."""
+        return bool(self._matched(words, source, first_only=True))
 
-    def _matched(self, present: set, source: bytes, first_only: bool) -> set[int]:
-        filed = chain.from_iterable(self._by_word[key] for key in present & self._by_word.keys())
+    def _matched(self, words: set, source: bytes, first_only: bool) -> set[int]:
+        filed = chain.from_iterable(self._by_word[key] for key in words & self._by_word.keys())
+        texts = _Texts(words, source)
         matched: set[int] = set()
         for position, trigger in chain(filed, self._wordless):
-            if position not in matched and _occurs(trigger, present, source):
+            if position not in matched and trigger.words <= words and all(map(texts.occurs, trigger.texts)):
                 matched.add(position)
                 if first_only:
                     break
         return matched
 
 
-def _occurs(trigger: Trigger, present: set, source: bytes) -> bool:
-    return trigger.words <= present and all(text in source for text in trigger.texts)
+class _Texts:
+    """Whether pieces of text occur in a file, each looked up once.
+
+    Many triggers are texts (`cuda`, `.backward(`) tested against every file.
+    A text made only of identifier characters occurs exactly when it is part of
+    one of the file's distinct words, and those, joined, are a small fraction of
+    the file; other texts are looked for in the file once their identifier
+    parts were found among its words.
+    """
+
+    def __init__(self, words: set, source: bytes) -> None:
+        self._words = words
+        self._source = source
+        self._joined: Optional[bytes] = None
+        self._seen: dict[bytes, bool] = {}
+
+    def occurs(self, text: bytes) -> bool:
+        found = self._seen.get(text)
+        if found is None:
+            found = self._seen[text] = self._look_up(text)
+        return found
+
+    def _look_up(self, text: bytes) -> bool:
+        if self._joined is None:
+            self._joined = b" ".join(self._words)
+        parts = _word_parts(text)
+        if not all(part in self._joined for part in parts):
+            return False
+        return parts == (text,) or text in self._source
 
 
-@dataclass
+@lru_cache(maxsize=None)
+def _word_parts(text: bytes) -> tuple:
+    return tuple(_WORD_BYTES.findall(text))
+
+
+_WORD_BYTES = re.compile(rb"[A-Za-z0-9_]+")
+
+
 class CodeView:
     """A file as the standard parser sees it: its tree, its nodes by type, and
     its text with comments and bare string statements blanked out (line
-    structure kept)."""
+    structure kept).
 
-    tree: ast.AST
-    text: bytes
-    by_type: dict
+    Statements are indexed when the view is made; other nodes (calls, names)
+    only when a kind's screen first asks for them, since walking every
+    expression of a big file costs about half of parsing it."""
+
+    def __init__(self, tree: ast.AST, text: bytes, statements: dict) -> None:
+        self.tree = tree
+        self.text = text
+        self._statements = statements
+        self._everything: Optional[dict] = None
 
     def nodes(self, node_type: type) -> list:
-        return self.by_type.get(node_type, [])
+        if issubclass(node_type, ast.stmt):
+            return self._statements.get(node_type, [])
+        if self._everything is None:
+            self._everything = _nodes_by_type(self.tree)
+        return self._everything.get(node_type, [])
 
     def imported_names(self, modules: Optional[set] = None) -> set:
         """Names the file's imports bind (only those from ``modules``, if given)."""
@@ -168,14 +223,15 @@ def code_view(source: bytes) -> Optional[CodeView]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     lines = source.splitlines(keepends=True)
-    by_type: dict = {}
-    prose, strings = _prose_and_string_spans(tree, by_type)
-    blanked = [bytearray(line) for line in lines]
+    with_hash = [number for number, line in enumerate(lines, 1) if b"#" in line]
+    statements: dict = {}
+    prose, strings = _prose_and_string_spans(tree, with_hash, statements)
+    blanked = list(lines)
     for span in prose:
         _blank(blanked, span)
-    for number, start in _comment_starts(lines, strings):
+    for number, start in _comment_starts(lines, with_hash, strings):
         _blank(blanked, (number, start, number, len(lines[number - 1])))
-    return CodeView(tree, b"".join(blanked), by_type)
+    return CodeView(tree, b"".join(blanked), statements)
 
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -195,37 +251,104 @@ def _declares_other_encoding(source: bytes) -> bool:
 Span = tuple  # (first line, first column, last line, end column): 1-based lines, byte columns
 
 
-def _prose_and_string_spans(tree: ast.AST, by_type: dict) -> tuple[list, list]:
-    # A hand-rolled walk: ast.walk costs three times the parse on big files.
-    # It also files every node under its type, for the kinds' screens.
+def _prose_and_string_spans(tree: ast.AST, with_hash: list, statements: dict) -> tuple[list, list]:
+    """The spans of bare string statements (docstrings) and of the strings
+    that share a line with a `#` (which is then no comment); every statement
+    filed under its type on the way.
+
+    Only statements are walked, and the expressions of a simple statement
+    only when one of its lines holds a `#`: most lines hold none.
+    """
     prose: list = []
     strings: list = []
-    stack = [tree]
+    stack = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        statements.setdefault(kind, []).append(node)
+        if kind is ast.Expr and _is_bare_string(node.value):
+            prose.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset))
+            continue
+        children = _statement_children(node)
+        if children:
+            stack.extend(reversed(children))
+            _strings_in(_header_of(node), strings)
+        elif _holds_a_hash(with_hash, node.lineno, node.end_lineno):
+            _strings_in([node], strings)
+    return prose, strings
+
+
+def _statement_children(node: ast.stmt) -> list:
+    children: list = []
+    for name in ("body", "orelse", "finalbody"):
+        value = getattr(node, name, None)
+        if value:
+            children.extend(value)
+    for group in getattr(node, "handlers", ()) or getattr(node, "cases", ()):
+        children.extend(group.body)
+    return children
+
+
+def _header_of(node: ast.stmt) -> list:
+    """What a compound statement holds besides its statements (a loop's
+    target and iterable, a function's decorators and arguments, an except
+    clause's exception)."""
+    parts = [
+        getattr(node, name)
+        for name in _node_fields(type(node))
+        if name not in ("body", "orelse", "finalbody", "handlers", "cases")
+    ]
+    for group in getattr(node, "handlers", ()):
+        parts.append(group.type)
+    for group in getattr(node, "cases", ()):
+        parts += [group.pattern, group.guard]
+    return parts
+
+
+def _holds_a_hash(with_hash: list, first: int, last: int) -> bool:
+    index = bisect.bisect_left(with_hash, first)
+    return index < len(with_hash) and with_hash[index] <= last
+
+
+def _strings_in(roots: list, strings: list) -> None:
+    """Adds the span of every string constant and f-string under ``roots``."""
+    for node in _walk_expressions(roots):
+        kind = type(node)
+        if kind is ast.JoinedStr or (kind is ast.Constant and isinstance(node.value, (str, bytes))):
+            strings.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset))
+
+
+def _nodes_by_type(tree: ast.AST) -> dict:
+    by_type: dict = {}
+    for node in _walk_expressions([tree]):
+        by_type.setdefault(type(node), []).append(node)
+    return by_type
+
+
+# A constant holds no node; an f-string is taken as one string.
+_NOT_ENTERED = (ast.Constant, ast.JoinedStr)
+
+
+def _walk_expressions(roots: list) -> Iterator[ast.AST]:
+    # A hand-rolled walk: ast.walk costs three times the parse on big files.
+    stack = [root for root in roots if root is not None]
     pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
         node = pop()
         if node is None:  # an absent item of a list (`{**x}` has a None key)
             continue
-        kind = type(node)
-        found = by_type.get(kind)
-        if found is None:
-            by_type[kind] = [node]
-        else:
-            found.append(node)
-        if kind is ast.Constant or kind is ast.JoinedStr:
-            if kind is ast.JoinedStr or isinstance(node.value, (str, bytes)):
-                strings.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset))
+        if type(node) is list:
+            extend(node)
             continue
-        if kind is ast.Expr and _is_bare_string(node.value):
-            prose.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset))
+        yield node
+        if type(node) in _NOT_ENTERED:
             continue
-        for name in _node_fields(kind):
+        for name in _node_fields(type(node)):
             value = getattr(node, name)
             if type(value) is list:
                 extend(value)
             elif value is not None:
                 push(value)
-    return prose, strings
 
 
 @lru_cache(maxsize=None)
@@ -250,9 +373,8 @@ def _is_bare_string(value: ast.AST) -> bool:
     return isinstance(value, ast.JoinedStr) or (isinstance(value, ast.Constant) and isinstance(value.value, (str, bytes)))
 
 
-def _comment_starts(lines: list, strings: list) -> list:
+def _comment_starts(lines: list, with_hash: list, strings: list) -> list:
     """(line, column) of each `#` that starts a comment: one outside every string."""
-    with_hash = [n for n, line in enumerate(lines, 1) if b"#" in line]
     if not with_hash:
         return []
     inside: dict[int, list] = {}
@@ -283,4 +405,4 @@ def _blank(lines: list, span: Span) -> None:
         a = start if number == first else 0
         b = min(end if number == last else text_end, text_end)
         if a < b:
-            line[a:b] = b" " * (b - a)
+            lines[number - 1] = line[:a] + b" " * (b - a) + line[b:]

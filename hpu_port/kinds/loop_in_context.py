@@ -57,9 +57,9 @@ class LoopInContext(Kind):
         # expression ends in one of the contexts' names; imports are not
         # resolved here, so this only ever keeps too much.
         last_parts = {name.rsplit(".", 1)[-1] for name in rule.params["contexts"]}
-        loops = _loops_under(view.tree, last_parts)
-        if not rule.params["forward-calls"]:
-            return next(loops, None) is not None
+        loops = list(_loops_under(view.tree, last_parts))
+        if not loops or not rule.params["forward-calls"]:
+            return bool(loops)
         # Imports and builtins are no model, unless the file rebinds the name.
         not_models = (view.imported_names() | _BUILTINS) - _bound_names(view)
         return any(_calls_a_model(loop, not_models) for loop in loops)

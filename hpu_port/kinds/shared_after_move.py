@@ -30,19 +30,22 @@ class SharedAfterMove(Kind):
         return [text_trigger(f".{m}(") for m in sorted(rule.params["move-methods"])]
 
     def screen(self, rule, view):
-        # Some name is moved (`m.to(...)`) and has one attribute assigned another.
-        methods = rule.params["move-methods"]
-        moved = {
-            call.func.value.id
-            for call in view.nodes(ast.Call)
-            if isinstance(call.func, ast.Attribute) and call.func.attr in methods and isinstance(call.func.value, ast.Name)
-        }
+        # Some name has one attribute assigned another (a statement, so cheap
+        # to find) and is moved (`m.to(...)`).
+        tied = set()
         for node in view.nodes(ast.Assign):
             if len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) and isinstance(node.value, ast.Attribute):
                 root = ast_root(node.targets[0])
-                if root in moved and root == ast_root(node.value):
-                    return True
-        return False
+                if root is not None and root == ast_root(node.value):
+                    tied.add(root)
+        if not tied:
+            return False
+        methods = rule.params["move-methods"]
+        return any(
+            isinstance(call.func, ast.Attribute) and call.func.attr in methods and isinstance(call.func.value, ast.Name)
+            and call.func.value.id in tied
+            for call in view.nodes(ast.Call)
+        )
 
     def visitor(self, rules, ctx):
         return _Visitor(ctx, rules)
