@@ -22,7 +22,8 @@ import re
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, compress, count, repeat
+from operator import contains
 from typing import Iterable, Iterator, Optional
 
 # Identifier bytes stay, everything else becomes a separator, so that
@@ -223,7 +224,8 @@ def code_view(source: bytes) -> Optional[CodeView]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     lines = source.splitlines(keepends=True)
-    with_hash = [number for number, line in enumerate(lines, 1) if b"#" in line]
+    # The numbers of the lines holding a `#`, counted in C (a big file has a million lines).
+    with_hash = list(compress(count(1), map(contains, lines, repeat(b"#"))))
     statements: dict = {}
     prose, strings = _prose_and_string_spans(tree, with_hash, statements)
     blanked = list(lines)
@@ -240,7 +242,10 @@ _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 def _declares_other_encoding(source: bytes) -> bool:
     # The parser's column offsets count UTF-8 bytes of the decoded text;
     # they match the file's bytes only when the file is UTF-8.
-    for line in source.splitlines()[:2]:
+    head = source[:4096]
+    if head.count(b"\n") + head.count(b"\r") < 2:  # the first two lines are longer
+        head = source
+    for line in head.splitlines()[:2]:
         match = _COOKIE.match(line)
         if match:
             name = match.group(1).decode("ascii", "replace").lower().replace("_", "-")

@@ -111,6 +111,33 @@ def test_the_loop_screen_keeps_loops_under_the_context_and_drops_the_others():
     assert [f.code for f in port_source("f.py", under, rules).findings] == ["HPU204"]
 
 
+@pytest.mark.parametrize(
+    "header, call, kept",
+    [
+        ("import torch", "print(batch)", False),  # a builtin is no model
+        ("import torch\nfrom tqdm import tqdm", "tqdm(batch)", False),  # nor is an import
+        ("import torch", "run(batch)", True),  # a name the file does not import may be one
+        ("import torch\nfrom tqdm import tqdm\ntqdm = load()", "tqdm(batch)", True),  # rebound
+        ("import torch\ndef f(print): pass", "print(batch)", True),  # a parameter's name
+        ("import torch", "self.net(batch)", True),  # a method named like a model's
+    ],
+)
+def test_the_inference_loop_screen_decides_like_the_rule(header, call, kept):
+    rules = make_ruleset(select=["HPU204"])
+    text = (header + "\nwith torch.no_grad():\n    for batch in batches:\n        " + call + "\n").encode()
+    assert (rules.for_code(text) is not None) == kept
+    if not kept:  # the screen may keep too much, never too little
+        assert_same_findings_with_and_without_screens(text, rules)
+
+
+def assert_same_findings_with_and_without_screens(text: bytes, rules) -> None:
+    import hpu_port.engine as engine
+
+    screened = port_source("f.py", text, rules).findings
+    whole = engine.port_module(engine.cst.parse_module(text), rules, False, text, None).findings()
+    assert screened == whole
+
+
 def test_unused_suppression_comments_are_still_read_when_selected():
     text = b"x = 1  # hpu-port: ignore[HPU101]\n"
     rules = make_ruleset(select=["HPU002", "HPU101"])

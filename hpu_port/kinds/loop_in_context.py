@@ -60,9 +60,14 @@ class LoopInContext(Kind):
         loops = list(_loops_under(view.tree, last_parts))
         if not loops or not rule.params["forward-calls"]:
             return bool(loops)
-        # Imports and builtins are no model, unless the file rebinds the name.
-        not_models = (view.imported_names() | _BUILTINS) - _bound_names(view)
-        return any(_calls_a_model(loop, not_models) for loop in loops)
+        called = set()
+        for loop in loops:
+            if _calls_a_model_method(loop, called):
+                return True
+        # Imports and builtins are no model, unless the file rebinds the name
+        # (which takes walking every expression, so it is asked last).
+        maybe_models = called - view.imported_names() - _BUILTINS
+        return bool(maybe_models) or (bool(called) and bool(called & _bound_names(view)))
 
     def visitor(self, rules, ctx):
         return _LoopVisitor(ctx, rules[0]) if rules else None
@@ -97,15 +102,17 @@ def _bound_names(view) -> set:
     return bound
 
 
-def _calls_a_model(loop: ast.AST, not_models: set) -> bool:
-    """The standard-parser twin of `_looks_like_a_model`, for the screen."""
+def _calls_a_model_method(loop: ast.AST, called: set) -> bool:
+    """The standard-parser twin of `_looks_like_a_model`, for the screen:
+    whether ``loop`` calls a method named like a model's; the plain names it
+    calls are added to ``called``."""
     for node in ast.walk(loop):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
-        if isinstance(func, ast.Name) and func.id not in not_models:
-            return True
-        if isinstance(func, ast.Attribute) and (func.attr in _MODEL_METHODS or "model" in func.attr.lower()):
+        if isinstance(func, ast.Name):
+            called.add(func.id)
+        elif isinstance(func, ast.Attribute) and (func.attr in _MODEL_METHODS or "model" in func.attr.lower()):
             return True
     return False
 
