@@ -155,10 +155,10 @@ class _Texts:
 
 @lru_cache(maxsize=None)
 def _word_parts(text: bytes) -> tuple:
-    return tuple(_WORD_BYTES.findall(text))
+    return tuple(_IDENTIFIER_RUN.findall(text))
 
 
-_WORD_BYTES = re.compile(rb"[A-Za-z0-9_]+")
+_IDENTIFIER_RUN = re.compile(rb"[A-Za-z0-9_]+")
 
 
 class CodeView:
