@@ -274,7 +274,7 @@ def _prose_and_string_spans(tree: ast.AST, with_hash: list, statements: dict) ->
         if kind is ast.Expr and _is_bare_string(node.value):
             prose.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset))
             continue
-        children = _statement_children(node)
+        children = child_statements(node)
         if children:
             stack.extend(reversed(children))
             _strings_in(_header_of(node), strings)
@@ -283,9 +283,16 @@ def _prose_and_string_spans(tree: ast.AST, with_hash: list, statements: dict) ->
     return prose, strings
 
 
-def _statement_children(node: ast.stmt) -> list:
+# The fields of a compound statement that hold statements, directly or in
+# clauses (`except`, `case`).
+_BLOCKS = ("body", "orelse", "finalbody")
+_CLAUSES = ("handlers", "cases")
+
+
+def child_statements(node: ast.stmt) -> list:
+    """The statements directly inside a compound statement, its clauses' included."""
     children: list = []
-    for name in ("body", "orelse", "finalbody"):
+    for name in _BLOCKS:
         value = getattr(node, name, None)
         if value:
             children.extend(value)
@@ -298,11 +305,7 @@ def _header_of(node: ast.stmt) -> list:
     """What a compound statement holds besides its statements (a loop's
     target and iterable, a function's decorators and arguments, an except
     clause's exception)."""
-    parts = [
-        getattr(node, name)
-        for name in _node_fields(type(node))
-        if name not in ("body", "orelse", "finalbody", "handlers", "cases")
-    ]
+    parts = [getattr(node, name) for name in _node_fields(type(node)) if name not in _BLOCKS and name not in _CLAUSES]
     for group in getattr(node, "handlers", ()):
         parts.append(group.type)
     for group in getattr(node, "cases", ()):

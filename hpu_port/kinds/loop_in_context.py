@@ -23,7 +23,7 @@ import libcst as cst
 
 from hpu_port.kinds import Kind, last_words, register_kind, string_list
 from hpu_port.kinds._references import written
-from hpu_port.triggers import name_trigger
+from hpu_port.triggers import child_statements, name_trigger
 
 
 @register_kind
@@ -89,7 +89,7 @@ def _loops_under(tree: ast.AST, last_parts: set[str]):
             inside = inside or any(_ends_in(item.context_expr, last_parts) for item in statement.items)
         elif isinstance(statement, _FUNCTIONS):
             inside = inside or any(_ends_in(d, last_parts) for d in statement.decorator_list)
-        for child in _child_statements(statement):
+        for child in child_statements(statement):
             stack.append((child, inside))
 
 
@@ -115,17 +115,6 @@ def _calls_a_model_method(loop: ast.AST, called: set) -> bool:
         elif isinstance(func, ast.Attribute) and (func.attr in _MODEL_METHODS or "model" in func.attr.lower()):
             return True
     return False
-
-
-def _child_statements(statement: ast.AST) -> list:
-    children = []
-    for name in ("body", "orelse", "finalbody"):
-        value = getattr(statement, name, None)
-        if isinstance(value, list):
-            children.extend(value)
-    for group in getattr(statement, "handlers", ()) or getattr(statement, "cases", ()):
-        children.extend(group.body)
-    return children
 
 
 def _ends_in(expr: ast.AST, last_parts: set[str]) -> bool:
