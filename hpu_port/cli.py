@@ -69,7 +69,7 @@ def _run(
     from hpu_port.config import ConfigError
     from hpu_port.rules import RuleFileError
     from hpu_port.runner import run, run_stdin
-    from hpu_port.settings import RuleSetResolver
+    from hpu_port.selection import RuleSetResolver
 
     if "-" in paths and len(paths) > 1:
         raise click.UsageError("`-` (stdin) cannot be combined with other paths")
@@ -420,7 +420,7 @@ def list_rules(rules_files, show_all, no_color):
 
 
 def _default_state(rule) -> str:
-    from hpu_port.settings import is_advice
+    from hpu_port.model import is_advice
 
     if not rule.default:
         return "off"

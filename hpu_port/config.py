@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
-from hpu_port.rules import tomllib
+from hpu_port._compat import tomllib
 
 TABLE = "tool.hpu-port"
 

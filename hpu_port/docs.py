@@ -10,7 +10,8 @@ from pathlib import Path
 
 from hpu_port.examples import example_source
 from hpu_port.kinds import get_kind
-from hpu_port.rules import Rule
+from hpu_port.model import Rule, is_advice
+from hpu_port.rules import load_rules
 
 FIX_SAFETY_TEXT = {
     "safe": "The fix is **safe**: `hpu-port rewrite` applies it, and it keeps the program's meaning on Gaudi.",
@@ -20,8 +21,6 @@ FIX_SAFETY_TEXT = {
 
 
 def _on_by_default(rule, short: bool = False) -> str:
-    from hpu_port.settings import is_advice
-
     if not rule.default:
         return "no"
     if is_advice(rule):
@@ -123,8 +122,6 @@ def write_pages(rules: list[Rule], directory: Path) -> list[str]:
 
 if __name__ == "__main__":  # python -m hpu_port.docs [DIR]
     import sys
-
-    from hpu_port.rules import load_rules
 
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/rules")
     for name in write_pages(load_rules(), target):

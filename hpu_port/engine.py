@@ -9,383 +9,42 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import gc
 import os
 import re
-from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import libcst as cst
 from libcst import CSTNode
 
-from hpu_port.edits import EditPlan, NodeEdit, apply_plan
+from hpu_port import notebooks
+from hpu_port.context import FileContext, ScopeEnter, ScopeExit
+from hpu_port.edits import EditPlan, apply_plan
+from hpu_port.files import NOTEBOOK_SUFFIX, is_dependency_file
 from hpu_port.kinds import fallback_codes, get_kind
-from hpu_port.positions import holding_statements, positions_in_statements, positions_of, statement_starts
-from hpu_port.names import ImportBinding, Scope, ScopeIndex, qualify, spell, target_name_nodes
 from hpu_port.narrow import narrow
+from hpu_port.positions import statement_starts
 from hpu_port.results import FileResult, Finding
-from hpu_port.rules import Rule
 from hpu_port.settings import RuleSet
 from hpu_port.splice import splice
 from hpu_port.suppressions import scan as scan_suppressions
 from hpu_port.triggers import CodeView, code_view
-from hpu_port.walk import walk, walk_module
-
-
-class FileContext:
-    """What rule kinds see of the file being ported, and how they report."""
-
-    def __init__(self, module: cst.Module, ruleset: RuleSet, apply: bool) -> None:
-        self.module = module
-        self.ruleset = ruleset
-        self.apply = apply
-        self.scopes = ScopeIndex(module)
-        self.scope: Scope = self.scopes.module
-        self.plan = EditPlan()
-        self.non_references: set[cst.Name] = set()
-        self.docstring_depth = 0
-        self.quotes = {'"': 0, "'": 0}
-        self.hpu_runtime_used = False
-        self.fixed_categories: set[str] = set()
-        self._hits: list[Hit] = []
-        self._positions: dict = {}
-        # The top-level statement being walked (None after the walk), and the
-        # line each one starts on, when known: positions then need only the
-        # statements that hold findings generated (see hpu_port.positions).
-        self.statement: Optional[cst.CSTNode] = None
-        self.statement_starts: Optional[dict] = None
-        self.suppressions = None
-        self._claimed: set[cst.CSTNode] = set()
-
-    # -- names ------------------------------------------------------------------
-
-    def qualify(self, expr: cst.BaseExpression) -> Optional[tuple[str, ImportBinding]]:
-        return qualify(expr, self.scope)
-
-    def is_reference(self, name: cst.Name) -> bool:
-        return name not in self.non_references
-
-    def spell(
-        self,
-        qualified: str,
-        import_as: Optional[dict[str, str]] = None,
-        from_imports: frozenset = frozenset(),
-    ) -> Optional["Spelling"]:
-        """Code that names ``qualified`` here, and the import it needs, if any.
-
-        Reuses the file's own imports (``import torch as T`` gives ``T.hpu...``);
-        otherwise plans an import: ``import <root>``, ``import <module> as
-        <alias>`` for a module listed in ``import_as``, or ``from <module>
-        import <name>`` for a module in ``from_imports``. None if the name it
-        would need is already taken by something else.
-        """
-        found = spell(qualified, self.scope)
-        if found is not None:
-            return Spelling(found[0], binding=found[1])
-        for module in sorted(from_imports, key=len, reverse=True):
-            if qualified.startswith(module + "."):
-                # `...kernels.FusedSDPA.apply`: import FusedSDPA, spell FusedSDPA.apply
-                name = qualified[len(module) + 1:].split(".")[0]
-                if self.scope.lookup(name) is not None or name in self.scopes.module.locals:
-                    return None
-                return Spelling(qualified[len(module) + 1:], f"from {module} import {name}")
-        for module, alias in (import_as or {}).items():
-            if qualified.startswith(module + "."):
-                if self.scope.lookup(alias) is not None:
-                    return None
-                return Spelling(alias + qualified[len(module):], f"import {module} as {alias}")
-        root = qualified.split(".")[0]
-        if self.scope.lookup(root) is not None or root in self.scopes.module.locals:
-            return None
-        return Spelling(qualified, f"import {root}")
-
-    def string_quote(self) -> str:
-        """The quote character the file uses most, for strings a rule writes."""
-        return "'" if self.quotes["'"] > self.quotes['"'] else '"'
-
-    # -- reporting ----------------------------------------------------------------
-
-    def claim(self, node: cst.CSTNode) -> bool:
-        """Let only the first rule that matches a node report it."""
-        if node in self._claimed:
-            return False
-        self._claimed.add(node)
-        return True
-
-    def report(
-        self,
-        rule: Rule,
-        node: cst.CSTNode,
-        message: str,
-        fix: Optional[Callable[[EditPlan], None]] = None,
-        spelling: Optional["Spelling"] = None,
-        binding: Optional[ImportBinding] = None,
-    ) -> None:
-        """Record a finding at ``node``, with the ``fix`` that rewrites it (None:
-        a person must act). ``binding`` is the import whose use the fix
-        replaces. Fixes are planned once the finding's place is known, so that
-        a `# hpu-port: ignore` comment switches off the fix too.
-        """
-        has_fix = rule.has_fix and fix is not None
-        fixable = has_fix and self.ruleset.fix_enabled(rule)
-        hit = Hit(node, rule, message, fix if fixable else None, spelling, binding, has_fix, fixable)
-        hit.statement = self.statement
-        self._hits.append(hit)
-
-    def report_at(self, rule: Rule, line: int, message: str) -> None:
-        """Record a finding about a line rather than a node (a comment, say)."""
-        self._hits.append(Hit(None, rule, message, None, None, None, False, False, (line, 1), (line, 1)))
-
-    def resolve_hits(self) -> None:
-        """Place the new findings, drop the suppressed ones, plan the fixes of the rest.
-
-        Planned in `check` too, so that both commands see the same file state;
-        only `rewrite` applies the plan.
-        """
-        new = [hit for hit in self._hits if hit.start is None]
-        if not new:
-            return
-        self._place({hit.node: hit.statement for hit in new if hit.node is not None})
-        for hit in new:
-            where = self._positions.get(hit.node)
-            hit.start = (where.start.line, where.start.column + 1) if where else (1, 1)
-            hit.end = (where.end.line, where.end.column + 1) if where else hit.start
-            if self.suppressions and self.suppressions.suppresses(hit.rule.code, hit.start[0], hit.end[0]):
-                hit.suppressed = True
-            elif hit.fixable:
-                self._plan(hit)
-
-    def _place(self, nodes: dict) -> None:
-        """Find the positions of ``nodes`` (node -> its top-level statement, or None if unknown)."""
-        # The module itself needs no position pass (it starts at 1:1), so a
-        # file-level finding such as a missing import costs no pass at all.
-        wanted = {node: statement for node, statement in nodes.items() if node is not self.module and node not in self._positions}
-        if not wanted:
-            return
-        grouped = self._by_statement(wanted) if self.statement_starts is not None else None
-        if grouped is not None:
-            self._positions.update(positions_in_statements(self.module, grouped, self.statement_starts))
-            return
-        # A pass over the whole module places the imports too, which findings
-        # need if a fix drops one, so that no second pass is needed for them.
-        aliases = [b.alias for b in self.scopes.bindings if b.alias not in self._positions]
-        self._positions.update(positions_of(self.module, [*wanted, *aliases]))
-
-    def _by_statement(self, wanted: dict) -> Optional[dict]:
-        """Top-level statement -> the nodes it holds; None if some node is in none."""
-        unknown = {node for node, statement in wanted.items() if statement is None}
-        found = holding_statements(self.module.body, unknown) if unknown else {}
-        grouped: dict = {}
-        for node, statement in wanted.items():
-            grouped.setdefault(statement or found.get(node), []).append(node)
-        return None if None in grouped else grouped
-
-    def _plan(self, hit: "Hit") -> None:
-        self.hpu_runtime_used |= hit.rule.hpu_runtime
-        self.fixed_categories.add(hit.rule.category)
-        hit.fix(self.plan)
-        if hit.spelling is not None:
-            hit.spelling.commit(self)
-        if hit.binding is not None:
-            hit.binding.rewritten += 1
-
-    def replace(self, node: cst.CSTNode, edit: NodeEdit) -> Callable[[EditPlan], None]:
-        """A fix that replaces ``node`` through ``edit`` (for ``report``)."""
-        return lambda plan: plan.replace(node, edit)
-
-    def findings(self) -> list[Finding]:
-        self.resolve_hits()
-        findings = [
-            Finding(
-                code=hit.rule.code,
-                message=hit.message,
-                line=hit.start[0],
-                column=hit.start[1],
-                end_line=hit.end[0],
-                end_column=hit.end[1],
-                fix=hit.rule.fix if hit.has_fix else "none",
-                fixable=hit.fixable,
-                applied=hit.fixable and self.apply,
-                category=hit.rule.category,
-            )
-            for hit in self._hits
-            if not hit.suppressed
-        ]
-        self._place(dict.fromkeys(self.plan.dropped_aliases))
-        positions = self._positions
-        removed_lines = {positions[a].start.line for a in self.plan.dropped_aliases if a in positions}
-        fallback = fallback_codes(self.ruleset.rules)
-        return _without_redundant_fallbacks(sorted(set(findings), key=Finding.sort_key), removed_lines, fallback)
-
-
-def _without_redundant_fallbacks(findings: list[Finding], removed_lines: set, fallback: set) -> list[Finding]:
-    """Fallback findings (a line that merely mentions CUDA) only where nothing else
-    was said, and not on import lines that the rewrite removes."""
-    specific_lines = {f.line for f in findings if f.code not in fallback} | removed_lines
-    kept, fallback_lines = [], set()
-    for finding in findings:
-        if finding.code in fallback:
-            if finding.line in specific_lines or finding.line in fallback_lines:
-                continue
-            fallback_lines.add(finding.line)
-        kept.append(finding)
-    return kept
-
-
-@dataclass(eq=False)
-class Hit:
-    """A finding as it is collected: placed and planned by ``resolve_hits``."""
-
-    node: cst.CSTNode
-    rule: Rule
-    message: str
-    fix: Optional[Callable[[EditPlan], None]]
-    spelling: Optional["Spelling"]
-    binding: Optional[ImportBinding]
-    has_fix: bool
-    fixable: bool
-    start: Optional[tuple[int, int]] = None
-    end: Optional[tuple[int, int]] = None
-    suppressed: bool = False
-    statement: Optional[cst.CSTNode] = None
-
-
-@dataclass
-class Spelling:
-    code: str
-    new_import: Optional[str] = None
-    binding: Optional[ImportBinding] = None
-
-    def commit(self, ctx: FileContext) -> None:
-        if self.new_import:
-            ctx.plan.add_import(self.new_import)
-        if self.binding is not None:
-            self.binding.reused = True
-
-
-class _ScopeEnter(cst.BatchableCSTVisitor):
-    """Runs before the kinds: scope switching and marking what is not a reference."""
-
-    def __init__(self, ctx: FileContext) -> None:
-        super().__init__()
-        self.ctx = ctx
-
-    def _enter(self, node) -> None:
-        scope = self.ctx.scopes.scope_for(node)
-        if scope is not None:
-            self.ctx.scope = scope
-
-    def visit_FunctionDef(self, node) -> None:
-        self.ctx.non_references.add(node.name)
-        self._enter(node)
-
-    def visit_ClassDef(self, node) -> None:
-        self.ctx.non_references.add(node.name)
-        self._enter(node)
-
-    def visit_Param(self, node) -> None:
-        self.ctx.non_references.add(node.name)
-
-    def visit_Attribute(self, node) -> None:
-        self.ctx.non_references.add(node.attr)
-
-    def visit_Arg(self, node) -> None:
-        if node.keyword is not None:
-            self.ctx.non_references.add(node.keyword)
-
-    def visit_Import(self, node) -> None:
-        self._mark_import(node)
-
-    def visit_ImportFrom(self, node) -> None:
-        self._mark_import(node)
-
-    def _mark_import(self, node) -> None:
-        for name_node in _names_in(node):
-            self.ctx.non_references.add(name_node)
-
-    def visit_Global(self, node) -> None:
-        self._mark_import(node)
-
-    def visit_Nonlocal(self, node) -> None:
-        self._mark_import(node)
-
-    def visit_AssignTarget(self, node) -> None:
-        self._mark_targets(node.target)
-
-    def visit_AnnAssign(self, node) -> None:
-        self._mark_targets(node.target)
-
-    def visit_AugAssign(self, node) -> None:
-        self._mark_targets(node.target)
-
-    def visit_For(self, node) -> None:
-        self._mark_targets(node.target)
-
-    def visit_CompFor(self, node) -> None:
-        self._mark_targets(node.target)
-
-    def visit_AsName(self, node) -> None:
-        self._mark_targets(node.name)
-
-    def visit_NamedExpr(self, node) -> None:
-        self._mark_targets(node.target)
-
-    def _mark_targets(self, target) -> None:
-        self.ctx.non_references.update(target_name_nodes(target))
-
-    def visit_Expr(self, node) -> None:
-        # A bare string statement is a docstring (or documentation-like); rules
-        # never touch the text of documentation.
-        if isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-            self.ctx.docstring_depth += 1
-
-    def visit_SimpleString(self, node) -> None:
-        if len(node.quote) == 1:
-            self.ctx.quotes[node.quote] += 1
-
-    def visit_Name(self, node) -> None:
-        if node in self.ctx.non_references:
-            return
-        binding = self.ctx.scope.lookup(node.value)
-        if isinstance(binding, ImportBinding):
-            binding.uses += 1
-
-
-class _ScopeExit(cst.BatchableCSTVisitor):
-    """Runs after the kinds, so that they leave a node in the scope they entered it."""
-
-    def __init__(self, ctx: FileContext) -> None:
-        super().__init__()
-        self.ctx = ctx
-
-    def _leave(self, node) -> None:
-        scope = self.ctx.scopes.scope_for(node)
-        if scope is not None and scope.parent is not None:
-            self.ctx.scope = scope.parent
-
-    def leave_FunctionDef(self, node) -> None:
-        self._leave(node)
-
-    def leave_ClassDef(self, node) -> None:
-        self._leave(node)
-
-    def leave_Expr(self, node) -> None:
-        if isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-            self.ctx.docstring_depth -= 1
-
-
-class _NameCollector:
-    def __init__(self) -> None:
-        self.found: list[cst.Name] = []
-
-    def visit_Name(self, name: cst.Name) -> None:
-        self.found.append(name)
-
-
-def _names_in(node: cst.CSTNode) -> list[cst.Name]:
-    collector = _NameCollector()
-    walk(node, [collector])
-    return collector.found
+from hpu_port.walk import walk_module
+
+
+def port_bytes(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
+    """Port one file's bytes, whatever its type; an exception becomes a result with an error."""
+    try:
+        if is_dependency_file(path):
+            return port_dependency_file(path, source, ruleset)
+        if path.endswith(NOTEBOOK_SUFFIX):
+            return port_notebook(path, source, ruleset, apply)
+        return port_source(path, source, ruleset, apply)
+    except RecursionError:
+        return FileResult(path=path, source=source, error="too deeply nested to process")
+    except Exception as exc:  # one odd file must never stop the run
+        return FileResult(path=path, source=source, error=f"internal error: {type(exc).__name__}: {exc}")
 
 
 def port_module(
@@ -393,31 +52,31 @@ def port_module(
 ) -> FileContext:
     """Run every selected rule over a parsed module; edits are planned, not
     applied. ``tree``: the standard parser's tree of the same lines, if made."""
-    ctx = FileContext(module, ruleset, apply)
+    ctx = FileContext(module, ruleset.options, apply)
     ctx.statement_starts = statement_starts(module, tree) if tree is not None else None
     ctx.suppressions = scan_suppressions(source, module.encoding) if source else None
-    visitors: list[cst.BatchableCSTVisitor] = [_ScopeEnter(ctx)]
+    visitors: list[cst.BatchableCSTVisitor] = [ScopeEnter(ctx)]
     for kind, rules in ruleset.by_kind():
         visitor = kind.visitor(rules, ctx)
         if visitor is not None:
             visitors.append(visitor)
-    visitors.append(_ScopeExit(ctx))
+    visitors.append(ScopeExit(ctx))
     walk_module(module, visitors, lambda statement: setattr(ctx, "statement", statement))
     ctx.resolve_hits()
     # Kinds that judge the other rules' results (unused suppressions) go last.
     for kind, rules in sorted(ruleset.by_kind(), key=lambda pair: getattr(pair[0], "FINISH_LAST", False)):
         kind.finish(rules, ctx)
         ctx.resolve_hits()
-    _drop_fully_rewritten_imports(ctx)
+    _drop_fully_rewritten_imports(ctx, ruleset)
     return ctx
 
 
-def _drop_fully_rewritten_imports(ctx: FileContext) -> None:
+def _drop_fully_rewritten_imports(ctx: FileContext, ruleset: RuleSet) -> None:
     # `from torch.cuda import synchronize as sync` is dead once every `sync`
     # became `torch.hpu.synchronize`; leaving it would keep CUDA text behind.
     # A top-level package (`import torch`) stays unless a rule owns it
     # (`import pynvml` once everything moved to pyhlml).
-    owned = ctx.ruleset.removable_imports
+    owned = ruleset.removable_imports
     for binding in ctx.scopes.bindings:
         if binding.fully_rewritten and ("." in binding.target or binding.target in owned):
             ctx.plan.dropped_aliases.add(binding.alias)
@@ -480,7 +139,7 @@ def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileR
     if module is None:
         return result
     ctx = port_module(module, rules, apply, source, view.tree if view is not None else None)
-    result.findings = ctx.findings()
+    result.findings = ctx.findings(fallback_codes(rules.rules))
     result.imports_changed = bool(ctx.plan.new_imports or ctx.plan.dropped_aliases)
     if apply and ctx.plan:
         _apply(module, ctx.plan, source, result)
@@ -628,10 +287,6 @@ def _first_line(text: str) -> str:
 
 def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -> FileResult:
     """Port a Jupyter notebook's code cells; findings and changes name their cell."""
-    import dataclasses
-
-    from hpu_port import notebooks
-
     result = FileResult(path=path, source=raw)
     if ruleset.for_source(raw) is None:
         return result

@@ -7,8 +7,8 @@ from typing import Optional
 
 from hpu_port.engine import port_source
 from hpu_port.results import FileResult
-from hpu_port.rules import Example, Rule
-from hpu_port.settings import Options, RuleSet
+from hpu_port.model import Example, Options, Rule
+from hpu_port.settings import RuleSet
 
 
 def example_source(code: str) -> str:

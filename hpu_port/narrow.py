@@ -29,18 +29,16 @@ from __future__ import annotations
 import ast
 import re
 from functools import lru_cache
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import Iterator, Optional
 
+from hpu_port.settings import RuleSet
 from hpu_port.triggers import WORD_BYTES, CodeView, TriggerIndex, first_line
-
-if TYPE_CHECKING:
-    from hpu_port.settings import RuleSet
 
 _UNITS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BOM = b"\xef\xbb\xbf"
 
 
-def narrow(source: bytes, view: CodeView, rules: "RuleSet") -> Optional[bytes]:
+def narrow(source: bytes, view: CodeView, rules: RuleSet) -> Optional[bytes]:
     """The source with every unit no rule could act on stubbed; None when
     nothing would be stubbed or the file's layout is unusual (a byte order
     mark, lone carriage returns), where the whole file is parsed."""
@@ -107,7 +105,7 @@ def _ending(line: bytes) -> bytes:
 class _Relevance:
     """Whether a unit's text could hold something a selected rule acts on."""
 
-    def __init__(self, view: CodeView, rules: "RuleSet") -> None:
+    def __init__(self, view: CodeView, rules: RuleSet) -> None:
         self.index: TriggerIndex = rules.trigger_index
         self.comment_index: Optional[TriggerIndex] = rules.comment_trigger_index
         self.context = rules.context_words

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
+from hpu_port.engine import port_bytes
 from hpu_port.results import FileResult
 
 # Below this much source, starting workers (each imports libcst) costs more
@@ -37,8 +38,6 @@ def default_jobs() -> int:
 
 def port_all(tasks: list, apply: bool, jobs: int) -> Iterator[tuple[object, FileResult]]:
     """(task, result) for every task, as each finishes."""
-    from hpu_port.runner import port_bytes
-
     if jobs <= 1 or len(tasks) < 2 or sum(len(t.source) for t in tasks) < POOL_MIN_BYTES:
         for task in tasks:
             yield task, port_bytes(task.path, task.source, task.ruleset, apply)
@@ -107,8 +106,6 @@ def _start_worker(rulesets: list) -> None:
 
 
 def _port_batch(items: list, apply: bool) -> list[FileResult]:
-    from hpu_port.runner import port_bytes
-
     results = []
     for path, source, number in items:
         result = port_bytes(path, source, _WORKER_RULESETS[number], apply)

@@ -9,7 +9,9 @@ import json
 from typing import Iterable
 
 from hpu_port import __version__
-from hpu_port.results import FileResult, Finding
+from hpu_port.report_markdown import render_markdown
+from hpu_port.report_sarif import render_sarif
+from hpu_port.results import FileResult, Finding, all_findings
 
 
 def _text(data: bytes, encoding: str) -> str:
@@ -94,11 +96,6 @@ def finding_styles(line: str) -> list[tuple[int, int, str]]:
     return spans
 
 
-def all_findings(results: Iterable[FileResult]) -> list[tuple[str, Finding]]:
-    rows = [(r.path, f) for r in results for f in r.findings]
-    return sorted(rows, key=lambda row: (row[0], row[1].sort_key()))
-
-
 def render_text(results: list[FileResult], rules=()) -> str:
     return "".join(finding_line(path, f) + "\n" for path, f in all_findings(results))
 
@@ -146,11 +143,7 @@ def render_csv(results: list[FileResult], rules=()) -> str:
     return out.getvalue()
 
 
-def _renderers():
-    from hpu_port.report_markdown import render_markdown
-    from hpu_port.report_sarif import render_sarif
-
-    return {"text": render_text, "json": render_json, "csv": render_csv, "sarif": render_sarif, "markdown": render_markdown}
+RENDERERS = {"text": render_text, "json": render_json, "csv": render_csv, "sarif": render_sarif, "markdown": render_markdown}
 
 
 FORMATS = ("text", "json", "sarif", "markdown", "csv")
@@ -158,4 +151,4 @@ FORMATS = ("text", "json", "sarif", "markdown", "csv")
 
 def render(output_format: str, results: list[FileResult], rules) -> str:
     """The report in ``output_format``; ``rules`` are the rules that ran (for metadata)."""
-    return _renderers()[output_format](results, rules)
+    return RENDERERS[output_format](results, rules)

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from hpu_port import __version__
 from hpu_port.kinds import fallback_codes
-from hpu_port.report import all_findings
-from hpu_port.results import FileResult
+from hpu_port.results import FileResult, all_findings
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 

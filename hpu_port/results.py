@@ -6,7 +6,7 @@ Nothing here prints or touches the disk; renderers and the writer consume these.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterable, Optional
 
 
 @dataclass(frozen=True)
@@ -70,3 +70,8 @@ class FileResult:
     @property
     def failed(self) -> bool:
         return self.error is not None
+
+
+def all_findings(results: Iterable[FileResult]) -> list[tuple[str, Finding]]:
+    rows = [(r.path, f) for r in results for f in r.findings]
+    return sorted(rows, key=lambda row: (row[0], row[1].sort_key()))

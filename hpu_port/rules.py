@@ -8,63 +8,19 @@ the keys its kind declares, and examples. Every problem is reported as
 from __future__ import annotations
 
 import re
-import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Iterable
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on older interpreters only
-    import tomli as tomllib
+from hpu_port._compat import tomllib
+from hpu_port.kinds import get_kind, kind_names
+from hpu_port.model import FIX_SAFETIES, MODES, OPTIONS, Example, Rule
 
-FIX_SAFETIES = ("safe", "unsafe", "none")
-MODES = ("lazy", "eager")
 CODE_PATTERN = re.compile(r"^[A-Z]{2,8}[0-9]{3,4}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
 class RuleFileError(Exception):
     """A rule file that cannot be used; the message is one line, ready to print."""
-
-
-@dataclass(frozen=True)
-class Example:
-    """A code sample from a rule file: ``after`` is None for report-only or valid code."""
-
-    before: str
-    after: Optional[str]
-    valid: bool
-    options: dict = field(default_factory=dict, hash=False, compare=False)
-    select: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Rule:
-    code: str
-    name: str
-    summary: str
-    why: str
-    kind: str
-    fix: str
-    default: bool
-    category: str
-    message: str
-    params: Any
-    examples: tuple[Example, ...]
-    source: str
-    hpu_runtime: bool = False
-    mode: Optional[str] = None
-    option: Optional[str] = None
-    references: tuple[str, ...] = ()
-    covers: tuple[str, ...] = ()
-    remove_imports_of: tuple[str, ...] = ()
-    triggers: tuple[str, ...] = ()
-    raw_params: dict = field(default_factory=dict, hash=False, compare=False)
-
-    @property
-    def has_fix(self) -> bool:
-        return self.fix != "none"
 
 
 # Keys every rule may carry, with their types and whether they are required.
@@ -87,9 +43,6 @@ COMMON_KEYS: dict[str, tuple[type, bool]] = {
     "triggers": (list, False),
     "examples": (dict, True),
 }
-
-OPTIONS = ("fp16-to-bf16",)
-
 
 def bundled_rules_dir() -> Path:
     """The rule packs shipped with hpu-port (inside the wheel, or rules/ in a checkout)."""
@@ -143,8 +96,6 @@ def parse_rule(data: dict, source: str) -> Rule:
 
     def fail(problem: str) -> RuleFileError:
         return RuleFileError(f"{source}: rule {code}: {problem}")
-
-    from hpu_port.kinds import get_kind, kind_names
 
     kind_name = data.get("kind")
     if not isinstance(kind_name, str):

@@ -8,9 +8,8 @@ from typing import Callable, Optional, Union
 
 from hpu_port import parallel
 from hpu_port.cache import Cache
-from hpu_port.engine import port_dependency_file, port_notebook, port_source
+from hpu_port.engine import port_bytes, port_source
 from hpu_port.files import (
-    NOTEBOOK_SUFFIX,
     FileChangedError,
     discover,
     is_dependency_file,
@@ -70,20 +69,6 @@ def _read(path: str) -> Union[bytes, FileResult]:
         return FileResult(path=path, error="is a directory")
     except OSError as exc:
         return FileResult(path=path, error=f"cannot read: {exc.strerror or exc}")
-
-
-def port_bytes(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
-    """Port one file's bytes; an exception becomes a result with an error."""
-    try:
-        if is_dependency_file(path):
-            return port_dependency_file(path, source, ruleset)
-        if path.endswith(NOTEBOOK_SUFFIX):
-            return port_notebook(path, source, ruleset, apply)
-        return port_source(path, source, ruleset, apply)
-    except RecursionError:
-        return FileResult(path=path, source=source, error="too deeply nested to process")
-    except Exception as exc:  # one odd file must never stop the run
-        return FileResult(path=path, source=source, error=f"internal error: {type(exc).__name__}: {exc}")
 
 
 RuleSetFor = Callable[[Path], Optional[RuleSet]]

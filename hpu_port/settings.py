@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import Optional
 
 from hpu_port.kinds import Kind, get_kind
-from hpu_port.rules import Rule
+from hpu_port.model import Options, Rule
 from hpu_port.triggers import CodeView, Trigger, TriggerIndex, code_view, text_trigger
 
 
@@ -38,14 +38,7 @@ class RuleSet:
         return rule.mode is None or rule.mode == self.options.mode
 
     def fix_enabled(self, rule: Rule) -> bool:
-        if rule.fix == "safe":
-            return rule.option is None or self._option_on(rule.option)
-        if rule.fix == "unsafe":
-            return self.options.unsafe_fixes
-        return False
-
-    def _option_on(self, option: str) -> bool:
-        return {"fp16-to-bf16": self.options.fp16_to_bf16}.get(option, False)
+        return self.options.fix_enabled(rule)
 
     def by_kind(self) -> list[tuple[Kind, list[Rule]]]:
         return self._grouped
@@ -134,14 +127,6 @@ def _ids(rules) -> set[int]:
     return {id(rule) for rule in rules}
 
 
-ADVICE = "advice"
-
-
-def is_advice(rule: Rule) -> bool:
-    """Optimization advice: reported by `check`, left to `rewrite --select`."""
-    return rule.category == ADVICE
-
-
 def rule_triggers(rule: Rule) -> list[Trigger]:
     """What a file must contain for ``rule`` to act on it (any of these): the
     rule's own ``triggers`` (pieces of text) if it names them, else what its
@@ -149,61 +134,3 @@ def rule_triggers(rule: Rule) -> list[Trigger]:
     if rule.triggers:
         return [text_trigger(text) for text in rule.triggers]
     return get_kind(rule.kind).triggers(rule)
-
-
-class RuleSetResolver:
-    """Each file's RuleSet, from its configuration merged with the command line.
-
-    Rule files are loaded once per distinct list of files, and a RuleSet is
-    built once per distinct configuration.
-    """
-
-    def __init__(self, overrides, command: str = "check") -> None:
-        self.overrides = overrides
-        # `rewrite` leaves advice alone unless it is asked for by code.
-        self.command = command
-        # Advice rules some selector names by code: their findings count for
-        # the exit status; other advice is only information.
-        self.asked_advice: set[str] = set()
-        self._rules: dict = {}
-        self._rulesets: dict = {}
-
-    def settings(self, path):
-        from hpu_port.config import settings_for
-
-        return self.overrides.apply(settings_for(path))
-
-    def __call__(self, path) -> "Optional[RuleSet]":
-        settings = self.settings(path)
-        if settings.excluded(path):
-            return None
-        key = (settings, settings.ignored_codes(path))
-        if key not in self._rulesets:
-            self._rulesets[key] = self._build(settings, key[1])
-        return self._rulesets[key]
-
-    def _build(self, settings, extra_ignores) -> "RuleSet":
-        from pathlib import Path
-
-        from hpu_port.rules import load_rules, matches_selector, select_rules
-
-        if settings.rules not in self._rules:
-            self._rules[settings.rules] = load_rules([Path(p) for p in settings.rules])
-        rules = self._rules[settings.rules]
-        chosen = select_rules(rules, settings.select, settings.ignore + extra_ignores)
-        extended = select_rules(rules, settings.extend_select or ["ALL"], settings.ignore + extra_ignores)
-        if settings.extend_select:
-            chosen += [r for r in extended if r not in chosen and any(matches_selector(r.code, s) for s in settings.extend_select)]
-        asked = [s for s in (*settings.select, *settings.extend_select) if s != "ALL"]
-        named = {r.code for r in chosen if is_advice(r) and any(matches_selector(r.code, s) for s in asked)}
-        self.asked_advice |= named
-        if self.command == "rewrite":
-            chosen = [r for r in chosen if not is_advice(r) or r.code in named]
-        options = Options(
-            mode=settings.mode,
-            fp16_to_bf16=settings.fp16_to_bf16,
-            unsafe_fixes=settings.unsafe_fixes,
-            max_file_size=int(settings.max_file_size_mib * 2**20),
-            include_generated=settings.include_generated,
-        )
-        return RuleSet(sorted(chosen, key=lambda r: r.code), options)

@@ -5,7 +5,8 @@ import pytest
 
 from hpu_port.engine import port_source
 from hpu_port.rules import load_rules, select_rules
-from hpu_port.settings import Options, RuleSet
+from hpu_port.model import Options
+from hpu_port.settings import RuleSet
 
 REPO = Path(__file__).resolve().parent.parent
 

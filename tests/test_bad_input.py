@@ -151,7 +151,7 @@ def test_file_changed_on_disk_is_not_overwritten(tree, monkeypatch):
         target.write_text("# edited meanwhile\n" + GOOD)
         return result
 
-    monkeypatch.setattr(runner_module, "port_source", port_then_edit)
+    monkeypatch.setattr(engine, "port_source", port_then_edit)
     result = rewrite(target)
     assert result.exit_code == 2
     assert "changed on disk" in result.stderr

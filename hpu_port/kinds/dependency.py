@@ -14,6 +14,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from hpu_port._compat import tomllib
 from hpu_port.kinds import Kind, register_kind, string_list
 from hpu_port.kinds._references import RulesVisitor, literal_value
 from hpu_port.triggers import name_trigger
@@ -69,12 +70,6 @@ class Dependency(Kind):
 
 
 def _pyproject_requirements(text: str) -> set:
-    import sys
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - older interpreters
-        import tomli as tomllib
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError:

@@ -1,0 +1,85 @@
+"""The rule model: what a rule is, its examples, and the options a run is made with.
+
+Everything else builds on these plain data types; this module imports nothing
+of hpu-port's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+FIX_SAFETIES = ("safe", "unsafe", "none")
+MODES = ("lazy", "eager")
+OPTIONS = ("fp16-to-bf16",)
+
+
+@dataclass(frozen=True)
+class Example:
+    """A code sample from a rule file: ``after`` is None for report-only or valid code."""
+
+    before: str
+    after: Optional[str]
+    valid: bool
+    options: dict = field(default_factory=dict, hash=False, compare=False)
+    select: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    summary: str
+    why: str
+    kind: str
+    fix: str
+    default: bool
+    category: str
+    message: str
+    params: Any
+    examples: tuple[Example, ...]
+    source: str
+    hpu_runtime: bool = False
+    mode: Optional[str] = None
+    option: Optional[str] = None
+    references: tuple[str, ...] = ()
+    covers: tuple[str, ...] = ()
+    remove_imports_of: tuple[str, ...] = ()
+    triggers: tuple[str, ...] = ()
+    raw_params: dict = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def has_fix(self) -> bool:
+        return self.fix != "none"
+
+
+DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Options:
+    mode: str = "lazy"
+    fp16_to_bf16: bool = False
+    unsafe_fixes: bool = False
+    # Larger files are generated data in practice; libcst needs minutes for them.
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    include_generated: bool = False
+
+    def fix_enabled(self, rule: "Rule") -> bool:
+        """Whether ``rule``'s fix is applied under these options."""
+        if rule.fix == "safe":
+            return rule.option is None or self._option_on(rule.option)
+        if rule.fix == "unsafe":
+            return self.unsafe_fixes
+        return False
+
+    def _option_on(self, option: str) -> bool:
+        return {"fp16-to-bf16": self.fp16_to_bf16}.get(option, False)
+
+
+ADVICE = "advice"
+
+
+def is_advice(rule: Rule) -> bool:
+    """Optimization advice: reported by `check`, left to `rewrite --select`."""
+    return rule.category == ADVICE
