@@ -2,6 +2,7 @@
 
     python benchmarks/bench.py            # transformers 5.23.0 (2,860 files)
     python benchmarks/bench.py --quick    # timm 1.0.15 (255 files), plus TorchFix if installed
+    python benchmarks/bench.py --startup  # one small file at a time, next to `black --check`
 
 Downloads the package's wheel with pip (once, into --workdir), unpacks it and
 measures, as the median of --runs runs each: `hpu-port check --no-cache`
@@ -14,6 +15,10 @@ and peak memory (all processes of the run together) are printed in a Markdown
 table with the ratios to ruff and the targets. hpu-port's modules are compiled
 to bytecode first, as a wheel install does. Needs ruff on PATH
 (`pip install -e '.[bench]'`).
+
+--startup measures what a pre-commit hook pays per commit: `hpu-port check`
+and `black --check` on a file with no CUDA text and on the bundled 100-line
+CUDA script, taking turns, and whether hpu-port imported libcst for them.
 """
 
 from __future__ import annotations
@@ -56,7 +61,10 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=0, help="hpu-port -j (0: one per CPU) [0]")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "hpu-port-bench")
     parser.add_argument("--output", type=Path, help="also write the report (Markdown) to this file")
+    parser.add_argument("--startup", action="store_true", help="small files next to black --check (what a pre-commit hook pays)")
     args = parser.parse_args()
+    if args.startup:
+        return startup(args)
     if args.runs < 3:
         parser.error("--runs must be at least 3 (medians of fewer runs mislead)")
     ruff = shutil.which("ruff")
@@ -107,6 +115,64 @@ def main() -> int:
     if args.output:
         args.output.write_text(report, encoding="utf-8")
     return 0
+
+
+STARTUP_TARGETS = {"plain": 1.0, "example": 1.2}  # times black --check on the same file
+PLAIN_FILE = '''"""A module with nothing to port."""
+import os
+
+
+def main() -> None:
+    print(os.getcwd())
+'''
+
+
+def startup(args) -> int:
+    black = shutil.which("black")
+    if black is None:
+        raise SystemExit("bench: black is not on PATH: pip install -e '.[bench]'")
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    plain = args.workdir / "plain.py"
+    plain.write_text(PLAIN_FILE)
+    example = args.workdir / "train_cuda.py"
+    shutil.copyfile(REPO / "docs" / "examples" / "train_cuda.py", example)
+    compile_bytecode()
+    hpu = [sys.executable, "-m", "hpu_port", "check", "-q", "--no-cache"]
+    commands = {}
+    for key, path in (("plain", plain), ("example", example)):
+        commands[key] = (f"hpu-port check {path.name}", [*hpu, str(path)])
+        commands[key + "-black"] = (f"black --check {path.name}", [black, "--check", "-q", str(path)])
+    # black keeps a cache too; both are measured as a hook runs them, black's
+    # cache warm (it answers for unchanged files), hpu-port's off.
+    run_once(commands["plain-black"][1])
+    measures = measure_rounds(commands, max(args.runs, 5))
+    out = [
+        "## Start-up: one small file, as a pre-commit hook runs it",
+        "",
+        "| file | hpu-port check --no-cache | black --check | x black | target | met | libcst imported |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for key, path in (("plain", plain), ("example", example)):
+        mine, theirs = measures[key], measures[key + "-black"]
+        ratio = mine.seconds / theirs.seconds
+        target = STARTUP_TARGETS[key]
+        met = "yes" if ratio <= target else "no"
+        out.append(
+            f"| {path.name} | {mine.seconds:.3f} s | {theirs.seconds:.3f} s | {ratio:.2f} | <= {target}x | {met} "
+            f"| {'yes' if imports_libcst([*hpu, str(path)]) else 'no'} |"
+        )
+    out += ["", "## Machine", "", machine(0)]
+    report = "\n".join(out) + "\n"
+    print(report)
+    if args.output:
+        args.output.write_text(report, encoding="utf-8")
+    return 0
+
+
+def imports_libcst(command: list) -> bool:
+    """Whether running ``command`` (a Python one) imports libcst."""
+    found = subprocess.run([command[0], "-X", "importtime", *command[1:]], capture_output=True, text=True)
+    return any(line.rstrip().endswith(" libcst") for line in found.stderr.splitlines())
 
 
 def unpacked_wheel(name: str, version: str, workdir: Path) -> Path:
@@ -303,7 +369,7 @@ def machine(jobs: int) -> str:
     from hpu_port import __version__
     from hpu_port.parallel import default_jobs
 
-    ruff_version = subprocess.run(["ruff", "--version"], capture_output=True, text=True).stdout.strip()
+    ruff_version = subprocess.run(["ruff", "--version"], capture_output=True, text=True).stdout.strip() if shutil.which("ruff") else ""
     memory = ""
     try:
         total_kb = int(Path("/proc/meminfo").read_text().split()[1])

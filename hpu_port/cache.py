@@ -136,7 +136,7 @@ class Cache:
 def fingerprint(ruleset) -> str:
     """A name for everything a file's result depends on, besides its bytes."""
     digest = hashlib.sha256()
-    digest.update(f"{__version__}\n{_code_stamp()}\n{ruleset.options!r}\n".encode())
+    digest.update(f"{__version__}\n{code_stamp()}\n{ruleset.options!r}\n".encode())
     for rule in ruleset.rules:
         fields = (rule.code, rule.kind, rule.fix, rule.category, rule.message, rule.mode, rule.option,
                   rule.hpu_runtime, rule.remove_imports_of, rule.triggers, rule.raw_params)
@@ -147,7 +147,7 @@ def fingerprint(ruleset) -> str:
 _STAMP: Optional[str] = None
 
 
-def _code_stamp() -> str:
+def code_stamp() -> str:
     """Sizes and times of hpu-port's own modules: an edited checkout starts afresh."""
     global _STAMP
     if _STAMP is None:
@@ -168,6 +168,7 @@ def _encode(result: FileResult):
         "encoding": result.encoding,
         "imports_changed": result.imports_changed,
         "cells": [[cell, old, new] for cell, (old, new) in sorted(result.cell_changes.items())],
+        "output": None if result.output_findings is None else [list(astuple(f)) for f in result.output_findings],
     }
 
 
@@ -181,6 +182,8 @@ def _decode(payload, path: str, source: bytes) -> FileResult:
     result.encoding = payload["encoding"]
     result.imports_changed = payload["imports_changed"]
     result.cell_changes = {cell: (old, new) for cell, old, new in payload["cells"]}
+    output = payload.get("output")
+    result.output_findings = None if output is None else [Finding(*fields) for fields in output]
     return result
 
 

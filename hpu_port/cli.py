@@ -74,12 +74,12 @@ def _run(
     if "-" in paths and len(paths) > 1:
         raise click.UsageError("`-` (stdin) cannot be combined with other paths")
     try:
-        resolver = RuleSetResolver(_overrides(**options), command)
+        jobs, cache = _execution(paths, **execution)
+        resolver = RuleSetResolver(_overrides(**options), command, cache.directory if cache else None)
         if paths == ("-",):
             summary = run_stdin(sys.stdin.buffer.read(), stdin_filename, resolver, apply)
             summary.asked_advice = frozenset(resolver.asked_advice)
             return summary
-        jobs, cache = _execution(paths, **execution)
         with _progress(verbosity) as progress:
             summary = run(list(paths), resolver, apply=apply, progress=progress, jobs=jobs, cache=cache)
         summary.asked_advice = frozenset(resolver.asked_advice)

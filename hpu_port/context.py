@@ -14,7 +14,14 @@ import libcst as cst
 
 from hpu_port.edits import EditPlan, NodeEdit
 from hpu_port.model import Options, Rule
-from hpu_port.names import ImportBinding, Scope, ScopeIndex, qualify, spell, target_name_nodes
+from hpu_port.names import (
+    ImportBinding,
+    Scope,
+    ScopeIndex,
+    qualify,
+    spell,
+    target_name_nodes,
+)
 from hpu_port.positions import holding_statements, positions_in_statements, positions_of
 from hpu_port.results import Finding
 from hpu_port.walk import walk
@@ -208,17 +215,31 @@ class FileContext:
 
 
 def _without_redundant_fallbacks(findings: list[Finding], removed_lines: set, fallback: set) -> list[Finding]:
-    """Fallback findings (a line that merely mentions CUDA) only where nothing else
-    was said, and not on import lines that the rewrite removes."""
-    specific_lines = {f.line for f in findings if f.code not in fallback} | removed_lines
+    """Fallback findings (a line that merely mentions CUDA), once a line, only
+    where they will still stand after the rewrite and nothing else speaks for
+    them: not on a line where another finding already asks a person to look,
+    not inside code that a fix rewrites, not on import lines the rewrite
+    removes. `check` then counts before a rewrite what `check` counts after it.
+    """
+    specific = [f for f in findings if f.code not in fallback]
+    spoken_lines = {f.line for f in specific if not f.fixable} | removed_lines
+    rewritten = [_span(f) for f in specific if f.fixable]
     kept, fallback_lines = [], set()
     for finding in findings:
         if finding.code in fallback:
-            if finding.line in specific_lines or finding.line in fallback_lines:
+            if finding.line in spoken_lines or finding.line in fallback_lines or _inside_any(_span(finding), rewritten):
                 continue
             fallback_lines.add(finding.line)
         kept.append(finding)
     return kept
+
+
+def _span(finding: Finding) -> tuple:
+    return (finding.line, finding.column), (finding.end_line, finding.end_column)
+
+
+def _inside_any(span: tuple, spans: list) -> bool:
+    return any(outer[0] <= span[0] and span[1] <= outer[1] for outer in spans)
 
 
 @dataclass(eq=False)

@@ -27,7 +27,7 @@ from hpu_port.narrow import narrow
 from hpu_port.positions import statement_starts
 from hpu_port.results import FileResult, Finding
 from hpu_port.settings import RuleSet
-from hpu_port.splice import splice
+from hpu_port.splice import line_map, splice
 from hpu_port.suppressions import scan as scan_suppressions
 from hpu_port.triggers import CodeView, code_view
 from hpu_port.walk import walk_module
@@ -57,9 +57,7 @@ def port_module(
     ctx.suppressions = scan_suppressions(source, module.encoding) if source else None
     visitors: list[cst.BatchableCSTVisitor] = [ScopeEnter(ctx)]
     for kind, rules in ruleset.by_kind():
-        visitor = kind.visitor(rules, ctx)
-        if visitor is not None:
-            visitors.append(visitor)
+        visitors.extend(kind.visitors(rules, ctx))
     visitors.append(ScopeExit(ctx))
     walk_module(module, visitors, lambda statement: setattr(ctx, "statement", statement))
     ctx.resolve_hits()
@@ -109,12 +107,24 @@ def _port_until_stable(path: str, source: bytes, ruleset: RuleSet, apply: bool) 
         if current is None or result.failed:
             break
         again = _port_once(path, current, ruleset, apply)
-        if again.failed or again.new_source is None:
+        if again.failed:
+            break
+        if again.new_source is None:
+            # What is left to do is what this last pass found in the output.
+            _place_in_output(result, again.findings, current)
             break
         current = again.new_source
         result.new_source = current
         result.imports_changed = again.imports_changed
     return result
+
+
+def _place_in_output(result: FileResult, remaining: list[Finding], output: bytes) -> None:
+    """The findings of a rewritten file at their lines in the new file: what
+    the rewrite fixed, at the lines that replaced it; the rest as found there."""
+    new_line = line_map(result.source, output)
+    fixed = [dataclasses.replace(f, line=new_line(f.line), end_line=new_line(f.end_line)) for f in result.findings if f.applied]
+    result.output_findings = sorted({*fixed, *remaining}, key=Finding.sort_key)
 
 
 def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
@@ -298,18 +308,24 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
     module_text = notebooks.to_module(notebook)
     ported = port_source(path, module_text.encode("utf-8"), ruleset, apply)
 
-    def place(line: int) -> tuple[int, int]:
-        number, within = notebooks.cell_of_line(module_text, line)
+    def place(line: int, text: str = module_text) -> tuple[int, int]:
+        number, within = notebooks.cell_of_line(text, line)
         return notebook.code_cells[number] + 1, within
+
+    def in_cells(findings: list[Finding], text: str = module_text) -> list[Finding]:
+        placed = []
+        for finding in findings:
+            cell, line = place(finding.line, text)
+            _, end_line = place(finding.end_line, text)
+            placed.append(dataclasses.replace(finding, cell=cell, line=max(line, 1), end_line=max(end_line, 1)))
+        return placed
 
     if ported.error:
         result.error = re.sub(r"line (\d+)", lambda m: "cell %d, line %d" % place(int(m.group(1))), ported.error)
         return result
-    result.findings = []
-    for finding in ported.findings:
-        cell, line = place(finding.line)
-        _, end_line = place(finding.end_line)
-        result.findings.append(dataclasses.replace(finding, cell=cell, line=max(line, 1), end_line=max(end_line, 1)))
+    result.findings = in_cells(ported.findings)
+    if ported.output_findings is not None:
+        result.output_findings = in_cells(ported.output_findings, ported.new_source.decode("utf-8"))
     if ported.new_source is not None:
         changed = notebooks.new_sources(notebook, ported.new_source.decode("utf-8"))
         if changed:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from hpu_port.engine import port_bytes
 from hpu_port.results import FileResult
 
 # Below this much source, starting workers (each imports libcst) costs more
@@ -28,6 +27,19 @@ BATCH_FILES = 8
 _WORKER_RULESETS: list = []
 
 
+def _engine():
+    # The engine brings libcst, whose import is most of a short run's time: it
+    # is loaded only once some file turned out to need parsing.
+    from hpu_port import engine
+
+    return engine
+
+
+def port_one(path: str, source: bytes, ruleset, apply: bool) -> FileResult:
+    """Port one file's bytes in this process, whatever its type."""
+    return _engine().port_bytes(path, source, ruleset, apply)
+
+
 def default_jobs() -> int:
     """The CPUs this process may run on."""
     try:
@@ -40,7 +52,7 @@ def port_all(tasks: list, apply: bool, jobs: int) -> Iterator[tuple[object, File
     """(task, result) for every task, as each finishes."""
     if jobs <= 1 or len(tasks) < 2 or sum(len(t.source) for t in tasks) < POOL_MIN_BYTES:
         for task in tasks:
-            yield task, port_bytes(task.path, task.source, task.ruleset, apply)
+            yield task, port_one(task.path, task.source, task.ruleset, apply)
         return
     yield from _port_in_pool(tasks, apply, jobs)
 
@@ -106,6 +118,7 @@ def _start_worker(rulesets: list) -> None:
 
 
 def _port_batch(items: list, apply: bool) -> list[FileResult]:
+    port_bytes = _engine().port_bytes
     results = []
     for path, source, number in items:
         result = port_bytes(path, source, _WORKER_RULESETS[number], apply)

@@ -62,6 +62,10 @@ class FileResult:
     cell_changes: dict = field(default_factory=dict)
     # Whether this result came from the cache (the file was not ported again).
     from_cache: bool = False
+    # The findings placed in ``new_source`` rather than in ``source`` (what was
+    # fixed, where its replacement stands; what is left, where it now is), for
+    # reporting on a file once it has been rewritten in place.
+    output_findings: Optional[list[Finding]] = None
 
     @property
     def changed(self) -> bool:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
 
+from hpu_port import rule_cache
 from hpu_port._compat import tomllib
 from hpu_port.kinds import get_kind, kind_names
 from hpu_port.model import FIX_SAFETIES, MODES, OPTIONS, Example, Rule
@@ -63,11 +64,29 @@ def rule_files(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
-def load_rules(extra: Iterable[Path] = ()) -> list[Rule]:
-    """Load the bundled rules plus the user's rule files, validated, sorted by code."""
+def load_rules(extra: Iterable[Path] = (), cache_dir: Optional[Path] = None) -> list[Rule]:
+    """Load the bundled rules plus the user's rule files, validated, sorted by code.
+
+    With ``cache_dir``, loaded rules are kept there, keyed by the files' sizes
+    and times and by hpu-port's own code: reading and validating some eighty
+    TOML files is most of what a run on files with nothing to port costs.
+    """
+    paths = rule_files([bundled_rules_dir(), *extra])
+    if cache_dir is None:
+        return _load_all(paths)
+    key = rule_cache.key(paths)
+    cached = rule_cache.read(cache_dir, key)
+    if cached is not None:
+        return cached
+    rules = _load_all(paths)
+    rule_cache.write(cache_dir, key, rules)
+    return rules
+
+
+def _load_all(paths: list[Path]) -> list[Rule]:
     rules: list[Rule] = []
     seen: dict[str, str] = {}
-    for path in rule_files([bundled_rules_dir(), *extra]):
+    for path in paths:
         rule = load_rule_file(path)
         if rule.code in seen:
             raise RuleFileError(

@@ -8,7 +8,6 @@ from typing import Callable, Optional, Union
 
 from hpu_port import parallel
 from hpu_port.cache import Cache
-from hpu_port.engine import port_bytes, port_source
 from hpu_port.files import (
     FileChangedError,
     discover,
@@ -52,14 +51,6 @@ class RunSummary:
     @property
     def manual(self) -> int:
         return sum(1 for r in self.results for f in r.findings if f.needs_person)
-
-
-def port_path(path: str, ruleset: RuleSet, apply: bool) -> FileResult:
-    """Read and port one file; an unreadable file becomes a result with an error."""
-    source = _read(path)
-    if isinstance(source, FileResult):
-        return source
-    return port_bytes(path, source, ruleset, apply)
 
 
 def _read(path: str) -> Union[bytes, FileResult]:
@@ -184,6 +175,8 @@ def write_results(summary: RunSummary) -> None:
     for result in summary.changed:
         try:
             write_atomically(result.path, result.new_source, expected=result.source)
+            if result.output_findings is not None:
+                result.findings = result.output_findings  # the file is now the new one
         except FileChangedError:
             result.error = "changed on disk while it was being ported; not written"
         except OSError as exc:
@@ -198,10 +191,10 @@ def run_stdin(source: bytes, name: Optional[str], ruleset_for: RuleSetFor, apply
     if ruleset is None:  # excluded by the configuration: nothing to do
         summary.results.append(FileResult(path=name or "-", source=source))
         return summary
-    try:
-        result = port_source(name or "-", source, ruleset, apply)
-    except Exception as exc:  # the editor gets its text back either way
-        result = FileResult(path=name or "-", source=source, error=f"internal error: {type(exc).__name__}: {exc}")
+    # The name decides the file type, as a path's would (a notebook, a
+    # requirements file); errors come back as data, so the editor gets its text back.
+    result = parallel.port_one(name or "-", source, ruleset, apply)
+    result.source = source
     result.rules = tuple(ruleset.rules)
     summary.results.append(result)
     return summary

@@ -18,8 +18,10 @@ class RuleSetResolver:
     built once per distinct configuration.
     """
 
-    def __init__(self, overrides, command: str = "check") -> None:
+    def __init__(self, overrides, command: str = "check", rules_cache: Optional[Path] = None) -> None:
         self.overrides = overrides
+        # Where loaded rule files are kept between runs (None: nowhere).
+        self.rules_cache = rules_cache
         # `rewrite` leaves advice alone unless it is asked for by code.
         self.command = command
         # Advice rules some selector names by code: their findings count for
@@ -42,7 +44,7 @@ class RuleSetResolver:
 
     def _build(self, settings, extra_ignores) -> RuleSet:
         if settings.rules not in self._rules:
-            self._rules[settings.rules] = load_rules([Path(p) for p in settings.rules])
+            self._rules[settings.rules] = load_rules([Path(p) for p in settings.rules], self.rules_cache)
         rules = self._rules[settings.rules]
         chosen = select_rules(rules, settings.select, settings.ignore + extra_ignores)
         extended = select_rules(rules, settings.extend_select or ["ALL"], settings.ignore + extra_ignores)

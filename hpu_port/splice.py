@@ -9,7 +9,7 @@ the rules changed are carried over onto the original bytes instead.
 from __future__ import annotations
 
 from difflib import SequenceMatcher
-from typing import Optional
+from typing import Callable, Optional
 
 
 def splice(original: bytes, roundtrip: bytes, new: bytes) -> Optional[bytes]:
@@ -28,3 +28,21 @@ def splice(original: bytes, roundtrip: bytes, new: bytes) -> Optional[bytes]:
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         out += old_lines[i1:i2] if tag == "equal" else new_lines[j1:j2]
     return b"".join(out)
+
+
+def line_map(old: bytes, new: bytes) -> Callable[[int], int]:
+    """Where each line (1-based) of ``old`` stands in ``new``: an unchanged line
+    where it moved to, a changed one at the first line that replaced it."""
+    starts: list[tuple[int, int, int, bool]] = []
+    matcher = SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    for tag, i1, i2, j1, _ in matcher.get_opcodes():
+        starts.append((i1, i2, j1, tag == "equal"))
+
+    def new_line(line: int) -> int:
+        index = line - 1
+        for i1, i2, j1, equal in starts:
+            if i1 <= index < i2 or (i1 == i2 == index):
+                return j1 + (index - i1 if equal else 0) + 1
+        return line
+
+    return new_line

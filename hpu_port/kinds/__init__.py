@@ -1,8 +1,13 @@
 """Rule kinds: the only rule logic the engine knows.
 
 A kind turns the data of its rules into matching. Each module in this package
-defines one kind and registers it with ``@register_kind``; rule files name the
-kind they use. The engine never looks at rule codes.
+declares one kind and registers it with ``@register_kind``: the keys its rules
+take, how they are checked, the triggers and screens that decide whether a
+file needs parsing. How a kind matches and fixes code lives in the module of
+the same name in ``hpu_port.visitors``, the only side that needs libcst: it is
+imported the first time a file is really ported, so loading rules, screening
+files and answering from the cache never load libcst. Rule files name the kind
+they use; the engine never looks at rule codes.
 """
 
 from __future__ import annotations
@@ -12,12 +17,13 @@ import pkgutil
 import string
 from typing import TYPE_CHECKING, Any, Optional
 
-if TYPE_CHECKING:  # pragma: no cover
+from hpu_port.model import Rule
+from hpu_port.triggers import CodeView, Trigger
+
+if TYPE_CHECKING:  # pragma: no cover - typing only: the contract's libcst side
     import libcst as cst
 
-    from hpu_port.engine import FileContext
-    from hpu_port.rules import Rule
-    from hpu_port.triggers import CodeView, Trigger
+    from hpu_port.context import FileContext
 
 _KINDS: dict[str, "Kind"] = {}
 _LOADED = False
@@ -63,11 +69,11 @@ class Kind:
                 return f"message uses unknown placeholder {{{field_name}}} (allowed: {allowed})"
         return None
 
-    def describe(self, rule: "Rule") -> str:
+    def describe(self, rule: Rule) -> str:
         """Extra Markdown for the rule's page (for example its table of names)."""
         return ""
 
-    def handled_names(self, rule: "Rule") -> set[str]:
+    def handled_names(self, rule: Rule) -> set[str]:
         """Qualified names (or `prefix.*`) this rule acts on, for coverage checks."""
         names: set[str] = set()
         for key in ("renames", "names", "rewrites"):
@@ -77,30 +83,52 @@ class Kind:
             names |= set(value)
         return names
 
-    def triggers(self, rule: "Rule") -> list["Trigger"]:
+    def triggers(self, rule: Rule) -> list[Trigger]:
         """What must occur in a file for this rule to possibly match it (any of
         these); none: the rule only acts along with others."""
         return []
 
-    def screen(self, rule: "Rule", view: "CodeView") -> bool:
+    def screen(self, rule: Rule, view: CodeView) -> bool:
         """False when the standard parser's view of a file shows that ``rule``
         cannot match it (its trigger text occurs, but not where it would act);
         the file then needs no full parse for this rule. Must never be False
         for a file the rule would report on."""
         return True
 
-    def context_words(self, rule: "Rule") -> frozenset:
+    def context_words(self, rule: Rule) -> frozenset:
         """Words (bytes) of what ``rule`` consults away from the code it reports
         on (an optimizer built in `__init__`, a graph wrapper called once for
         the whole file). When only reporting, a function that mentions one is
         parsed even if it holds nothing to report (see ``hpu_port.narrow``)."""
         return frozenset()
 
-    def visitor(self, rules: list["Rule"], ctx: "FileContext") -> Optional["cst.BatchableCSTVisitor"]:
-        return None
+    def visitors(self, rules: list[Rule], ctx: "FileContext") -> list["cst.BatchableCSTVisitor"]:
+        """The visitors that match ``rules`` in the file of ``ctx``, from this
+        kind's module in ``hpu_port.visitors``: its ``visitor(rules, ctx)``
+        serves all the kind's rules at once; a module whose visitor follows one
+        rule at a time offers ``visitor_for_rule(rule, ctx)`` instead, so that
+        any number of rules of the kind each report under their own code.
+        None for kinds that only act in ``finish``."""
+        matching = _matching_module(type(self).__module__)
+        if matching is None:
+            return []
+        if hasattr(matching, "visitor_for_rule"):
+            return [matching.visitor_for_rule(rule, ctx) for rule in rules]
+        visitor = matching.visitor(rules, ctx)
+        return [visitor] if visitor is not None else []
 
-    def finish(self, rules: list["Rule"], ctx: "FileContext") -> None:
+    def finish(self, rules: list[Rule], ctx: "FileContext") -> None:
         """Called once the whole file was visited (for file-level decisions)."""
+
+
+def _matching_module(declaration: str):
+    name = declaration.rsplit(".", 1)[-1]
+    try:
+        return importlib.import_module(f"hpu_port.visitors.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"hpu_port.visitors.{name}":
+            raise
+        return None
 
 
 def _type_name(expected: type) -> str:

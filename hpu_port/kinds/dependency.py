@@ -12,15 +12,10 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-import libcst as cst
-
 from hpu_port._compat import tomllib
 from hpu_port.kinds import Kind, register_kind, string_list
-from hpu_port.kinds._references import RulesVisitor, literal_value
 from hpu_port.triggers import name_trigger
-from hpu_port.walk import walk
 
-SETUP_FUNCTIONS = {"setuptools.setup", "distutils.core.setup"}
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -52,8 +47,6 @@ class Dependency(Kind):
     def triggers(self, rule):
         return [name_trigger(keyword) for keyword in sorted(rule.params["keywords"])]
 
-    def visitor(self, rules, ctx):
-        return _SetupVisitor(ctx, rules)
 
     def scan_file(self, rule, file_name: str, text: str) -> Iterator[tuple[int, int, int, str]]:
         """(line, first column, end column, requirement) of each match, 1-based."""
@@ -102,30 +95,3 @@ def _poetry_entries(lines: list) -> list:
         if inside and match:
             found.append((number, match.start(1), stripped))
     return found
-
-
-class _SetupVisitor(RulesVisitor):
-    def visit_Call(self, node: cst.Call) -> None:
-        hit = self.ctx.qualify(node.func)
-        if hit is None or hit[0] not in SETUP_FUNCTIONS:
-            return
-        for arg in node.args:
-            for rule in self.rules:
-                if arg.keyword is not None and arg.keyword.value in rule.params["keywords"]:
-                    self._check_strings(rule, arg.value)
-
-    def _check_strings(self, rule, value) -> None:
-        collector = _Strings()
-        walk(value, [collector])
-        for string in collector.found:
-            requirement = literal_value(string.value)
-            if isinstance(requirement, str) and requirement_name(requirement) in rule.params["packages"]:
-                self.ctx.report(rule, string, rule.message.format(name=requirement, file="setup.py"))
-
-
-class _Strings:
-    def __init__(self) -> None:
-        self.found: list = []
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        self.found.append(node)

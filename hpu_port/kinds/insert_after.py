@@ -21,14 +21,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-import libcst as cst
-
 from hpu_port.kinds import Kind, last_words, register_kind, string_list, string_table
-from hpu_port.kinds._references import written
-from hpu_port.names import dotted_name
 from hpu_port.triggers import text_trigger
-
-STEP, NOT_STEP, UNKNOWN = "step", "not-step", "unknown"
 
 
 @register_kind
@@ -81,9 +75,6 @@ class InsertAfter(Kind):
         constructors = [*rule.params["step-constructors"], *rule.params["not-step-constructors"]]
         return last_words(pattern for pattern, _ in constructors)
 
-    def visitor(self, rules, ctx):
-        return _InsertAfterVisitor(ctx, rules[0]) if rules else None
-
 
 def _constructor(pattern: str) -> tuple[str, Optional[int]]:
     """``"deepspeed.initialize[0]"`` -> ("deepspeed.initialize", 0); ``"torch.optim.*"`` kept."""
@@ -91,157 +82,3 @@ def _constructor(pattern: str) -> tuple[str, Optional[int]]:
     if not match:
         raise ValueError(f"{pattern!r} is not a constructor name (dotted, optional .* and [index])")
     return match.group(1), int(match.group(2)) if match.group(2) is not None else None
-
-
-def _name_matches(qualified: str, pattern: str) -> bool:
-    if pattern.endswith(".*"):
-        return qualified.startswith(pattern[:-1])
-    return qualified == pattern
-
-
-class _InsertAfterVisitor(cst.BatchableCSTVisitor):
-    def __init__(self, ctx, rule) -> None:
-        super().__init__()
-        self.ctx = ctx
-        self.rule = rule
-        self.params = rule.params
-        self.next_statement: dict[cst.CSTNode, cst.CSTNode] = {}
-        self.bound: dict[str, str] = {}
-        self.backward_scopes: set[cst.CSTNode] = set()
-        self.steps: list[tuple[cst.Expr, cst.Call, cst.CSTNode]] = []
-
-    # -- what follows each small statement, for the already-there check ---------
-
-    def visit_Module(self, node) -> None:
-        self._link(node.body)
-
-    def visit_IndentedBlock(self, node) -> None:
-        self._link(node.body)
-
-    def visit_SimpleStatementSuite(self, node) -> None:
-        self._link_small(node.body, None)
-
-    def _link(self, statements) -> None:
-        for index, statement in enumerate(statements):
-            if isinstance(statement, cst.SimpleStatementLine):
-                following = statements[index + 1] if index + 1 < len(statements) else None
-                first_after = following.body[0] if isinstance(following, cst.SimpleStatementLine) else None
-                self._link_small(statement.body, first_after)
-
-    def _link_small(self, smalls, after) -> None:
-        for index, small in enumerate(smalls):
-            self.next_statement[small] = smalls[index + 1] if index + 1 < len(smalls) else after
-
-    # -- what names are bound to ------------------------------------------------
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._bind(target.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._bind(node.target, node.value)
-
-    def _bind(self, target, value) -> None:
-        if not isinstance(value, cst.Call):
-            return
-        hit = self.ctx.qualify(value.func)
-        if hit is None:
-            return
-        elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else None
-        for pattern, index in self.params["not-step-constructors"]:
-            if _name_matches(hit[0], pattern) and index is None:
-                self._record(target, NOT_STEP)
-                return
-        for pattern, index in self.params["step-constructors"]:
-            if not _name_matches(hit[0], pattern):
-                continue
-            if index is None:
-                self._record(target, STEP)
-            elif elements is not None and index < len(elements):
-                self._record(elements[index].value, STEP)
-
-    def _record(self, target, kind: str) -> None:
-        key = dotted_name(target)
-        if key is not None:
-            self.bound[key] = kind
-
-    # -- anchors ------------------------------------------------------------------
-
-    def visit_Expr(self, node: cst.Expr) -> None:
-        call = node.value
-        if not isinstance(call, cst.Call):
-            return
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in self.params["after-methods"]:
-            self.backward_scopes.add(self.ctx.scope.node)
-            self._anchor(node, call, "the backward pass")
-        elif func_qualified(self.ctx, func) in self.params["after-calls"]:
-            self.backward_scopes.add(self.ctx.scope.node)
-            self._anchor(node, call, "the backward pass")
-        elif isinstance(func, cst.Attribute) and func.attr.value == self.params["step-method"]:
-            self.steps.append((node, call, self.ctx.scope.node))
-
-    def leave_Module(self, node) -> None:
-        # Steps are judged at the end: an optimizer may be bound after the
-        # method that steps it (`__init__` after `train_step`, say).
-        for statement, call, scope_node in self.steps:
-            verdict = self._step_verdict(call)
-            if verdict == STEP:
-                self._anchor(statement, call, "the optimizer step")
-            elif verdict == UNKNOWN and scope_node in self.backward_scopes:
-                message = self.params["unsure-message"].format(name=written(call.func.value))
-                if message:
-                    self.ctx.report(self.rule, call, message)
-
-    def _step_verdict(self, call: cst.Call) -> str:
-        verdict = self._receiver_verdict(call.func.value)
-        if verdict != UNKNOWN:
-            if verdict == NOT_STEP and any(self._receiver_verdict(a.value) == STEP for a in call.args):
-                return STEP  # scaler.step(optimizer): the scaler steps the optimizer
-            return verdict
-        if any(self._receiver_verdict(arg.value) == STEP for arg in call.args if arg.keyword is None):
-            return STEP
-        return UNKNOWN
-
-    def _receiver_verdict(self, expr) -> str:
-        key = dotted_name(expr)
-        if key is None:
-            return UNKNOWN
-        if key in self.bound:
-            return self.bound[key]
-        last = key.rsplit(".", 1)[-1]
-        if self.params["not-step-names"] is not None and self.params["not-step-names"].search(last):
-            return NOT_STEP
-        if self.params["step-names"] is not None and self.params["step-names"].fullmatch(last):
-            return STEP
-        return UNKNOWN
-
-    def _anchor(self, statement: cst.Expr, call: cst.Call, what: str) -> None:
-        if self._already_followed(statement):
-            return
-        spelling = self.ctx.spell(self.params["function"], self.params["import-as"])
-        if spelling is None:
-            return
-        code = f"{spelling.code}()"
-        message = self.rule.message.format(name=written(call.func), call=code, what=what)
-        self.ctx.report(
-            self.rule, call, message, lambda plan: plan.insert_after(statement, code), spelling
-        )
-
-    def _already_followed(self, statement) -> bool:
-        following = self.next_statement.get(statement)
-        if not isinstance(following, cst.Expr) or not isinstance(following.value, cst.Call):
-            return False
-        func = following.value.func
-        if func_qualified(self.ctx, func) == self.params["function"]:
-            return True
-        # A call spelled like the function but through an import this file
-        # lacks (`htcore.mark_step()` with no htcore import) still counts.
-        name = dotted_name(func)
-        return name is not None and name.rsplit(".", 1)[-1] == self.params["function"].rsplit(".", 1)[-1]
-
-
-def func_qualified(ctx, func) -> Optional[str]:
-    hit = ctx.qualify(func)
-    return hit[0] if hit else None

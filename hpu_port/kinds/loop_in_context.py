@@ -5,8 +5,9 @@ with one of the ``contexts`` (``torch.no_grad``, ``torch.inference_mode``) is
 reported once (the outermost such loop), unless it already calls one of the
 ``satisfied-by`` functions or one of the ``skip-methods`` (a loop that calls
 ``.backward()`` is training, not inference). A file that calls one of the
-``satisfied-by`` functions outside any loop (``wrap_in_hpu_graph(model)``) is
-taken as handled. With ``forward-calls``, only loops that call something that
+``file-satisfied-by`` functions anywhere (``wrap_in_hpu_graph(model)``) is
+taken as handled; a ``satisfied-by`` call elsewhere in the file (a
+``mark_step()`` in the training loop) says nothing about the inference loop. With ``forward-calls``, only loops that call something that
 looks like a model are reported: a callable of the file's own (``model(x)``,
 ``net(x)``; not an import or a builtin), or a method named like a model or a
 forward pass (``self.model(x)``, ``model.generate(...)``); loops that only
@@ -17,12 +18,8 @@ from __future__ import annotations
 
 import ast
 import builtins
-from typing import Optional
-
-import libcst as cst
 
 from hpu_port.kinds import Kind, last_words, register_kind, string_list
-from hpu_port.kinds._references import written
 from hpu_port.triggers import child_statements, name_trigger
 
 
@@ -32,19 +29,21 @@ class LoopInContext(Kind):
     KEYS = {
         "contexts": (list, True),
         "satisfied-by": (list, False),
+        "file-satisfied-by": (list, False),
         "skip-methods": (list, False),
         "forward-calls": (bool, False),
     }
     MESSAGE_FIELDS = frozenset({"name"})
 
     def context_words(self, rule):
-        # A `satisfied-by` call anywhere marks the whole file as handled.
-        return last_words(rule.params["satisfied-by"])
+        # A `file-satisfied-by` call anywhere marks the whole file as handled.
+        return last_words(rule.params["file-satisfied-by"])
 
     def build_params(self, table):
         return {
             "contexts": set(string_list(table["contexts"], "contexts")),
             "satisfied-by": set(string_list(table.get("satisfied-by", []), "satisfied-by")),
+            "file-satisfied-by": set(string_list(table.get("file-satisfied-by", []), "file-satisfied-by")),
             "skip-methods": set(string_list(table.get("skip-methods", []), "skip-methods")),
             "forward-calls": table.get("forward-calls", False),
         }
@@ -69,12 +68,13 @@ class LoopInContext(Kind):
         maybe_models = called - view.imported_names() - _BUILTINS
         return bool(maybe_models) or (bool(called) and bool(called & _bound_names(view)))
 
-    def visitor(self, rules, ctx):
-        return _LoopVisitor(ctx, rules[0]) if rules else None
-
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
 _WITHS = (ast.With, ast.AsyncWith)
 
 
@@ -125,104 +125,7 @@ def _ends_in(expr: ast.AST, last_parts: set[str]) -> bool:
     return isinstance(expr, ast.Name) and expr.id in last_parts
 
 
-class _LoopVisitor(cst.BatchableCSTVisitor):
-    def __init__(self, ctx, rule) -> None:
-        super().__init__()
-        self.ctx = ctx
-        self.rule = rule
-        self.params = rule.params
-        self.context_nodes: list[tuple[cst.CSTNode, str]] = []
-        self.loop: Optional[cst.CSTNode] = None
-        self.loop_context = ""
-        self.loop_is_handled = False
-        self.loop_runs_model = False
-        self.candidates: list[tuple[cst.CSTNode, str]] = []
-        self.file_is_handled = False
-
-    def _context_name(self, expr) -> Optional[str]:
-        func = expr.func if isinstance(expr, cst.Call) else expr
-        hit = self.ctx.qualify(func)
-        if hit is not None and hit[0] in self.params["contexts"]:
-            return written(expr)
-        return None
-
-    def visit_With(self, node: cst.With) -> None:
-        for item in node.items:
-            name = self._context_name(item.item)
-            if name:
-                self.context_nodes.append((node, name))
-                return
-
-    def leave_With(self, node: cst.With) -> None:
-        self._pop(node)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        for decorator in node.decorators:
-            name = self._context_name(decorator.decorator)
-            if name:
-                self.context_nodes.append((node, "@" + name))
-                return
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._pop(node)
-
-    def _pop(self, node) -> None:
-        if self.context_nodes and self.context_nodes[-1][0] is node:
-            self.context_nodes.pop()
-
-    def visit_For(self, node) -> None:
-        self._enter_loop(node)
-
-    def visit_While(self, node) -> None:
-        self._enter_loop(node)
-
-    def _enter_loop(self, node) -> None:
-        if self.loop is None and self.context_nodes:
-            self.loop, self.loop_context, self.loop_is_handled = node, self.context_nodes[-1][1], False
-            self.loop_runs_model = not self.params["forward-calls"]
-
-    def leave_For(self, node) -> None:
-        self._leave_loop(node)
-
-    def leave_While(self, node) -> None:
-        self._leave_loop(node)
-
-    def _leave_loop(self, node) -> None:
-        if node is self.loop:
-            if not self.loop_is_handled and self.loop_runs_model:
-                self.candidates.append((node, self.loop_context))
-            self.loop = None
-
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        handled = isinstance(func, cst.Attribute) and func.attr.value in self.params["skip-methods"]
-        hit = self.ctx.qualify(func)
-        if hit is not None and hit[0] in self.params["satisfied-by"]:
-            handled = True
-            if self.loop is None:
-                self.file_is_handled = True
-        if handled and self.loop is not None:
-            self.loop_is_handled = True
-        if self.loop is not None and hit is None and _looks_like_a_model(func, self.ctx):
-            self.loop_runs_model = True
-
-    def leave_Module(self, node) -> None:
-        if self.file_is_handled:
-            return
-        for loop, context in self.candidates:
-            self.ctx.report(self.rule, loop, self.rule.message.format(name=context))
-
-
 _MODEL_METHODS = frozenset({"forward", "generate", "predict", "sample", "net", "encoder", "decoder", "backbone", "unet", "vae", "pipe", "pipeline"})
+
+
 _BUILTINS = frozenset(dir(builtins))
-
-
-def _looks_like_a_model(func, ctx) -> bool:
-    """A call of the file's own callable, or of a model-like method (`self.model(x)`)."""
-    if isinstance(func, cst.Name):
-        binding = ctx.scope.lookup(func.value)
-        return binding is not None or func.value not in _BUILTINS
-    if isinstance(func, cst.Attribute):
-        name = func.attr.value
-        return name in _MODEL_METHODS or "model" in name.lower()
-    return False

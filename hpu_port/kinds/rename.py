@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from hpu_port.edits import replace_expression
 from hpu_port.kinds import Kind, markdown_table, register_kind, string_table
-from hpu_port.kinds._references import ReferenceVisitor, written
 from hpu_port.triggers import name_trigger
 
 
@@ -36,30 +34,7 @@ class Rename(Kind):
     def triggers(self, rule):
         return [name_trigger(name) for name in rule.params["renames"]]
 
-    def visitor(self, rules, ctx):
-        return _RenameVisitor(ctx, rules)
-
 
 def _check_dotted(name: str, key: str) -> None:
     if not all(part.isidentifier() for part in name.split(".")):
         raise ValueError(f"{key!r}: {name!r} is not a dotted Python name")
-
-
-class _RenameVisitor(ReferenceVisitor):
-    def __init__(self, ctx, rules) -> None:
-        self.table = {}
-        for rule in rules:
-            for old, new in rule.params["renames"].items():
-                self.table.setdefault(old, (rule, new))
-        super().__init__(ctx, set(self.table))
-
-    def on_reference(self, node, qualified, binding) -> None:
-        rule, target = self.table[qualified]
-        message = rule.message.format(name=written(node), replacement=target)
-        spelling = self.ctx.spell(target, rule.params["import-as"])
-        if spelling is None:
-            self.ctx.report(rule, node, message + f" (not rewritten: a local name hides `{target}`)")
-            return
-        self.ctx.report(
-            rule, node, message, self.ctx.replace(node, replace_expression(spelling.code)), spelling, binding
-        )

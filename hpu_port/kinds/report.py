@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from hpu_port.kinds import Kind, markdown_table, register_kind, string_table
-from hpu_port.kinds._references import ReferenceVisitor, written
 from hpu_port.triggers import name_trigger
 
 
@@ -31,32 +30,3 @@ class Report(Kind):
 
     def triggers(self, rule):
         return [name_trigger(name) for name in rule.params["names"]]
-
-    def visitor(self, rules, ctx):
-        return _ReportVisitor(ctx, rules)
-
-
-class _ReportVisitor(ReferenceVisitor):
-    def __init__(self, ctx, rules) -> None:
-        self.table = {}
-        for rule in rules:
-            for name, advice in rule.params["names"].items():
-                self.table.setdefault(name, (rule, advice))
-        super().__init__(ctx, set(self.table))
-
-    def leave_Module(self, node) -> None:
-        for binding in self.ctx.scopes.bindings:
-            module = binding.module_path
-            for name, (rule, advice) in self.table.items():
-                if not rule.params["report-imports"]:
-                    continue
-                base = name[:-2] if name.endswith(".*") else name
-                if (module == base or module.startswith(base + ".")) and self.ctx.claim(binding.alias):
-                    message = rule.message.format(name=f"import {module}", qualified=module, advice=advice)
-                    self.ctx.report(rule, binding.alias, message.strip())
-                    break
-
-    def on_reference(self, node, qualified, binding) -> None:
-        rule, advice = self.table.get(qualified) or self.table[self.wildcard_for(qualified)]
-        message = rule.message.format(name=written(node), qualified=qualified, advice=advice)
-        self.ctx.report(rule, node, message.strip())

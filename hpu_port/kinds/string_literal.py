@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import re
 
-import libcst as cst
-
 from hpu_port.kinds import Kind, register_kind, string_list, string_table
-from hpu_port.kinds._references import written
 from hpu_port.triggers import text_trigger
 
 
@@ -49,35 +46,3 @@ class StringLiteral(Kind):
             # Every file would have to be read: make the rule say what to look for.
             raise ValueError("a 'match' pattern starts with no literal text; list the text files must contain in 'triggers'")
         return [text_trigger(token) for token in sorted(tokens)]
-
-    def visitor(self, rules, ctx):
-        return _StringLiteralVisitor(ctx, rules)
-
-
-class _StringLiteralVisitor(cst.BatchableCSTVisitor):
-    def __init__(self, ctx, rules) -> None:
-        super().__init__()
-        self.ctx = ctx
-        self.rules = rules
-        self.dict_keys: set[cst.CSTNode] = set()
-
-    def visit_DictElement(self, node: cst.DictElement) -> None:
-        self.dict_keys.add(node.key)
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if self.ctx.docstring_depth or "b" in node.prefix.lower():
-            return
-        value = node.raw_value
-        for rule in self.rules:
-            if rule.params["dict-keys-only"] and node not in self.dict_keys:
-                continue
-            new = rule.params["replace"].get(value)
-            if new is not None:
-                if self.ctx.claim(node):
-                    message = rule.message.format(name=written(node), replacement=new)
-                    edit = lambda u, new=new: u.with_changes(value=u.prefix + u.quote + new + u.quote)
-                    self.ctx.report(rule, node, message, self.ctx.replace(node, edit))
-                return
-            if any(p.fullmatch(value) for p in rule.params["match"]) and self.ctx.claim(node):
-                self.ctx.report(rule, node, rule.message.format(name=written(node), replacement=""))
-                return

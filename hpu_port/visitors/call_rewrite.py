@@ -1,0 +1,166 @@
+"""How the ``call-rewrite`` kind matches and fixes code (see ``hpu_port.kinds.call_rewrite``)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from hpu_port.context import FileContext
+from hpu_port.model import Rule
+from hpu_port.visitors._references import (
+    NOT_A_LITERAL,
+    ReferenceVisitor,
+    literal_value,
+    written,
+)
+
+
+def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
+    return _CallRewriteVisitor(ctx, rules)
+
+
+class _CallRewriteVisitor(ReferenceVisitor):
+    def __init__(self, ctx, rules) -> None:
+        self.table = {}
+        for rule in rules:
+            for name, entry in rule.params["rewrites"].items():
+                self.table.setdefault(name, (rule, entry))
+        super().__init__(ctx, set(self.table))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        hit = self.ctx.qualify(node.func)
+        if hit is None or hit[0] not in self.table or not self.ctx.claim(node.func):
+            return
+        rule, entry = self.table[hit[0]]
+        arguments = _arguments(node, entry["positional"])
+        if arguments is None or not _required(arguments, entry["require"]):
+            return
+        target = _target(arguments, entry)
+        message = rule.message.format(name=written(node.func), replacement=target or entry["to"])
+        if target is None:
+            self.ctx.report(rule, node, message + f" (not rewritten: `{entry['switch-keyword']}` is not a literal)")
+            return
+        spelling = self.ctx.spell(target, from_imports=rule.params["from-import"])
+        if spelling is None:
+            return
+        new_call = _new_call(node, arguments, entry, spelling.code)
+        if written(new_call) == written(node):
+            return
+        self._apply(rule, node, message, spelling, hit[1], lambda updated: _new_call(
+            updated, _arguments(updated, entry["positional"]), entry, spelling.code
+        ))
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        if isinstance(node.decorator, cst.Call):
+            return
+        hit = self.ctx.qualify(node.decorator)
+        if hit is None or hit[0] not in self.table or not self.ctx.claim(node.decorator):
+            return
+        rule, entry = self.table[hit[0]]
+        spelling = self.ctx.spell(entry["to"], from_imports=rule.params["from-import"])
+        if spelling is None:
+            return
+        message = rule.message.format(name=written(node.decorator), replacement=entry["to"])
+        call = cst.Call(func=node.decorator)
+        self._apply(rule, node, message, spelling, hit[1], lambda updated: updated.with_changes(
+            decorator=_new_call(call, {}, entry, spelling.code)
+        ))
+
+    def _apply(self, rule, node, message, spelling, binding, edit) -> None:
+        self.ctx.report(rule, node, message, self.ctx.replace(node, edit), spelling, binding)
+
+    def on_reference(self, node, qualified, binding) -> None:
+        rule, entry = self.table[qualified]
+        message = rule.message.format(name=written(node), replacement=entry["to"])
+        self.ctx.report(rule, node, message + " (used as a value here: rewrite it by hand)")
+
+
+def _arguments(call: cst.Call, positional: list[str]) -> Optional[dict[str, cst.Arg]]:
+    """Arguments by parameter name; None when they cannot be named (*args, too many)."""
+    named: dict[str, cst.Arg] = {}
+    index = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if index >= len(positional):
+                return None
+            named[positional[index]] = arg
+            index += 1
+        else:
+            named[arg.keyword.value] = arg
+    return named
+
+
+def _required(arguments, require) -> bool:
+    for keyword, accepted in require.items():
+        arg = arguments.get(keyword)
+        if arg is not None and literal_value(written(arg.value)) not in [literal_value(v) for v in accepted]:
+            return False
+    return True
+
+
+def _target(arguments, entry) -> Optional[str]:
+    keyword = entry["switch-keyword"]
+    if keyword is None or keyword not in arguments:
+        return entry["to"]
+    value = literal_value(written(arguments[keyword].value))
+    if value is NOT_A_LITERAL:
+        return None
+    for code, target in entry["switch"].items():
+        if literal_value(code) == value:
+            return target
+    return entry["to"]
+
+
+def _new_call(call: cst.Call, arguments, entry, func_code: str) -> cst.Call:
+    """The rewritten call; existing keyword arguments keep their own layout."""
+    skip = entry["drop"] | set(entry["prepend"]) | set(entry["set"])
+    if entry["switch-keyword"]:
+        skip.add(entry["switch-keyword"])
+    kept = entry["positional"][: entry["keep-positional"]]
+    args = [arguments[name] for name in kept if name in arguments and arguments[name].keyword is None]
+    args += _as_positional(arguments, entry["as-positional"])
+    skip |= set(entry["as-positional"])
+    args += [_keyword_arg(k, cst.parse_expression(v)) for k, v in entry["prepend"].items()]
+    for name, arg in arguments.items():
+        if name in skip or any(arg is a for a in args):
+            continue
+        args.append(arg if arg.keyword is not None else _keyword_arg(name, arg.value, arg.comma))
+    args += [_keyword_arg(k, cst.parse_expression(v)) for k, v in entry["set"].items()]
+    args = _fix_commas(args, call.args[-1].comma if call.args else cst.MaybeSentinel.DEFAULT)
+    return call.with_changes(func=cst.parse_expression(func_code), args=args)
+
+
+def _as_positional(arguments, defaults: dict) -> list:
+    given = [name for name in defaults if name in arguments]
+    if not given:
+        return []
+    last = list(defaults).index(given[-1])
+    return [
+        cst.Arg(value=arguments[name].value if name in arguments else cst.parse_expression(defaults[name]))
+        for name in list(defaults)[: last + 1]
+    ]
+
+
+def _keyword_arg(name: str, value, comma=cst.MaybeSentinel.DEFAULT) -> cst.Arg:
+    return cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+        comma=comma,
+    )
+
+
+def _fix_commas(args: list, last_comma) -> list:
+    separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    fixed = []
+    for index, arg in enumerate(args):
+        if index == len(args) - 1:
+            fixed.append(arg.with_changes(comma=last_comma))
+        elif not isinstance(arg.comma, cst.Comma):
+            fixed.append(arg.with_changes(comma=separator))
+        else:
+            fixed.append(arg)
+    return fixed

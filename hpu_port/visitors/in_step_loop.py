@@ -1,0 +1,189 @@
+"""How the ``in-step-loop`` kind matches and fixes code (see ``hpu_port.kinds.in_step_loop``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from hpu_port.context import FileContext
+from hpu_port.model import Rule
+from hpu_port.visitors._references import RulesVisitor, written
+from hpu_port.walk import walk
+
+
+def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
+    return StepLoopVisitor(ctx, rules, _report_in_step_loops)
+
+
+_THROTTLE_WORDS = ("freq", "interval", "every", "log_steps")
+
+
+@dataclass
+class LoopFrame:
+    node: cst.CSTNode
+    trains: bool = False  # calls .backward() itself
+    losses: set = field(default_factory=set)  # what .backward() was called on
+    candidates: list = field(default_factory=list)  # (rule, node, names used in its arguments)
+
+
+class StepLoopVisitor(RulesVisitor):
+    """Finds step loops and collects, per loop, the calls the rules look for;
+    ``on_step_loop(visitor, frame)`` decides what to report when a loop ends."""
+
+    def __init__(self, ctx, rules, on_step_loop) -> None:
+        super().__init__(ctx, rules)
+        self.on_step_loop = on_step_loop
+        self.frames: list[LoopFrame] = []
+        self.throttles: list[cst.CSTNode] = []
+        self.masks: set[str] = set()  # names assigned a comparison: boolean masks
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Comparison):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    self.masks.add(target.target.value)
+
+    def visit_For(self, node) -> None:
+        self.frames.append(LoopFrame(node))
+
+    def visit_While(self, node) -> None:
+        self.frames.append(LoopFrame(node))
+
+    def leave_For(self, node) -> None:
+        self._leave_loop(node)
+
+    def leave_While(self, node) -> None:
+        self._leave_loop(node)
+
+    def _leave_loop(self, node) -> None:
+        frame = self.frames.pop()
+        if frame.trains:
+            self.on_step_loop(self, frame)
+        elif self.frames:  # a loop inside a step loop runs on every step too
+            self.frames[-1].candidates.extend(frame.candidates)
+
+    def visit_If(self, node: cst.If) -> None:
+        if _is_throttle(node.test):
+            self.throttles.append(node)
+
+    def leave_If(self, node: cst.If) -> None:
+        if self.throttles and self.throttles[-1] is node:
+            self.throttles.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.frames:
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+            frame = self.frames[-1]
+            frame.trains = True
+            frame.losses.add(written(func.value))
+            # accelerator.backward(loss), scaler.scale(loss).backward()
+            for call in (node, func.value):
+                if isinstance(call, cst.Call) and call.args:
+                    frame.losses.add(written(call.args[0].value))
+            return
+        for rule in self.rules:
+            if self._wanted_call(rule, func):
+                self._candidate(rule, node)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if not self.frames:
+            return
+        for rule in self.rules:
+            if rule.params.get("comparison-subscripts") and any(self._is_mask(e.slice) for e in node.slice):
+                self._candidate(rule, node)
+
+    def _is_mask(self, element) -> bool:
+        if isinstance(element, cst.Index) and isinstance(element.value, cst.Name):
+            return element.value.value in self.masks
+        return _has_comparison(element)
+
+    def _wanted_call(self, rule, func) -> bool:
+        params = rule.params
+        if isinstance(func, cst.Attribute) and func.attr.value in params.get("methods", ()):
+            return self.ctx.qualify(func) is None or self._qualified_in(func, params)
+        return self._qualified_in(func, params)
+
+    def _qualified_in(self, func, params) -> bool:
+        calls = params.get("calls", ())
+        if isinstance(func, cst.Name) and func.value in calls:
+            return self.ctx.scope.lookup(func.value) is None  # the builtin, not a local
+        hit = self.ctx.qualify(func)
+        return hit is not None and hit[0] in calls
+
+    def _candidate(self, rule, node) -> None:
+        if rule.params.get("skip-throttled") and self.throttles:
+            return
+        self.frames[-1].candidates.append((rule, node, _argument_names(node)))
+
+
+def _report_in_step_loops(visitor: StepLoopVisitor, frame: LoopFrame) -> None:
+    for rule, node, arguments in frame.candidates:
+        if rule.params["loss-in-arguments"] and not any(loss in arguments for loss in frame.losses):
+            continue
+        if visitor.ctx.claim(node):
+            visitor.ctx.report(rule, node, rule.message.format(name=_shown(node)))
+
+
+def _shown(node) -> str:
+    text = written(node)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _argument_names(node) -> set:
+    """The names and attribute chains used in a call's arguments (`loss`, `out.loss`)."""
+    if not isinstance(node, cst.Call):
+        return set()
+    collector = _NameCollector()
+    for arg in node.args:
+        walk(arg.value, [collector])
+    return collector.names
+
+
+class _NameCollector:
+    def __init__(self) -> None:
+        self.names: set = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.names.add(written(node))
+
+
+class _ThrottleFinder:
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Modulo):
+            self.found = True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if any(word in node.value.lower() for word in _THROTTLE_WORDS):
+            self.found = True
+
+
+class _ComparisonFinder:
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self.found = True
+
+
+def _is_throttle(test: cst.BaseExpression) -> bool:
+    finder = _ThrottleFinder()
+    walk(test, [finder])
+    return finder.found
+
+
+def _has_comparison(element: Optional[cst.CSTNode]) -> bool:
+    if not isinstance(element, cst.Index):
+        return False
+    finder = _ComparisonFinder()
+    walk(element.value, [finder])
+    return finder.found

@@ -1,0 +1,176 @@
+"""How the ``keyword-args`` kind matches and fixes code (see ``hpu_port.kinds.keyword_args``)."""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Optional
+
+import libcst as cst
+
+from hpu_port.context import FileContext
+from hpu_port.kinds.keyword_args import MISSING
+from hpu_port.model import Rule
+from hpu_port.visitors._references import NOT_A_LITERAL, literal_value, written
+
+
+def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
+    return _KeywordArgsVisitor(ctx, rules)
+
+
+class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
+    def __init__(self, ctx, rules) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.rules = rules
+
+    def visit_Call(self, node: cst.Call) -> None:
+        hit = self.ctx.qualify(node.func)
+        if hit is None:
+            return
+        for rule in self.rules:
+            if calls_match(hit[0], rule.params["calls"]):
+                self._check(rule, node)
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        if isinstance(node.decorator, cst.Call):
+            return  # handled as a call
+        hit = self.ctx.qualify(node.decorator)
+        if hit is None:
+            return
+        for rule in self.rules:
+            if calls_match(hit[0], rule.params["calls"]) and rule.params["set"]:
+                call = cst.Call(func=node.decorator)
+                self._check(rule, call, node)
+
+    def _check(self, rule, node: cst.Call, report_at=None) -> None:
+        present = _keywords(node, rule.params["positions"])
+        if not all(k in present and _same_value(written(present[k].value), v) for k, v in rule.params["only-if"].items()):
+            return
+        flagged = [k for k, v in rule.params["report-when"].items() if k in present and _same_value(written(present[k].value), v)]
+        if flagged:
+            names = ", ".join(f"`{k}={written(present[k].value)}`" for k in flagged)
+            self.ctx.report(rule, node, rule.message.format(name=written(node.func), keywords=names))
+            return
+        changed = _changed_keywords(node, rule.params)
+        if not changed:
+            return
+        message = rule.message.format(
+            name=written(node.func), keywords=", ".join(f"`{k}`" for k in changed)
+        )
+        params = rule.params
+        if report_at is None:
+            fix = self.ctx.replace(node, lambda c: edit_keywords(c, params))
+        else:  # a bare decorator becomes a call
+            fix = self.ctx.replace(
+                report_at, lambda d: d.with_changes(decorator=edit_keywords(cst.Call(func=d.decorator), params))
+            )
+        self.ctx.report(rule, report_at or node, message, fix)
+
+
+def calls_match(qualified: str, patterns) -> bool:
+    """Exact names, or shell-style patterns (`transformers.*TrainingArguments`)."""
+    return qualified in patterns or any("*" in p and fnmatch.fnmatchcase(qualified, p) for p in patterns)
+
+
+def _keywords(call: cst.Call, positions=None) -> dict[str, cst.Arg]:
+    """Keyword arguments by name; ``positions`` also names positional ones."""
+    found = {arg.keyword.value: arg for arg in call.args if arg.keyword is not None}
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    for keyword, index in (positions or {}).items():
+        if index < len(positional) and keyword not in found:
+            found[keyword] = positional[index]
+    return found
+
+
+def _changed_keywords(call: cst.Call, params) -> list[str]:
+    present = _keywords(call)
+    changed = [k for k in params["drop"] if k in present]
+    changed += [k for k in params["rename"] if k in present]
+    for keyword in _keywords_to_set(call, params):
+        changed.append(keyword)
+    return changed
+
+
+def _keywords_to_set(call: cst.Call, params) -> list[str]:
+    present = _keywords(call, params["positions"])
+    result = []
+    for keyword, code in params["set"].items():
+        arg = present.get(keyword)
+        if arg is None:
+            if keyword not in params["set-when"] or MISSING in params["set-when"][keyword]:
+                result.append(keyword)
+        elif keyword in params["set-when"]:
+            accepted = params["set-when"][keyword]
+            if ANY in accepted and not _same_value(written(arg.value), [code]):
+                result.append(keyword)
+            elif _same_value(written(arg.value), accepted):
+                result.append(keyword)
+        elif not _same_value(written(arg.value), [code]):
+            result.append(keyword)
+    return result
+
+
+ANY = "*"
+
+
+def _same_value(code: str, candidates: list[str]) -> bool:
+    """Compare Python literals by value ('x' equals "x"); other code by its text."""
+    value = literal_value(code)
+    return any(code == c or (value is not NOT_A_LITERAL and value == literal_value(c)) for c in candidates)
+
+
+def edit_keywords(call: cst.Call, params) -> cst.Call:
+    """Apply drop / rename / set to a call's arguments, keeping its layout."""
+    args = remove_args(call.args, lambda arg: arg.keyword is not None and arg.keyword.value in params["drop"])
+    args = [_renamed(arg, params["rename"]) for arg in args]
+    for keyword in _keywords_to_set(call, params):
+        args = _set_keyword(args, keyword, params["set"][keyword], call.whitespace_before_args, params["positions"])
+    return call.with_changes(args=args)
+
+
+def _renamed(arg: cst.Arg, rename: dict) -> cst.Arg:
+    if arg.keyword is not None and arg.keyword.value in rename:
+        return arg.with_changes(keyword=cst.Name(rename[arg.keyword.value]))
+    return arg
+
+
+def _set_keyword(args: list, keyword: str, code: str, indent, positions=None) -> list:
+    value = cst.parse_expression(code)
+    current = _keywords(cst.Call(func=cst.Name("f"), args=args), positions).get(keyword)
+    for index, arg in enumerate(args):
+        if arg is current:
+            args = list(args)
+            args[index] = arg.with_changes(value=value)
+            return args
+    new = cst.Arg(
+        value=value,
+        keyword=cst.Name(keyword),
+        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+    )
+    return append_arg(args, new, indent)
+
+
+def append_arg(args: list, new: cst.Arg, indent=None) -> list:
+    """Add an argument at the end, keeping the call's layout.
+
+    In a call laid out one argument per line with a trailing comma, the new
+    argument gets a line of its own (``indent`` is the whitespace after the
+    opening parenthesis); otherwise it follows ``, `` on the same line.
+    """
+    if not args:
+        return [new]
+    last = args[-1]
+    trailing: Optional[cst.Comma] = last.comma if isinstance(last.comma, cst.Comma) else None
+    separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    if trailing is not None and isinstance(indent, cst.ParenthesizedWhitespace):
+        separator = cst.Comma(whitespace_after=indent)
+    return [*args[:-1], last.with_changes(comma=separator), new.with_changes(comma=trailing or cst.MaybeSentinel.DEFAULT)]
+
+
+def remove_args(args, predicate) -> list:
+    """Remove the arguments ``predicate`` selects; the new last one takes the old last comma."""
+    args = list(args)
+    kept = [arg for arg in args if not predicate(arg)]
+    if kept and args and kept[-1] is not args[-1]:
+        kept[-1] = kept[-1].with_changes(comma=args[-1].comma)
+    return kept

@@ -1,0 +1,115 @@
+"""How the ``loop-in-context`` kind matches and fixes code (see ``hpu_port.kinds.loop_in_context``)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from hpu_port.context import FileContext
+from hpu_port.kinds.loop_in_context import _BUILTINS, _MODEL_METHODS
+from hpu_port.model import Rule
+from hpu_port.visitors._references import written
+
+
+def visitor_for_rule(rule: Rule, ctx: FileContext) -> cst.BatchableCSTVisitor:
+    return _LoopVisitor(ctx, rule)
+
+
+class _LoopVisitor(cst.BatchableCSTVisitor):
+    def __init__(self, ctx, rule) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.rule = rule
+        self.params = rule.params
+        self.context_nodes: list[tuple[cst.CSTNode, str]] = []
+        self.loop: Optional[cst.CSTNode] = None
+        self.loop_context = ""
+        self.loop_is_handled = False
+        self.loop_runs_model = False
+        self.candidates: list[tuple[cst.CSTNode, str]] = []
+        self.file_is_handled = False
+
+    def _context_name(self, expr) -> Optional[str]:
+        func = expr.func if isinstance(expr, cst.Call) else expr
+        hit = self.ctx.qualify(func)
+        if hit is not None and hit[0] in self.params["contexts"]:
+            return written(expr)
+        return None
+
+    def visit_With(self, node: cst.With) -> None:
+        for item in node.items:
+            name = self._context_name(item.item)
+            if name:
+                self.context_nodes.append((node, name))
+                return
+
+    def leave_With(self, node: cst.With) -> None:
+        self._pop(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        for decorator in node.decorators:
+            name = self._context_name(decorator.decorator)
+            if name:
+                self.context_nodes.append((node, "@" + name))
+                return
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._pop(node)
+
+    def _pop(self, node) -> None:
+        if self.context_nodes and self.context_nodes[-1][0] is node:
+            self.context_nodes.pop()
+
+    def visit_For(self, node) -> None:
+        self._enter_loop(node)
+
+    def visit_While(self, node) -> None:
+        self._enter_loop(node)
+
+    def _enter_loop(self, node) -> None:
+        if self.loop is None and self.context_nodes:
+            self.loop, self.loop_context, self.loop_is_handled = node, self.context_nodes[-1][1], False
+            self.loop_runs_model = not self.params["forward-calls"]
+
+    def leave_For(self, node) -> None:
+        self._leave_loop(node)
+
+    def leave_While(self, node) -> None:
+        self._leave_loop(node)
+
+    def _leave_loop(self, node) -> None:
+        if node is self.loop:
+            if not self.loop_is_handled and self.loop_runs_model:
+                self.candidates.append((node, self.loop_context))
+            self.loop = None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        handled = isinstance(func, cst.Attribute) and func.attr.value in self.params["skip-methods"]
+        hit = self.ctx.qualify(func)
+        if hit is not None and hit[0] in self.params["satisfied-by"]:
+            handled = True
+        if hit is not None and hit[0] in self.params["file-satisfied-by"]:
+            self.file_is_handled = True
+        if handled and self.loop is not None:
+            self.loop_is_handled = True
+        if self.loop is not None and hit is None and _looks_like_a_model(func, self.ctx):
+            self.loop_runs_model = True
+
+    def leave_Module(self, node) -> None:
+        if self.file_is_handled:
+            return
+        for loop, context in self.candidates:
+            self.ctx.report(self.rule, loop, self.rule.message.format(name=context))
+
+
+def _looks_like_a_model(func, ctx) -> bool:
+    """A call of the file's own callable, or of a model-like method (`self.model(x)`)."""
+    if isinstance(func, cst.Name):
+        binding = ctx.scope.lookup(func.value)
+        return binding is not None or func.value not in _BUILTINS
+    if isinstance(func, cst.Attribute):
+        name = func.attr.value
+        return name in _MODEL_METHODS or "model" in name.lower()
+    return False

@@ -1,0 +1,97 @@
+"""How the ``method-call`` kind matches and fixes code (see ``hpu_port.kinds.method_call``)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from hpu_port.context import FileContext
+from hpu_port.model import Rule
+
+
+def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
+    return _MethodCallVisitor(ctx, rules)
+
+
+class _MethodCallVisitor(cst.BatchableCSTVisitor):
+    def __init__(self, ctx, rules) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.by_method = {r.params["method"]: r for r in reversed(rules) if not r.params.get("attribute")}
+        self.by_attribute = {r.params["method"]: r for r in reversed(rules) if r.params.get("attribute")}
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        rule = self.by_attribute.get(node.attr.value)
+        if rule is None or self.ctx.qualify(node.value) is not None or not self.ctx.claim(node):
+            return
+        self.ctx.report(rule, node, rule.message.format(name=f".{node.attr.value}", replacement=""))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in self.by_method:
+            return
+        # `torch.cuda(...)`-like calls on an imported module are not method calls.
+        if self.ctx.qualify(func.value) is not None:
+            return
+        if not self.ctx.claim(node):
+            return
+        rule = self.by_method[func.attr.value]
+        params = rule.params
+        if "new-method" not in params:
+            self.ctx.report(rule, node, rule.message.format(name=f".{params['method']}()", replacement=""))
+            return
+        if "device" in params:
+            first, spelling = None, None
+            replacement = f'.{params["new-method"]}("{params["device"]}")'
+        else:
+            spelling = self.ctx.spell(params["argument-name"])
+            if spelling is None:
+                return
+            first = spelling.code
+            replacement = f'.{params["new-method"]}({first})'
+        message = rule.message.format(name=f".{params['method']}()", replacement=replacement)
+        if "accepts" in params and not _fits(node, params["accepts"]):
+            self.ctx.report(rule, node, message)
+            return
+        self.ctx.report(rule, node, message, self.ctx.replace(node, self._edit(params, first)), spelling)
+
+    def _edit(self, params, first_code):
+        def edit(updated: cst.Call) -> cst.Call:
+            kept = [
+                arg
+                for index, arg in enumerate(updated.args)
+                if not _is_device_arg(arg, index, params["device-keyword"])
+            ]
+            if first_code is None:
+                # Decided when applying, once the whole file's quote style is known.
+                quote = self.ctx.string_quote()
+                device = cst.Arg(cst.SimpleString(f'{quote}{params["device"]}{quote}'))
+            else:
+                device = cst.Arg(cst.parse_expression(first_code))
+            args = [device, *kept]
+            if kept:
+                args[0] = device.with_changes(
+                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                )
+                args[-1] = args[-1].with_changes(comma=updated.args[-1].comma)
+            return updated.with_changes(
+                func=updated.func.with_changes(attr=cst.Name(params["new-method"])),
+                args=args,
+            )
+
+        return edit
+
+
+def _fits(call: cst.Call, keywords: list) -> bool:
+    """Arguments that the signature (``keywords``, in order) can take."""
+    positional = [arg for arg in call.args if arg.keyword is None]
+    if len(positional) > len(keywords) or any(arg.star for arg in positional):
+        return False
+    return all(arg.keyword.value in keywords for arg in call.args if arg.keyword is not None)
+
+
+def _is_device_arg(arg: cst.Arg, index: int, keyword: str) -> bool:
+    if arg.keyword is not None:
+        return arg.keyword.value == keyword
+    return index == 0 and arg.star == ""

@@ -1,0 +1,111 @@
+"""The package's layers: every import goes down, and the declaring side never needs libcst.
+
+Each module sits on one floor; it may import only modules on lower floors
+(imports inside functions included). Floors, top to bottom: the command line;
+running over paths, rule selection, reports and docs; the per-file engine and
+what drives it; the libcst matching of each kind; the loaded rule set; the
+kinds' declarations; the context kinds report through; small leaves.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "hpu_port"
+
+FLOORS = [
+    ["__main__"],
+    ["cli"],
+    ["runner", "selection", "report", "docs"],
+    ["parallel", "examples", "report_sarif", "report_markdown"],
+    ["engine"],
+    ["narrow", "visitors"],
+    ["settings", "rules"],
+    ["kinds", "rule_cache"],
+    ["context"],
+    ["positions", "cache", "config"],
+    ["files"],
+    ["model", "results", "_compat", "triggers", "walk", "names", "edits", "suppressions", "splice", "notebooks", "gitignore"],
+]
+# A larger number is a lower floor.
+FLOOR = {name: number for number, names in enumerate(FLOORS) for name in names}
+
+# What loading rules, screening files and answering from the cache use: none
+# of it may import libcst, whose import costs more than the rest of such a run.
+WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runner", "parallel", "cache", "files",
+                  "config", "results", "model", "triggers", "narrow", "report", "report_sarif", "report_markdown",
+                  "cli", "suppressions", "notebooks", "gitignore", "_compat"]
+
+
+def modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts == ("__init__",):
+            continue
+        yield parts[0], path
+
+
+def imported(path: Path, top_level_only: bool = False):
+    """(module, line) of every import in ``path``: hpu-port's by their first
+    component under the package, others by their top-level name."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = _top_level(tree) if top_level_only else ast.walk(tree)
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "hpu_port":
+                yield from ((a.name, node.lineno) for a in node.names if a.name != "__version__")
+            else:
+                yield _component(node.module), node.lineno
+        elif isinstance(node, ast.Import):
+            yield from ((_component(a.name), node.lineno) for a in node.names)
+
+
+def _component(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "hpu_port" and len(parts) > 1 else parts[0]
+
+
+def _top_level(tree):
+    """Statements run at import, outside `if TYPE_CHECKING:` blocks."""
+    for node in tree.body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        yield from ast.walk(node) if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) else _class_level(node)
+
+
+def _class_level(node):
+    if isinstance(node, ast.ClassDef):
+        for child in node.body:
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield from ast.walk(child)
+
+
+def test_every_module_has_a_floor():
+    missing = sorted({name for name, _ in modules()} - set(FLOOR))
+    assert not missing, f"give these modules a floor in FLOORS: {missing}"
+
+
+@pytest.mark.parametrize("name,path", list(modules()), ids=lambda v: str(v) if isinstance(v, str) else "")
+def test_imports_only_go_down(name, path):
+    upward = [
+        f"{path.relative_to(PACKAGE)}:{line} imports {target}, which is not on a lower floor"
+        for target, line in imported(path)
+        if target in FLOOR and target != name and FLOOR[target] <= FLOOR[name]
+    ]
+    assert not upward, "\n".join(upward)
+
+
+@pytest.mark.parametrize("name", WITHOUT_LIBCST)
+def test_the_declaring_side_never_imports_libcst(name):
+    paths = [path for module, path in modules() if module == name]
+    assert paths
+    found = [f"{p.relative_to(PACKAGE)}:{line}" for p in paths for target, line in imported(p, True) if target == "libcst"]
+    assert not found, found
+
+
+def test_the_checks_see_an_upward_import(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from hpu_port.cli import main\nimport libcst as cst\n")
+    assert ("cli", 1) in set(imported(bad))
+    assert ("libcst", 2) in set(imported(bad, True))
