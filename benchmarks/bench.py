@@ -137,29 +137,34 @@ def startup(args) -> int:
     example = args.workdir / "train_cuda.py"
     shutil.copyfile(REPO / "docs" / "examples" / "train_cuda.py", example)
     compile_bytecode()
-    hpu = [sys.executable, "-m", "hpu_port", "check", "-q", "--no-cache"]
+    hpu = [sys.executable, "-m", "hpu_port", "check", "-q"]
+    cache = ["--cache-dir", str(args.workdir / "startup-cache")]
     commands = {}
     for key, path in (("plain", plain), ("example", example)):
-        commands[key] = (f"hpu-port check {path.name}", [*hpu, str(path)])
+        commands[key] = (f"hpu-port check --no-cache {path.name}", [*hpu, "--no-cache", str(path)])
+        commands[key + "-cached"] = (f"hpu-port check {path.name}", [*hpu, *cache, str(path)])
         commands[key + "-black"] = (f"black --check {path.name}", [black, "--check", "-q", str(path)])
-    # black keeps a cache too; both are measured as a hook runs them, black's
-    # cache warm (it answers for unchanged files), hpu-port's off.
-    run_once(commands["plain-black"][1])
+    # Both keep caches, as a hook runs them: black answers for files it has
+    # seen, hpu-port for rule files and files it has seen. Warm them once.
+    for key in ("plain", "example"):
+        run_once(commands[key + "-black"][1])
+        run_once(commands[key + "-cached"][1])
     measures = measure_rounds(commands, max(args.runs, 5))
     out = [
         "## Start-up: one small file, as a pre-commit hook runs it",
         "",
-        "| file | hpu-port check --no-cache | black --check | x black | target | met | libcst imported |",
-        "|---|---|---|---|---|---|---|",
+        "| file | hpu-port check --no-cache | hpu-port check (caches warm) | black --check (cache warm) "
+        "| x black, no cache | x black, caches | target | met | libcst imported |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for key, path in (("plain", plain), ("example", example)):
-        mine, theirs = measures[key], measures[key + "-black"]
-        ratio = mine.seconds / theirs.seconds
+        cold, warm, theirs = measures[key], measures[key + "-cached"], measures[key + "-black"]
+        ratio = cold.seconds / theirs.seconds
         target = STARTUP_TARGETS[key]
-        met = "yes" if ratio <= target else "no"
         out.append(
-            f"| {path.name} | {mine.seconds:.3f} s | {theirs.seconds:.3f} s | {ratio:.2f} | <= {target}x | {met} "
-            f"| {'yes' if imports_libcst([*hpu, str(path)]) else 'no'} |"
+            f"| {path.name} | {cold.seconds:.3f} s | {warm.seconds:.3f} s | {theirs.seconds:.3f} s | {ratio:.2f} "
+            f"| {warm.seconds / theirs.seconds:.2f} | <= {target}x | {'yes' if ratio <= target else 'no'} "
+            f"| {'yes' if imports_libcst([*hpu, '--no-cache', str(path)]) else 'no'} |"
         )
     out += ["", "## Machine", "", machine(0)]
     report = "\n".join(out) + "\n"

@@ -73,3 +73,22 @@ def test_a_user_mention_rule_speaks_beside_the_bundled_one(tmp_path):
     )
     result = port("use_cuda = True\nuse_xyzzy = True\n", select=["HPU190", "XYZ190"], extra_rules=[extra], apply=False)
     assert {(f.code, f.line) for f in result.findings} == {("HPU190", 1), ("XYZ190", 2)}
+
+
+def test_the_most_specific_wildcard_answers_in_every_run(tmp_path):
+    # `apex.*` (HPU506) and `apex.contrib.*` (HPU611) both cover this call;
+    # which one reports must not depend on the interpreter's string hashing.
+    import os
+    import subprocess
+    import sys
+
+    target = tmp_path / "loss.py"
+    target.write_text("from apex.contrib import xentropy\nloss = xentropy.SoftmaxCrossEntropyLoss.apply(x, y)\n")
+    seen = set()
+    for seed in ("1", "2", "3", "4"):
+        done = subprocess.run(
+            [sys.executable, "-m", "hpu_port", "check", "--no-cache", str(target)],
+            capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        seen.add(tuple(line.split(" ")[1] for line in done.stdout.splitlines()))
+    assert seen == {("HPU611", "HPU611")}

@@ -14,6 +14,9 @@ Each entry of ``[rewrites."<qualified name>"]`` may give:
 - ``set``: keywords added or replaced; ``drop``: keywords removed;
 - ``require``: keyword -> accepted values; a call passing another value is
   left alone (``device = ['"cuda"']`` for ``torch.amp.GradScaler``);
+- ``sequence``: arguments that must be written as a list, tuple or
+  comprehension for the rewrite to apply; anything else is reported
+  (``torch.cuda.ByteTensor(n)``: ``n`` may be a size, not data);
 - ``switch-keyword`` and ``switch``: pick another target by that keyword's
   literal value (``adam_w_mode = False`` -> ``torch.optim.Adam``); a value that
   is not a literal cannot be decided and is reported instead.
@@ -29,7 +32,8 @@ import ast
 from hpu_port.kinds import Kind, register_kind, string_list, string_table
 from hpu_port.triggers import name_trigger
 
-ENTRY_KEYS = {"to", "positional", "keep-positional", "prepend", "as-positional", "set", "drop", "require", "switch-keyword", "switch"}
+ENTRY_KEYS = {"to", "positional", "keep-positional", "prepend", "as-positional", "set", "drop", "require", "sequence",
+              "switch-keyword", "switch"}
 
 
 @register_kind
@@ -81,6 +85,7 @@ def _entry(name: str, entry: dict) -> dict:
         "set": entry.get("set", {}),
         "drop": set(string_list(entry.get("drop", []), f"{where}.drop")),
         "require": require,
+        "sequence": set(string_list(entry.get("sequence", []), f"{where}.sequence")),
         "switch-keyword": entry.get("switch-keyword"),
         "switch": entry.get("switch", {}),
     }

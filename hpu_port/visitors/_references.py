@@ -33,7 +33,9 @@ class ReferenceVisitor(cst.BatchableCSTVisitor):
         super().__init__()
         self.ctx = ctx
         # `pynvml.*` stands for every name under pynvml (but not pynvml itself).
-        self.prefixes = tuple(name[:-1] for name in wanted if name.endswith(".*"))
+        # Longest first, so that the most specific wildcard answers
+        # (`apex.contrib.*` before `apex.*`), the same in every run.
+        self.prefixes = tuple(sorted((name[:-1] for name in wanted if name.endswith(".*")), key=lambda p: (-len(p), p)))
         self.wanted = {name for name in wanted if not name.endswith(".*")}
         self.last_parts = {name.rsplit(".", 1)[-1] for name in self.wanted}
         self._inside: Optional[cst.CSTNode] = None

@@ -38,6 +38,10 @@ class _CallRewriteVisitor(ReferenceVisitor):
             return
         target = _target(arguments, entry)
         message = rule.message.format(name=written(node.func), replacement=target or entry["to"])
+        unclear = _not_a_sequence(arguments, entry["sequence"])
+        if unclear is not None:
+            self.ctx.report(rule, node, message + f" (not rewritten: `{unclear}` may be a size rather than data)")
+            return
         if target is None:
             self.ctx.report(rule, node, message + f" (not rewritten: `{entry['switch-keyword']}` is not a literal)")
             return
@@ -99,6 +103,19 @@ def _required(arguments, require) -> bool:
         if arg is not None and literal_value(written(arg.value)) not in [literal_value(v) for v in accepted]:
             return False
     return True
+
+
+_SEQUENCES = (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)
+
+
+def _not_a_sequence(arguments, names) -> Optional[str]:
+    """The code of the first argument among ``names`` that is not written as a
+    list, tuple or comprehension (a number or a name could be a size)."""
+    for name in sorted(names):
+        arg = arguments.get(name)
+        if arg is not None and not isinstance(arg.value, _SEQUENCES):
+            return written(arg.value)
+    return None
 
 
 def _target(arguments, entry) -> Optional[str]:
