@@ -122,6 +122,11 @@ class FileContext:
         a `# hpu-port: ignore` comment switches off the fix too.
         """
         has_fix = rule.has_fix and fix is not None
+        if has_fix and binding is not None and binding.guarded and spelling is not None and spelling.new_import:
+            # `try: import pynvml` or an import inside a function: a new
+            # top-level import would make an optional dependency mandatory.
+            has_fix = False
+            message += f" (not rewritten: `{binding.name}` is imported conditionally or locally here)"
         fixable = has_fix and self.options.fix_enabled(rule)
         hit = Hit(node, rule, message, fix if fixable else None, spelling, binding, has_fix, fixable)
         hit.statement = self.statement

@@ -28,6 +28,9 @@ class ImportBinding:
     uses: int = 0
     rewritten: int = 0
     reused: bool = False
+    # Imported under a condition (try, if, with, a loop) or inside a function
+    # or class: an import that replaces it must not become unconditional.
+    guarded: bool = False
 
     @property
     def fully_rewritten(self) -> bool:
@@ -138,6 +141,7 @@ class ScopeIndex:
         self.module = Scope(module, None)
         self.by_node: dict[cst.CSTNode, Scope] = {module: self.module}
         self.bindings: list[ImportBinding] = []
+        self._compound_depth = 0
         self._walk_statements(module.body, self.module)
 
     def scope_for(self, node: cst.CSTNode) -> Optional[Scope]:
@@ -176,6 +180,13 @@ class ScopeIndex:
             self._walk_compound(statement, scope)
 
     def _walk_compound(self, statement, scope: Scope) -> None:
+        self._compound_depth += 1
+        try:
+            self._walk_compound_blocks(statement, scope)
+        finally:
+            self._compound_depth -= 1
+
+    def _walk_compound_blocks(self, statement, scope: Scope) -> None:
         if isinstance(statement, cst.For):
             scope.locals.update(target_names(statement.target))
         elif isinstance(statement, cst.With):
@@ -233,6 +244,7 @@ class ScopeIndex:
             self._add_binding(ImportBinding(name, target, statement, alias, scope, target))
 
     def _add_binding(self, binding: ImportBinding) -> None:
+        binding.guarded = self._compound_depth > 0 or binding.scope.parent is not None
         binding.scope.imports[binding.name] = binding
         self.bindings.append(binding)
 

@@ -57,6 +57,12 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
         message = rule.message.format(
             name=written(node.func), keywords=", ".join(f"`{k}`" for k in changed)
         )
+        mapping = next((arg for arg in node.args if arg.star == "**"), None)
+        unsure = [k for k in changed if k in rule.params["set"] and k not in present]
+        if mapping is not None and unsure:
+            # Adding it beside `**kwargs` that may hold it already is a TypeError.
+            self.ctx.report(rule, report_at or node, message + f" (not rewritten: `**{written(mapping.value)}` may already pass it)")
+            return
         params = rule.params
         if report_at is None:
             fix = self.ctx.replace(node, lambda c: edit_keywords(c, params))
