@@ -203,12 +203,20 @@ def _merge_leading_lines(carried: list, own: list, at_start: bool) -> list:
 
 
 def _insert_imports(body, imports: list[str], config) -> list:
-    """Insert after the docstring, `__future__` imports and the leading import block."""
+    """Insert after the docstring, `__future__` imports and the leading import
+    block; or, where torch is first imported further down (after code that
+    must run before it: environment set-up, `import comet_ml`), after the
+    import block that holds it."""
     index = 0
     if body and _is_docstring(body[0]):
         index = 1
     while index < len(body) and _is_import_line(body[index]):
         index += 1
+    torch_at = next((i for i, s in enumerate(body) if _is_import_line(s) and _imports_torch(s)), None)
+    if torch_at is not None and torch_at >= index:
+        index = torch_at + 1
+        while index < len(body) and _is_import_line(body[index]):
+            index += 1
     new = [cst.parse_statement(code, config=config) for code in imports]
     rest = body[index:]
     if rest and not _is_import_line(rest[0]) and not rest[0].leading_lines:
@@ -230,6 +238,23 @@ def _is_import_line(statement) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and all(
         isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
     )
+
+
+def _imports_torch(statement) -> bool:
+    for small in statement.body:
+        if isinstance(small, cst.Import):
+            names = [alias.name for alias in small.names]
+        else:
+            names = [small.module] if small.module is not None and not small.relative else []
+        if any(_root(name) == "torch" for name in names):
+            return True
+    return False
+
+
+def _root(name) -> str:
+    while isinstance(name, cst.Attribute):
+        name = name.value
+    return name.value if isinstance(name, cst.Name) else ""
 
 
 def replace_expression(new_code: str) -> NodeEdit:
