@@ -12,8 +12,14 @@ Each entry of ``[rewrites."<qualified name>"]`` may give:
   ``autograd.Function.apply`` does), with the default where the call gave
   none; trailing defaults are left out;
 - ``set``: keywords added or replaced; ``drop``: keywords removed;
+- ``defaults``: keywords added where the call does not pass them, so that
+  the old callable's defaults hold where the new one's differ
+  (``eps = "1e-8"``);
 - ``require``: keyword -> accepted values; a call passing another value is
   left alone (``device = ['"cuda"']`` for ``torch.amp.GradScaler``);
+- ``report-unless``: keyword -> accepted values; a call passing another
+  value is reported, not rewritten (an option the new callable cannot honour,
+  such as apex's ``master_weights = True``);
 - ``sequence``: arguments that must be written as a list, tuple or
   comprehension for the rewrite to apply; anything else is reported
   (``torch.cuda.ByteTensor(n)``: ``n`` may be a size, not data);
@@ -32,8 +38,8 @@ import ast
 from hpu_port.kinds import Kind, register_kind, string_list, string_table
 from hpu_port.triggers import name_trigger
 
-ENTRY_KEYS = {"to", "positional", "keep-positional", "prepend", "as-positional", "set", "drop", "require", "sequence",
-              "switch-keyword", "switch"}
+ENTRY_KEYS = {"to", "positional", "keep-positional", "prepend", "as-positional", "set", "defaults", "drop", "require",
+              "report-unless", "sequence", "switch-keyword", "switch"}
 
 
 @register_kind
@@ -67,7 +73,7 @@ class CallRewrite(Kind):
 
 def _entry(name: str, entry: dict) -> dict:
     where = f"rewrites.{name}"
-    for key in ("prepend", "set", "switch", "as-positional"):
+    for key in ("prepend", "set", "defaults", "switch", "as-positional"):
         table = string_table(entry.get(key, {}), f"{where}.{key}")
         for code in table.values() if key != "switch" else ():  # as-positional holds defaults
             _check_expression(code, f"{where}.{key}")
@@ -76,6 +82,11 @@ def _entry(name: str, entry: dict) -> dict:
         raise ValueError(f"'{where}.require' must be a table")
     for keyword, values in require.items():
         string_list(values, f"{where}.require.{keyword}")
+    report_unless = entry.get("report-unless", {})
+    if not isinstance(report_unless, dict):
+        raise ValueError(f"'{where}.report-unless' must be a table")
+    for keyword, values in report_unless.items():
+        string_list(values, f"{where}.report-unless.{keyword}")
     return {
         "to": entry["to"],
         "positional": string_list(entry.get("positional", []), f"{where}.positional"),
@@ -83,8 +94,10 @@ def _entry(name: str, entry: dict) -> dict:
         "prepend": entry.get("prepend", {}),
         "as-positional": entry.get("as-positional", {}),
         "set": entry.get("set", {}),
+        "defaults": entry.get("defaults", {}),
         "drop": set(string_list(entry.get("drop", []), f"{where}.drop")),
         "require": require,
+        "report-unless": report_unless,
         "sequence": set(string_list(entry.get("sequence", []), f"{where}.sequence")),
         "switch-keyword": entry.get("switch-keyword"),
         "switch": entry.get("switch", {}),

@@ -38,6 +38,10 @@ class _CallRewriteVisitor(ReferenceVisitor):
             return
         target = _target(arguments, entry)
         message = rule.message.format(name=written(node.func), replacement=target or entry["to"])
+        refused = _refused(arguments, entry["report-unless"])
+        if refused is not None:
+            self.ctx.report(rule, node, message + f" (not rewritten: `{refused}` has no counterpart there)")
+            return
         unclear = _not_a_sequence(arguments, entry["sequence"])
         if unclear is not None:
             self.ctx.report(rule, node, message + f" (not rewritten: `{unclear}` may be a size rather than data)")
@@ -105,6 +109,15 @@ def _required(arguments, require) -> bool:
     return True
 
 
+def _refused(arguments, report_unless) -> Optional[str]:
+    """``keyword=value`` of the first argument whose value the new callable cannot honour."""
+    for keyword, accepted in report_unless.items():
+        arg = arguments.get(keyword)
+        if arg is not None and literal_value(written(arg.value)) not in [literal_value(v) for v in accepted]:
+            return f"{keyword}={written(arg.value)}"
+    return None
+
+
 _SEQUENCES = (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)
 
 
@@ -146,6 +159,7 @@ def _new_call(call: cst.Call, arguments, entry, func_code: str) -> cst.Call:
             continue
         args.append(arg if arg.keyword is not None else _keyword_arg(name, arg.value, arg.comma))
     args += [_keyword_arg(k, cst.parse_expression(v)) for k, v in entry["set"].items()]
+    args += [_keyword_arg(k, cst.parse_expression(v)) for k, v in entry["defaults"].items() if k not in arguments]
     args = _fix_commas(args, call.args[-1].comma if call.args else cst.MaybeSentinel.DEFAULT)
     return call.with_changes(func=cst.parse_expression(func_code), args=args)
 
