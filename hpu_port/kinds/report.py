@@ -13,17 +13,23 @@ class Report(Kind):
     A name ending in ``.*`` stands for every name under it that no other rule
     rewrote (``"pynvml.*"``). With ``report-imports``, importing one of the
     modules is reported too (``import flash_attn``), even if nothing uses it.
+    With ``type-checks = false``, a name used only to test a type
+    (``isinstance(model, nn.DataParallel)``) is not reported.
     """
 
     name = "report"
-    KEYS = {"names": (dict, True), "report-imports": (bool, False)}
+    KEYS = {"names": (dict, True), "report-imports": (bool, False), "type-checks": (bool, False)}
     MESSAGE_FIELDS = frozenset({"name", "qualified", "advice"})
 
     def build_params(self, table):
         names = string_table(table["names"], "names")
         if not names:
             raise ValueError("'names' must not be empty")
-        return {"names": names, "report-imports": table.get("report-imports", False)}
+        return {
+            "names": names,
+            "report-imports": table.get("report-imports", False),
+            "type-checks": table.get("type-checks", True),
+        }
 
     def describe(self, rule):
         return markdown_table(("name", "what to do"), rule.params["names"], code_values=False)

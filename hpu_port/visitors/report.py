@@ -11,6 +11,9 @@ from hpu_port.model import Rule
 from hpu_port.visitors._references import ReferenceVisitor, written
 
 
+TYPE_TESTS = frozenset({"isinstance", "issubclass"})
+
+
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
     return _ReportVisitor(ctx, rules)
 
@@ -22,6 +25,15 @@ class _ReportVisitor(ReferenceVisitor):
             for name, advice in rule.params["names"].items():
                 self.table.setdefault(name, (rule, advice))
         super().__init__(ctx, set(self.table))
+        self.type_tests: set[cst.CSTNode] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # The classes in `isinstance(x, A)` / `issubclass(C, (A, B))`.
+        func = node.func
+        if isinstance(func, cst.Name) and func.value in TYPE_TESTS and len(node.args) == 2:
+            tested = node.args[1].value
+            classes = [e.value for e in tested.elements] if isinstance(tested, cst.Tuple) else [tested]
+            self.type_tests.update(classes)
 
     def leave_Module(self, node) -> None:
         for binding in self.ctx.scopes.bindings:
@@ -37,5 +49,7 @@ class _ReportVisitor(ReferenceVisitor):
 
     def on_reference(self, node, qualified, binding) -> None:
         rule, advice = self.table.get(qualified) or self.table[self.wildcard_for(qualified)]
+        if node in self.type_tests and not rule.params["type-checks"]:
+            return
         message = rule.message.format(name=written(node), qualified=qualified, advice=advice)
         self.ctx.report(rule, node, message.strip())
