@@ -22,6 +22,7 @@ from hpu_port import notebooks
 from hpu_port.context import FileContext, ScopeEnter, ScopeExit
 from hpu_port.edits import EditPlan, apply_plan
 from hpu_port.files import NOTEBOOK_SUFFIX, is_dependency_file
+from hpu_port.frameworks import foreign_framework
 from hpu_port.kinds import fallback_codes, get_kind
 from hpu_port.narrow import narrow
 from hpu_port.positions import statement_starts
@@ -134,6 +135,8 @@ def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileR
         return result
     if not ruleset.options.include_generated and GENERATED_MARKER in source[:GENERATED_SCAN]:
         return result  # generated code is regenerated, not edited
+    if foreign_framework(source) is not None:
+        return result  # TensorFlow, JAX, PyTorch/XLA...: not PyTorch CUDA code
     limit = ruleset.options.max_file_size
     if len(source) > limit:
         result.error = (

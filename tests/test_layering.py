@@ -26,7 +26,7 @@ FLOORS = [
     ["context"],
     ["positions", "cache", "config"],
     ["files"],
-    ["model", "results", "_compat", "triggers", "walk", "names", "edits", "suppressions", "splice", "notebooks", "gitignore"],
+    ["model", "results", "_compat", "frameworks", "triggers", "walk", "names", "edits", "suppressions", "splice", "notebooks", "gitignore"],
 ]
 # A larger number is a lower floor.
 FLOOR = {name: number for number, names in enumerate(FLOORS) for name in names}
