@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpu_port.kinds import Kind, markdown_table, register_kind, string_table
+from hpu_port.kinds import Kind, markdown_table, register_kind, string_list, string_table
 from hpu_port.triggers import name_trigger
 
 
@@ -13,10 +13,16 @@ class Rename(Kind):
     ``[import-as]`` optionally maps a target module to the alias to import it
     under when the file has no import to reuse (``habana_frameworks.torch.hpu.graphs
     = "htgraphs"``).
+
+    ``keep-beside`` lists texts (``bfloat16``) that mark code choosing
+    between the old name and another: a use inside a dict display, inside the
+    innermost ``if`` or conditional expression whose code holds one of the
+    texts, or in a statement that hands the result to ``.numpy()``, is reported,
+    not renamed (the fp16 arm of an fp16/bf16 dispatch stays fp16).
     """
 
     name = "rename"
-    KEYS = {"renames": (dict, True), "import-as": (dict, False)}
+    KEYS = {"renames": (dict, True), "import-as": (dict, False), "keep-beside": (list, False)}
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
     def build_params(self, table):
@@ -26,7 +32,11 @@ class Rename(Kind):
         for old, new in renames.items():
             _check_dotted(old, "renames")
             _check_dotted(new, "renames")
-        return {"renames": renames, "import-as": string_table(table.get("import-as", {}), "import-as")}
+        return {
+            "renames": renames,
+            "import-as": string_table(table.get("import-as", {}), "import-as"),
+            "keep-beside": string_list(table.get("keep-beside", []), "keep-beside"),
+        }
 
     def describe(self, rule):
         return markdown_table(("CUDA name", "replacement"), rule.params["renames"], code_values=True)

@@ -3,8 +3,10 @@
 ``replace`` maps exact literal values to new ones (``"CUDA_VISIBLE_DEVICES"`` ->
 ``"HABANA_VISIBLE_MODULES"``); ``match`` lists regular expressions whose
 matching literals are reported without a fix (``NCCL_.*``). With ``dict-keys-only``, only literals
-used as keys of dict displays count (config dicts). Docstrings and bytes are
-never touched.
+used as keys of dict displays count (config dicts); with ``dict-with-keys``
+too, only in a dict that also has one of those keys (what makes it a
+DeepSpeed config, say). A key is never renamed to one the dict already has.
+Docstrings and bytes are never touched.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from hpu_port.triggers import text_trigger
 @register_kind
 class StringLiteral(Kind):
     name = "string-literal"
-    KEYS = {"replace": (dict, False), "match": (list, False), "dict-keys-only": (bool, False)}
+    KEYS = {"replace": (dict, False), "match": (list, False), "dict-keys-only": (bool, False), "dict-with-keys": (list, False)}
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
     def build_params(self, table):
@@ -31,7 +33,15 @@ class StringLiteral(Kind):
                 raise ValueError(f"'match': {pattern!r} is not a regular expression: {exc}") from None
         if not replace and not patterns:
             raise ValueError("needs 'replace' or 'match'")
-        return {"replace": replace, "match": patterns, "dict-keys-only": table.get("dict-keys-only", False)}
+        companions = frozenset(string_list(table.get("dict-with-keys", []), "dict-with-keys"))
+        if companions and not table.get("dict-keys-only", False):
+            raise ValueError("'dict-with-keys' needs 'dict-keys-only = true'")
+        return {
+            "replace": replace,
+            "match": patterns,
+            "dict-keys-only": table.get("dict-keys-only", False),
+            "dict-with-keys": companions,
+        }
 
     def describe(self, rule):
         rows = [f"| `{old}` | `{new}` |" for old, new in rule.params["replace"].items()]

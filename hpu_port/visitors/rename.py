@@ -23,10 +23,40 @@ class _RenameVisitor(ReferenceVisitor):
             for old, new in rule.params["renames"].items():
                 self.table.setdefault(old, (rule, new))
         super().__init__(ctx, set(self.table))
+        # The choices around the node being visited: dicts, ifs, statements.
+        self.around: list[cst.CSTNode] = []
+
+    def visit_Dict(self, node) -> None:
+        self.around.append(node)
+
+    def leave_Dict(self, node) -> None:
+        self.around.pop()
+
+    def visit_If(self, node) -> None:
+        self.around.append(node)
+
+    def leave_If(self, node) -> None:
+        self.around.pop()
+
+    def visit_IfExp(self, node) -> None:
+        self.around.append(node)
+
+    def leave_IfExp(self, node) -> None:
+        self.around.pop()
+
+    def visit_SimpleStatementLine(self, node) -> None:
+        self.around.append(node)
+
+    def leave_SimpleStatementLine(self, node) -> None:
+        self.around.pop()
 
     def on_reference(self, node, qualified, binding) -> None:
         rule, target = self.table[qualified]
         message = rule.message.format(name=written(node), replacement=target)
+        reason = self._kept_for(rule) if rule.params["keep-beside"] else None
+        if reason:
+            self.ctx.report(rule, node, message + f" (not rewritten: {reason})")
+            return
         spelling = self.ctx.spell(target, rule.params["import-as"])
         if spelling is None:
             self.ctx.report(rule, node, message + f" (not rewritten: a local name hides `{target}`)")
@@ -34,3 +64,15 @@ class _RenameVisitor(ReferenceVisitor):
         self.ctx.report(
             rule, node, message, self.ctx.replace(node, replace_expression(spelling.code)), spelling, binding
         )
+
+    def _kept_for(self, rule) -> Optional[str]:
+        """Why this use must keep its name, if it must."""
+        if any(isinstance(n, cst.Dict) for n in self.around):
+            return "a table of values; check which entry Gaudi should use"
+        choice = next((n for n in reversed(self.around) if isinstance(n, (cst.If, cst.IfExp))), None)
+        if choice is not None and any(text in written(choice) for text in rule.params["keep-beside"]):
+            return "one arm of a choice that has the other already"
+        statement = next((n for n in reversed(self.around) if isinstance(n, cst.SimpleStatementLine)), None)
+        if statement is not None and ".numpy(" in written(statement):
+            return "the result goes to NumPy, which has no bfloat16"
+        return None

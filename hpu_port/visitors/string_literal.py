@@ -20,25 +20,38 @@ class _StringLiteralVisitor(cst.BatchableCSTVisitor):
         super().__init__()
         self.ctx = ctx
         self.rules = rules
-        self.dict_keys: set[cst.CSTNode] = set()
+        # Each key of a dict display -> the literal keys of its dict.
+        self.dict_keys: dict[cst.CSTNode, frozenset] = {}
 
-    def visit_DictElement(self, node: cst.DictElement) -> None:
-        self.dict_keys.add(node.key)
+    def visit_Dict(self, node: cst.Dict) -> None:
+        elements = [e for e in node.elements if isinstance(e, cst.DictElement)]
+        keys = frozenset(e.key.raw_value for e in elements if isinstance(e.key, cst.SimpleString))
+        for element in elements:
+            self.dict_keys[element.key] = keys
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if self.ctx.docstring_depth or "b" in node.prefix.lower():
             return
         value = node.raw_value
         for rule in self.rules:
-            if rule.params["dict-keys-only"] and node not in self.dict_keys:
+            siblings = self.dict_keys.get(node)
+            if rule.params["dict-keys-only"] and (siblings is None or not _companions_present(rule, siblings)):
                 continue
             new = rule.params["replace"].get(value)
             if new is not None:
                 if self.ctx.claim(node):
                     message = rule.message.format(name=written(node), replacement=new)
+                    if siblings is not None and new in siblings:
+                        self.ctx.report(rule, node, message + f" (not rewritten: the dict has a {new!r} key already)")
+                        return
                     edit = lambda u, new=new: u.with_changes(value=u.prefix + u.quote + new + u.quote)
                     self.ctx.report(rule, node, message, self.ctx.replace(node, edit))
                 return
             if any(p.fullmatch(value) for p in rule.params["match"]) and self.ctx.claim(node):
                 self.ctx.report(rule, node, rule.message.format(name=written(node), replacement=""))
                 return
+
+
+def _companions_present(rule, siblings: frozenset) -> bool:
+    wanted = rule.params["dict-with-keys"]
+    return not wanted or bool(wanted & siblings)
