@@ -17,6 +17,17 @@ from typing import Optional
 import click
 
 from hpu_port import __version__
+from hpu_port.options import (
+    REPORT_FORMATS,
+    color_option,
+    execution_kwargs,
+    execution_options,
+    overrides,
+    porting,
+    porting_options,
+    rules_option,
+    stdin_option,
+)
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -33,27 +44,6 @@ def _interrupt_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread (embedded use)
         pass
-
-
-def _split_codes(values: tuple[str, ...]) -> list[str]:
-    return [code.strip() for value in values for code in value.split(",") if code.strip()]
-
-
-def _overrides(mode, fp16, unsafe, select, ignore, extend_select, rules_files, max_size_mb, exclude, include_generated):
-    from hpu_port.config import Overrides
-
-    return Overrides(
-        mode=mode,
-        fp16_to_bf16=fp16,
-        unsafe_fixes=unsafe,
-        select=tuple(_split_codes(select)),
-        ignore=tuple(_split_codes(ignore)),
-        extend_select=tuple(_split_codes(extend_select)),
-        rules=tuple(str(Path(p).resolve()) for p in rules_files),
-        max_file_size_mib=max_size_mb,
-        exclude=tuple(exclude),
-        include_generated=include_generated,
-    )
 
 
 def _run(
@@ -75,7 +65,7 @@ def _run(
         raise click.UsageError("`-` (stdin) cannot be combined with other paths")
     try:
         jobs, cache = _execution(paths, **execution)
-        resolver = RuleSetResolver(_overrides(**options), command, cache.directory if cache else None)
+        resolver = RuleSetResolver(overrides(**options), command, cache.directory if cache else None)
         if paths == ("-",):
             summary = run_stdin(sys.stdin.buffer.read(), stdin_filename, resolver, apply)
             summary.asked_advice = frozenset(resolver.asked_advice)
@@ -135,12 +125,6 @@ def _progress(verbosity: int):
         yield update
 
 
-stdin_option = click.option(
-    "--stdin-filename", metavar="PATH", default=None,
-    help="The name of the file read from stdin (`-`): its configuration applies and messages use it.",
-)
-
-
 def _console(stream=None):
     """A rich console (stdout by default); only used once we decided to draw."""
     from rich.console import Console
@@ -188,70 +172,6 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-rules_option = click.option(
-    "--rules", "rules_files", multiple=True, type=click.Path(dir_okay=True), metavar="FILE",
-    help="Extra rule file (TOML) or directory of rule files; repeatable.",
-)
-color_option = click.option("--no-color", is_flag=True, help="Plain output even on a terminal (NO_COLOR is honoured too).")
-
-
-def porting_options(command):
-    """The options `rewrite`, `check` and `config` share; each overrides [tool.hpu-port]."""
-    options = [
-        click.option("--mode", type=click.Choice(["lazy", "eager"]), default=None, help="Gaudi execution mode the code will run in [default: lazy]."),
-        click.option("--fp16-to-bf16/--no-fp16-to-bf16", "fp16", default=None, help="Rewrite float16/half to bfloat16 where it is a dtype."),
-        click.option("--select", multiple=True, metavar="CODES", help="Only these rule codes or prefixes (comma-separated; ALL for every rule)."),
-        click.option("--extend-select", multiple=True, metavar="CODES", help="Add these rules to the selection (comma-separated)."),
-        click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes (comma-separated)."),
-        click.option("--unsafe-fixes/--no-unsafe-fixes", "unsafe", default=None, help="Also apply fixes that may change behaviour."),
-        click.option("--exclude", multiple=True, metavar="PATTERN", help="Skip files matching this glob (added to extend-exclude); repeatable."),
-        click.option("--include-generated/--skip-generated", "include_generated", default=None, help="Also port files that carry a generated-code marker [default: skip them]."),
-        click.option("--quiet", "-q", "verbosity", flag_value=-1, help="Print only errors (and the report or diff)."),
-        click.option("--verbose", "-v", "verbosity", flag_value=1, help="Also name each file as it is processed."),
-        click.option("--report-unused-ignores", is_flag=True, help="Report `# hpu-port: ignore` comments that suppress nothing (HPU002)."),
-        click.option(
-            "--max-file-size", "max_size_mb", type=click.FloatRange(min=0.001), default=None, metavar="MIB",
-            help="Skip (with an error) files larger than this, in MiB [default: 4].",
-        ),
-        rules_option,
-        color_option,
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
-
-
-_PORTING = ("mode", "fp16", "unsafe", "select", "ignore", "extend_select", "rules_files", "max_size_mb", "exclude", "include_generated")
-
-
-def execution_options(command):
-    """How `rewrite` and `check` run: in how many processes, with which cache."""
-    options = [
-        click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, metavar="N", help="Port files in N processes [default: 0, one per CPU]."),
-        click.option("--no-cache", is_flag=True, help="Neither read nor write the cache of per-file results."),
-        click.option(
-            "--cache-dir", type=click.Path(file_okay=False), default=None, envvar="HPU_PORT_CACHE_DIR", show_envvar=True,
-            help="Where results are cached [default: the user cache directory, e.g. ~/.cache/hpu-port].",
-        ),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
-
-
-def _execution_kwargs(kwargs: dict) -> dict:
-    return {key: kwargs.pop(key) for key in ("jobs", "no_cache", "cache_dir")}
-
-
-def _porting(kwargs: dict) -> dict:
-    kwargs.pop("verbosity", None)
-    options = {key: kwargs.pop(key) for key in _PORTING}
-    if kwargs.pop("report_unused_ignores", False):
-        options["extend_select"] = (*options["extend_select"], UNUSED_SUPPRESSION_CODE)
-    return options
-
-
-UNUSED_SUPPRESSION_CODE = "HPU002"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -260,24 +180,45 @@ def main() -> None:
     """Port PyTorch CUDA code to Intel Gaudi (HPU) by rewriting the source."""
 
 
+exit_zero_option = click.option(
+    "--exit-zero", is_flag=True, help="Exit 0 even when something is found or would change (errors still exit 2)."
+)
+show_fixes_option = click.option(
+    "--show-fixes", is_flag=True, help="List the fixes per file and rule (on stderr): applied, or that rewrite would apply."
+)
+
+
+def _paths_or_here(paths: tuple) -> tuple:
+    """No paths means the current directory, as in ruff."""
+    return paths or (".",)
+
+
+def _warn_empty(summary, verbosity: int) -> None:
+    if verbosity < 0:
+        return
+    for path, reason in summary.empty_paths:
+        click.echo(f"hpu-port: warning: {path}: nothing examined: {reason}", err=True)
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--dry-run", is_flag=True, help="Write nothing; print a unified diff of what would change.")
 @click.option("--check", "check_only", is_flag=True, help="Write nothing; list the files that would change.")
+@exit_zero_option
+@show_fixes_option
 @stdin_option
 @porting_options
 @execution_options
-def rewrite(paths, dry_run, check_only, stdin_filename, no_color, **kwargs):
-    """Rewrite CUDA code under PATHS for Gaudi, in place (`-`: stdin to stdout).
-
-    With no PATHS there is nothing to do (a pre-commit run with no Python files).
-    """
+def rewrite(paths, dry_run, check_only, exit_zero, show_fixes, stdin_filename, no_color, **kwargs):
+    """Rewrite CUDA code under PATHS (default: the current directory) for Gaudi,
+    in place (`-`: stdin to stdout)."""
     from hpu_port.report import unified_diff
     from hpu_port.runner import write_results
 
+    paths = _paths_or_here(paths)
     verbosity = kwargs.get("verbosity") or 0
-    execution = _execution_kwargs(kwargs)
-    options = _porting(kwargs)
+    execution = execution_kwargs(kwargs)
+    options = porting(kwargs)
     writing = not (dry_run or check_only)
     from_stdin = paths == ("-",)
     _interrupt_on_sigterm()
@@ -301,24 +242,51 @@ def rewrite(paths, dry_run, check_only, stdin_filename, no_color, **kwargs):
             _print_diff(unified_diff(result), no_color)
         elif check_only:
             click.echo(result.path)
-    _finish_rewrite(summary, writing, verbosity)
+    if show_fixes:
+        _print_fixes(summary, "Fixed" if writing else "Would fix", lambda f: f.applied)
+    _warn_empty(summary, verbosity)
+    _finish_rewrite(summary, writing, verbosity, exit_zero)
 
 
-def _finish_rewrite(summary, writing: bool, verbosity: int) -> None:
+def _finish_rewrite(summary, writing: bool, verbosity: int, exit_zero: bool = False) -> None:
+    from hpu_port.planning import make_plan
+
     _report_errors(summary.results)
     if verbosity >= 0:
         _report_manual(summary)
         verb = "rewritten" if writing else "would be rewritten"
+        manual = make_plan(summary.results).total.manual
         click.echo(
             f"hpu-port: {_plural(summary.scanned, 'file')} scanned, "
             f"{len(summary.changed)} {verb}, {len(summary.failed)} failed; "
-            f"{_plural(summary.manual, 'finding')} need a person",
+            f"{_plural(manual['blocker'], 'blocker')} and {manual['advice']} advice need a person (root causes)",
             err=True,
         )
         _summary_table(summary)
     if summary.failed:
         sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FOUND if summary.changed and not writing else EXIT_OK)
+    sys.exit(EXIT_FOUND if summary.changed and not writing and not exit_zero else EXIT_OK)
+
+
+def _print_fixes(summary, verb: str, counted) -> None:
+    """ruff's `--show-fixes`: per file, how many findings of each rule are fixed."""
+    from collections import Counter
+
+    names = {rule.code: rule.name for result in summary.results for rule in result.rules}
+    per_file = {}
+    for result in sorted(summary.results, key=lambda r: r.path):
+        fixed = Counter(f.code for f in result.findings if counted(f))
+        if fixed:
+            per_file[result.path] = fixed
+    total = sum(sum(c.values()) for c in per_file.values())
+    if not total:
+        click.echo(f"hpu-port: no fixes{' to apply' if verb != 'Fixed' else ' applied'}", err=True)
+        return
+    click.echo(f"{verb} {_plural(total, 'finding')}:", err=True)
+    for path, fixed in per_file.items():
+        click.echo(f"- {path}:", err=True)
+        for code, count in sorted(fixed.items()):
+            click.echo(f"    {count} \u00d7 {code} ({names.get(code, '')})", err=True)
 
 
 def _summary_table(summary) -> None:
@@ -332,7 +300,7 @@ def _summary_table(summary) -> None:
     total = Counter(f.category for r in summary.results for f in r.findings)
     manual = Counter(f.category for r in summary.results for f in r.findings if f.needs_person)
     table = Table("category", "findings", "fixed by rewrite", "need a person", title="hpu-port summary")
-    for category in sorted(total):
+    for category in sorted(total, key=lambda c: (c == "advice", c)):
         table.add_row(category, str(total[category]), str(total[category] - manual[category]), str(manual[category]))
     _console(sys.stderr).print(table)
 
@@ -348,41 +316,77 @@ def _report_manual(summary) -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "sarif", "markdown", "csv"]), default="text", show_default=True, help="Report format.")
+@click.option(
+    "--output-format", "--format", "output_format", type=click.Choice(list(REPORT_FORMATS)), default="text",
+    show_default=True, help="Report format (github: workflow annotations; gitlab: code quality JSON).",
+)
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report to FILE instead of stdout.")
+@click.option("--statistics", is_flag=True, help="Print the number of findings per rule (with --format json: as JSON) instead of the findings.")
+@click.option(
+    "--rule-docs-url", metavar="URL", default=None,
+    help="html: link each finding to URL/CODE.md [default: the relative docs/rules/CODE.md].",
+)
+@exit_zero_option
+@show_fixes_option
 @stdin_option
 @porting_options
 @execution_options
-def check(paths, output_format, output, stdin_filename, no_color, **kwargs):
-    """Report every finding under PATHS: what rewrite would change and what needs a person."""
-    from hpu_port.report import render
+def check(paths, output_format, output, statistics, rule_docs_url, exit_zero, show_fixes, stdin_filename, no_color, **kwargs):
+    """Report every finding under PATHS (default: the current directory): what
+    rewrite would change and what needs a person."""
+    from hpu_port.report import render, render_statistics
 
+    if statistics and output_format not in ("text", "json"):
+        raise click.UsageError("--statistics is printed as text or json")
+    paths = _paths_or_here(paths)
     verbosity = kwargs.get("verbosity") or 0
-    execution = _execution_kwargs(kwargs)
+    execution = execution_kwargs(kwargs)
     # JSON carries the diff of each file, so the rewrite is computed (not written).
     summary = _run(
-        paths, _porting(kwargs), output_format == "json", execution, stdin_filename=stdin_filename, verbosity=verbosity
+        paths, porting(kwargs), output_format == "json" and not statistics, execution,
+        stdin_filename=stdin_filename, verbosity=verbosity,
     )
     rules = {rule.code: rule for result in summary.results for rule in result.rules}
-    text = render(output_format, summary.results, [rules[code] for code in sorted(rules)])
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-    elif output_format == "text" and _stdout_colored(no_color):
-        _print_findings(text)
+    rules = [rules[code] for code in sorted(rules)]
+    if statistics:
+        text = render_statistics(summary.results, rules, as_json=output_format == "json")
     else:
-        click.echo(text, nl=False)
+        text = render(output_format, summary.results, rules, rule_docs_url=rule_docs_url)
+    _emit_report(text, output, output_format == "text" and not statistics and _stdout_colored(no_color))
+    if show_fixes:
+        _print_fixes(summary, "Would fix", lambda f: f.fixable)
     _report_errors(summary.results)
+    _warn_empty(summary, verbosity)
     if verbosity >= 0:
-        fixable = summary.findings - summary.manual
-        click.echo(
-            f"hpu-port: {_plural(summary.scanned, 'file')} scanned, {_plural(summary.findings, 'finding')} "
-            f"({fixable} fixable by rewrite, {summary.manual} need a person), {len(summary.failed)} failed",
-            err=True,
-        )
+        click.echo(f"hpu-port: {_check_summary(summary)}", err=True)
         _summary_table(summary)
     if summary.failed:
         sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FOUND if summary.blocking else EXIT_OK)
+    sys.exit(EXIT_FOUND if summary.blocking and not exit_zero else EXIT_OK)
+
+
+def _emit_report(text: str, output: Optional[str], colored: bool) -> None:
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    elif colored:
+        _print_findings(text)
+    else:
+        click.echo(text, nl=False)
+
+
+def _check_summary(summary) -> str:
+    """One line: findings, blockers apart from advice, and the items (root causes) left."""
+    from hpu_port.planning import make_plan
+
+    total = make_plan(summary.results).total
+    blockers, advice = total.findings["blocker"], total.findings["advice"]
+    fixable = sum(1 for r in summary.results for f in r.findings if f.fixable and not f.advice)
+    return (
+        f"{_plural(summary.scanned, 'file')} scanned, {_plural(summary.findings, 'finding')}: "
+        f"{_plural(blockers, 'blocker')} ({fixable} fixable by rewrite; "
+        f"{_plural(total.manual['blocker'], 'root cause')} need a person), "
+        f"{advice} advice ({_plural(total.items['advice'], 'root cause')}); {len(summary.failed)} failed"
+    )
 
 
 @main.command("config")
@@ -393,7 +397,7 @@ def show_config(path, no_color, **kwargs):
     from hpu_port.config import ConfigError, render_settings, settings_for
 
     try:
-        settings = _overrides(**_porting(kwargs)).apply(settings_for(Path(path)))
+        settings = overrides(**porting(kwargs)).apply(settings_for(Path(path)))
     except ConfigError as exc:
         click.echo(f"hpu-port: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)

@@ -6,9 +6,13 @@ import csv
 import difflib
 import io
 import json
-from typing import Iterable
+from typing import Optional
 
 from hpu_port import __version__
+from hpu_port.planning import items_of, make_plan, rule_names
+from hpu_port.report_ci import render_github, render_gitlab
+from hpu_port.report_ci import render_statistics as statistics_text
+from hpu_port.report_html import render_html
 from hpu_port.report_markdown import render_markdown
 from hpu_port.report_sarif import render_sarif
 from hpu_port.results import FileResult, Finding, all_findings
@@ -75,11 +79,28 @@ def diff_line_style(line: str) -> str:
     return ""
 
 
+SNIPPET_LIMIT = 60  # characters of quoted code kept in a one-line message
+
+
+def one_line(message: str, limit: int = SNIPPET_LIMIT) -> str:
+    """``message`` on one line: line breaks escaped as ``\\n``, each quoted
+    (backticked) snippet longer than ``limit`` cut with an ellipsis."""
+    parts = message.split("`")
+    # Odd parts are inside backticks (an unpaired last one is left as it is).
+    for index in range(1, len(parts) - 1, 2):
+        if len(parts[index]) > limit:
+            parts[index] = parts[index][: limit - 1].rstrip() + "\u2026"
+    text = "`".join(parts)
+    return text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\r").replace("\t", " ")
+
+
 def finding_line(path: str, finding: Finding) -> str:
-    """``path:line:col: CODE [*] message``; ``[*]`` marks what rewrite fixes."""
+    """``path:line:col: CODE [*] (advice) message``, always one line; ``[*]``
+    marks what rewrite fixes, ``(advice)`` what is optimization advice."""
     marker = " [*]" if finding.fixable else ""
+    advice = " (advice)" if finding.advice else ""
     place = f"{path}:cell {finding.cell}" if finding.cell is not None else path
-    return f"{place}:{finding.line}:{finding.column}: {finding.code}{marker} {finding.message}"
+    return f"{place}:{finding.line}:{finding.column}: {finding.code}{marker}{advice} {one_line(finding.message)}"
 
 
 def finding_styles(line: str) -> list[tuple[int, int, str]]:
@@ -103,8 +124,8 @@ def render_text(results: list[FileResult], rules=()) -> str:
 JSON_SCHEMA_VERSION = 1
 
 
-def finding_record(path: str, finding: Finding) -> dict:
-    return {
+def finding_record(path: str, finding: Finding, names: Optional[dict] = None, item: Optional[int] = None) -> dict:
+    record = {
         "path": path,
         "line": finding.line,
         "column": finding.column,
@@ -117,14 +138,29 @@ def finding_record(path: str, finding: Finding) -> dict:
         "fixable": finding.fixable,
         **({"cell": finding.cell} if finding.cell is not None else {}),
     }
+    if names is not None:
+        record.update(name=names.get(finding.code, ""), severity=finding.severity)
+    if item is not None:
+        record["item"] = item
+    return record
+
+
+def numbered_findings(results: list[FileResult]) -> list[tuple[str, Finding, int]]:
+    """Every finding with the number (from 1) of its root cause, in report order."""
+    number = {id(f): index for index, item in enumerate(items_of(results), 1) for f in item.findings}
+    return [(path, f, number[id(f)]) for path, f in all_findings(results)]
 
 
 def render_json(results: list[FileResult], rules=()) -> str:
+    names = rule_names(rules)
+    plan = make_plan(results)
     document = {
         "tool": "hpu-port",
         "version": __version__,
         "schema_version": JSON_SCHEMA_VERSION,
-        "findings": [finding_record(path, f) for path, f in all_findings(results)],
+        "summary": plan.total.as_dict(),
+        "directories": [{"path": path, **tally.as_dict()} for path, tally in plan.directories],
+        "findings": [finding_record(path, f, names, item) for path, f, item in numbered_findings(results)],
         "files": [
             {"path": r.path, "diff": unified_diff(r)} for r in sorted(results, key=lambda r: r.path) if r.changed
         ],
@@ -133,22 +169,42 @@ def render_json(results: list[FileResult], rules=()) -> str:
     return json.dumps(document, indent=2) + "\n"
 
 
+CSV_FIELDS = ["path", "line", "column", "end_line", "end_column", "code", "category", "fix", "fixable", "message",
+              "name", "severity", "item"]
+
+
 def render_csv(results: list[FileResult], rules=()) -> str:
     out = io.StringIO()
-    fields = ["path", "line", "column", "end_line", "end_column", "code", "category", "fix", "fixable", "message"]
-    writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+    names = rule_names(rules)
+    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
-    for path, finding in all_findings(results):
-        writer.writerow(finding_record(path, finding))
+    for path, finding, item in numbered_findings(results):
+        writer.writerow(finding_record(path, finding, names, item))
     return out.getvalue()
 
 
-RENDERERS = {"text": render_text, "json": render_json, "csv": render_csv, "sarif": render_sarif, "markdown": render_markdown}
+RENDERERS = {
+    "text": render_text,
+    "json": render_json,
+    "csv": render_csv,
+    "sarif": render_sarif,
+    "markdown": render_markdown,
+    "github": render_github,
+    "gitlab": render_gitlab,
+    "html": render_html,
+}
 
 
-FORMATS = ("text", "json", "sarif", "markdown", "csv")
+FORMATS = tuple(RENDERERS)
 
 
-def render(output_format: str, results: list[FileResult], rules) -> str:
-    """The report in ``output_format``; ``rules`` are the rules that ran (for metadata)."""
+def render(output_format: str, results: list[FileResult], rules, rule_docs_url: Optional[str] = None) -> str:
+    """The report in ``output_format``; ``rules`` are the rules that ran (for
+    names and metadata); ``rule_docs_url`` is where html links rule pages."""
+    if output_format == "html":
+        return render_html(results, rules, rule_docs_url=rule_docs_url)
     return RENDERERS[output_format](results, rules)
+
+
+def render_statistics(results: list[FileResult], rules=(), as_json: bool = False) -> str:
+    return statistics_text(results, rules, as_json)

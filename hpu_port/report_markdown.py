@@ -1,96 +1,119 @@
-"""A migration report for people: totals, effort, manual actions first, then per file."""
+"""A migration report for people: totals (blockers apart from advice), the
+directories with the most manual work first, then what needs a person per
+file, the advice, and what `rewrite` changes."""
 
 from __future__ import annotations
 
 from collections import Counter
 
 from hpu_port import __version__
+from hpu_port.planning import EFFORT_ORDER, Item, Tally, effort_of, make_plan, rule_names
 from hpu_port.results import FileResult
-
-# How much work a manual finding of each category usually is.
-EFFORT = {
-    "unsupported": "high",
-    "libraries": "medium",
-    "distributed": "medium",
-    "precision": "medium",
-    "lazy-mode": "low",
-    "device": "low",
-    "memory": "low",
-    "graphs": "medium",
-    "environment": "low",
-    "imports": "low",
-    "advice": "optional",
-    "review": "low",
-}
-EFFORT_ORDER = ["high", "medium", "low", "optional"]
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
-def _summary(results: list[FileResult]) -> list[str]:
-    findings = [f for r in results for f in r.findings]
-    manual = [f for f in findings if f.needs_person]
+def _summary(total: Tally) -> list[str]:
+    def row(label: str, counter: Counter) -> str:
+        return f"| {label} | {counter['blocker']} | {counter['advice']} |"
+
     return [
         "## Summary",
         "",
-        "| | count |",
-        "|---|---|",
-        f"| files scanned | {len(results)} |",
-        f"| files with findings | {sum(1 for r in results if r.findings)} |",
-        f"| files that could not be read or parsed | {sum(1 for r in results if r.failed)} |",
-        f"| findings | {len(findings)} |",
-        f"| fixed by `hpu-port rewrite` | {len(findings) - len(manual)} |",
-        f"| need a person | {len(manual)} |",
+        f"{total.files} file{'s' if total.files != 1 else ''} scanned, {total.files_with_findings} with findings, "
+        f"{total.failed} could not be read or parsed.",
+        "",
+        "| | blockers | advice |",
+        "|---|---|---|",
+        row("findings", total.findings),
+        row("items (root causes)", total.items),
+        row("fixed by `hpu-port rewrite`", total.fixed),
+        row("need a person", total.manual),
+        "",
+        "Blockers keep the code from running on Gaudi, or make it run wrong; advice is optional "
+        "optimization. An item is one root cause: the findings of one kind that start on the same line "
+        "of a file count once.",
         "",
     ]
 
 
-def _categories(results: list[FileResult]) -> list[str]:
-    total, manual = Counter(), Counter()
-    for result in results:
-        for finding in result.findings:
-            total[finding.category] += 1
-            if finding.needs_person:
-                manual[finding.category] += 1
-    if not total:
+def _effort_text(tally: Tally) -> str:
+    parts = [f"{tally.effort[level]} {level}" for level in EFFORT_ORDER if tally.effort[level]]
+    return ", ".join(parts) or "none"
+
+
+def _directories(plan) -> list[str]:
+    if not plan.directories:
         return []
-    lines = ["## By category", "", "| category | findings | need a person | effort per manual item |", "|---|---|---|---|"]
-    for category in sorted(total, key=lambda c: (EFFORT_ORDER.index(EFFORT.get(c, "low")), c)):
-        lines.append(f"| {category} | {total[category]} | {manual[category]} | {EFFORT.get(category, 'low')} |")
-    effort = Counter(EFFORT.get(c, "low") for r in results for f in r.findings if f.needs_person for c in [f.category])
-    lines += ["", "Manual effort: " + ", ".join(f"{effort[e]} {e}" for e in EFFORT_ORDER if effort[e]) + "." if effort else "No manual work.", ""]
-    return lines
-
-
-def _table(rows) -> list[str]:
-    lines = ["| line | code | what to do |", "|---|---|---|"]
-    lines += [f"| {f.line} | {f.code} | {_cell(f.message)} |" for f in rows]
+    lines = [
+        "## By directory (most manual work first)",
+        "",
+        "| directory | files | blockers: need a person | manual effort | blockers fixed by rewrite | advice items |",
+        "|---|---|---|---|---|---|",
+    ]
+    for path, tally in plan.directories:
+        lines.append(
+            f"| `{_cell(path)}` | {tally.files} | {tally.manual['blocker']} | {_effort_text(tally)} "
+            f"| {tally.fixed['blocker']} | {tally.items['advice']} |"
+        )
     return lines + [""]
 
 
-def _per_file(results: list[FileResult], manual: bool) -> list[str]:
+def _categories(items: list[Item]) -> list[str]:
+    total, manual = Counter(), Counter()
+    for item in items:
+        total[item.lead.category] += 1
+        manual[item.lead.category] += item.needs_person
+    if not total:
+        return []
+    lines = ["## By category", "", "| category | items | need a person | effort per manual item |", "|---|---|---|---|"]
+    for category in sorted(total, key=lambda c: (EFFORT_ORDER.index(effort_of(c)), c)):
+        lines.append(f"| {category} | {total[category]} | {manual[category]} | {effort_of(category)} |")
+    return lines + [""]
+
+
+def _table(items: list[Item], names: dict) -> list[str]:
+    lines = ["| line | code | rule | what to do |", "|---|---|---|---|"]
+    for item in items:
+        lead = item.lead
+        others = [code for code in item.codes if code != lead.code]
+        also = f" (also {', '.join(others)})" if others else ""
+        place = f"cell {lead.cell}:{item.line}" if lead.cell is not None else str(item.line)
+        lines.append(f"| {place} | {lead.code} | {names.get(lead.code, '')} | {_cell(lead.message)}{also} |")
+    return lines + [""]
+
+
+def _per_file(items: list[Item], names: dict, wanted) -> list[str]:
+    by_file: dict[str, list[Item]] = {}
+    for item in items:
+        if wanted(item):
+            by_file.setdefault(item.path, []).append(item)
     lines: list[str] = []
-    for result in sorted(results, key=lambda r: r.path):
-        rows = [f for f in result.findings if f.needs_person == manual]
-        if rows:
-            lines += [f"### `{result.path}`", ""] + _table(rows)
+    for path in sorted(by_file):
+        lines += [f"### `{path}`", ""] + _table(by_file[path], names)
     return lines
 
 
 def render_markdown(results: list[FileResult], rules=()) -> str:
+    names = rule_names(rules)
+    plan = make_plan(results)
     lines = [f"# Migration report (hpu-port {__version__})", ""]
-    lines += _summary(results) + _categories(results)
+    lines += _summary(plan.total) + _directories(plan) + _categories(plan.items)
     failed = [r for r in results if r.failed]
     if failed:
         lines += ["## Files not processed", ""] + [f"- `{r.path}`: {_cell(r.error)}" for r in failed] + [""]
-    manual = _per_file(results, manual=True)
-    lines += ["## Manual actions", ""] + (manual or ["None.", ""])
-    automatic = _per_file(results, manual=False)
-    lines += ["## Changes `hpu-port rewrite` makes", ""] + (automatic or ["None.", ""])
-    by_code = Counter(f.code for r in results for f in r.findings)
+    sections = [
+        ("## Blockers that need a person", lambda i: i.needs_person and not i.advice),
+        ("## Advice (optional optimization)", lambda i: i.advice),
+        ("## Changes `hpu-port rewrite` makes", lambda i: not i.needs_person and not i.advice),
+    ]
+    for title, wanted in sections:
+        lines += [title, ""] + (_per_file(plan.items, names, wanted) or ["None.", ""])
+    by_code = Counter((f.code, f.severity) for r in results for f in r.findings)
     if by_code:
-        lines += ["## Findings per rule", "", "| code | findings |", "|---|---|"]
-        lines += [f"| {code} | {count} |" for code, count in sorted(by_code.items())] + [""]
+        lines += ["## Findings per rule", "", "| code | rule | kind | findings |", "|---|---|---|---|"]
+        lines += [f"| {code} | {names.get(code, '')} | {kind} | {n} |" for (code, kind), n in sorted(by_code.items())]
+        lines.append("")
     return "\n".join(lines)

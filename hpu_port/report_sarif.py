@@ -61,7 +61,12 @@ def render_sarif(results: list[FileResult], rules=()) -> str:
                     }
                 }
             ],
-            "properties": {"category": finding.category, "fix": finding.fix, "fixable": finding.fixable},
+            "properties": {
+                "category": finding.category,
+                "severity": finding.severity,
+                "fix": finding.fix,
+                "fixable": finding.fixable,
+            },
         }
         if finding.code in index:
             result["ruleIndex"] = index[finding.code]

@@ -8,6 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
+# The category of optimization advice (the same name as model.ADVICE, which
+# this leaf module cannot import).
+ADVICE_CATEGORY = "advice"
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -34,6 +38,16 @@ class Finding:
     def needs_person(self) -> bool:
         """True when ``rewrite`` cannot fix this finding: a person must act."""
         return not self.fixable
+
+    @property
+    def advice(self) -> bool:
+        """Optimization advice (category ``advice``): the code runs without it.
+        Every other finding is a blocker: the code will not run, or runs wrong."""
+        return self.category == ADVICE_CATEGORY
+
+    @property
+    def severity(self) -> str:
+        return "advice" if self.advice else "blocker"
 
     def sort_key(self) -> tuple:
         return (self.cell or 0, self.line, self.column, self.code, self.message)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Union
@@ -24,6 +25,8 @@ class RunSummary:
     results: list[FileResult] = field(default_factory=list)
     # Advice codes that were selected by code (see RuleSetResolver).
     asked_advice: frozenset = frozenset()
+    # Paths given to the run under which nothing was examined, with the reason.
+    empty_paths: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def blocking(self) -> int:
@@ -87,7 +90,8 @@ def run(
     """
     ruleset_for = rulesets if callable(rulesets) else (lambda path: rulesets)
     planned = []
-    for source in discover(paths):
+    found = discover(paths)
+    for source in found:
         ruleset = None if source.error else ruleset_for(Path(source.path))
         if ruleset is not None and is_dependency_file(source.path) and not ruleset.reads_dependency_files:
             continue  # no selected rule reads requirements files
@@ -133,12 +137,39 @@ def run(
             progress(done, len(planned), task.path)
     if cache is not None:
         cache.save()
-    summary = RunSummary()
+    summary = RunSummary(empty_paths=paths_with_nothing(paths, [s.path for s in found], [s.path for s, _ in planned]))
     for result, (_, ruleset) in zip(results, planned):
         if ruleset is not None:
             result.rules = tuple(ruleset.rules)
         summary.results.append(result)
     return summary
+
+
+def paths_with_nothing(paths: list[str], found: list[str], planned: list[str]) -> list[tuple[str, str]]:
+    """The given paths under which no file was examined, each with why:
+    nothing there hpu-port ports, or all of it excluded by the configuration."""
+    empty = []
+    for raw in paths:
+        if _any_under(raw, planned):
+            continue
+        if _any_under(raw, found):
+            empty.append((raw, "every file there is excluded by the configuration or no selected rule reads it"))
+        else:
+            empty.append((raw, "no file there that hpu-port ports"))
+    return empty
+
+
+def _any_under(raw: str, paths: list[str]) -> bool:
+    """Whether one of ``paths`` (as discovery spells them) is ``raw`` or lies under it."""
+    root = Path(raw)
+    if str(root) in paths or raw in paths:
+        return True
+    if not root.is_dir():
+        return False
+    if str(root) == ".":  # walking "." gives paths relative to it
+        return any(not os.path.isabs(path) for path in paths)
+    prefix = str(root).rstrip("/\\") + os.sep
+    return any(path.startswith(prefix) for path in paths)
 
 
 @dataclass

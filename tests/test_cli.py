@@ -109,7 +109,7 @@ def test_check_reports_findings_sorted(runner, tree):
         f"{path}:4:1: HPU101 [*] `torch.cuda.synchronize` is a CUDA device API; use `torch.hpu.synchronize`",
     ]
     assert path.read_text() == CUDA_CODE
-    assert "3 findings (3 fixable by rewrite, 0 need a person)" in result.stderr
+    assert "3 findings: 3 blockers (3 fixable by rewrite; 0 root causes need a person), 0 advice" in result.stderr
 
 
 def test_check_clean_exits_0(runner, tree):
@@ -193,11 +193,33 @@ def test_usage_error_exits_2(runner):
     assert invoke(runner, "frobnicate").exit_code == 2
 
 
-def test_no_paths_is_a_no_op(runner):
+def test_no_paths_means_the_current_directory(runner, tree, monkeypatch):
+    monkeypatch.chdir(tree)
+    checked = invoke(runner, "check")
+    assert checked.exit_code == 1 and "pkg/train.py:3:27: HPU110" in checked.stdout
+    assert "2 files scanned" in checked.stderr
+    rewritten = invoke(runner, "rewrite")
+    assert rewritten.exit_code == 0 and 'device="hpu"' in (tree / "pkg" / "train.py").read_text()
+
+
+def test_a_path_with_nothing_to_examine_warns(runner, tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.md").write_text("cuda\n")
     for command in ("rewrite", "check"):
-        result = invoke(runner, command)
+        result = invoke(runner, command, tmp_path / "docs")
         assert result.exit_code == 0 and result.stdout == ""
-        assert "0 files scanned" in result.stderr
+        assert f"warning: {tmp_path / 'docs'}: nothing examined: no file there that hpu-port ports" in result.stderr
+
+
+def test_a_path_whose_files_are_all_excluded_warns(runner, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.hpu-port]\nexclude = ["legacy"]\n')
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "old.py").write_text(CUDA_CODE)
+    result = invoke(runner, "check", tmp_path / "legacy")
+    assert result.exit_code == 0
+    assert "nothing examined: every file there is excluded by the configuration" in result.stderr
+    quiet = invoke(runner, "check", "-q", tmp_path / "legacy")
+    assert "warning" not in quiet.stderr
 
 
 def test_mode_option_is_accepted(runner, tree):

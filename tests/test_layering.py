@@ -17,9 +17,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "hpu_port"
 FLOORS = [
     ["__main__"],
     ["cli"],
-    ["runner", "selection", "report", "docs"],
-    ["parallel", "examples", "report_sarif", "report_markdown"],
-    ["engine"],
+    ["runner", "selection", "report", "docs", "options"],
+    ["parallel", "examples", "report_sarif", "report_markdown", "report_ci", "report_html"],
+    ["engine", "planning"],
     ["narrow", "visitors"],
     ["settings", "rules"],
     ["kinds", "rule_cache"],
@@ -35,7 +35,8 @@ FLOOR = {name: number for number, names in enumerate(FLOORS) for name in names}
 # of it may import libcst, whose import costs more than the rest of such a run.
 WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runner", "parallel", "cache", "files",
                   "config", "results", "model", "triggers", "narrow", "report", "report_sarif", "report_markdown",
-                  "cli", "suppressions", "notebooks", "gitignore", "_compat"]
+                  "report_ci", "report_html", "planning",
+                  "cli", "options", "suppressions", "notebooks", "gitignore", "_compat"]
 
 
 def modules():

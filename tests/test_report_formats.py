@@ -49,6 +49,9 @@ def test_json_schema_fields_and_diff(project):
         "category": "device",
         "fix": "safe",
         "fixable": True,
+        "name": "cuda-device-string",
+        "severity": "blocker",
+        "item": finding["item"],
     }
     manual = next(f for f in data["findings"] if f["code"] == "HPU130")
     assert manual["fix"] == "none" and manual["fixable"] is False
@@ -77,18 +80,21 @@ def test_sarif_is_valid_sarif_2_1_0(project):
 def test_markdown_puts_manual_actions_first(project):
     text = check(project, "markdown")
     assert text.startswith("# Migration report")
-    for heading in ("## Summary", "## By category", "## Manual actions", "## Changes `hpu-port rewrite` makes"):
-        assert heading in text
-    assert text.index("## Manual actions") < text.index("## Changes `hpu-port rewrite` makes")
-    manual = text[text.index("## Manual actions"): text.index("## Changes")]
+    headings = ("## Summary", "## By directory", "## By category", "## Blockers that need a person",
+                "## Advice", "## Changes `hpu-port rewrite` makes")
+    assert [text.index(h) for h in headings] == sorted(text.index(h) for h in headings)
+    manual = text[text.index("## Blockers that need a person"): text.index("## Advice")]
     assert "HPU130" in manual and "HPU603" in manual and "HPU110" not in manual
-    assert "| need a person | 2 |" in text
+    assert "| HPU130 | cuda-device-queries |" in manual  # the rule's name beside its code
+    assert "| need a person | 2 | 0 |" in text
     assert "broken.py" in text[text.index("## Files not processed"):]
 
 
 def test_csv_one_row_per_finding(project):
     rows = list(csv.DictReader(io.StringIO(check(project, "csv"))))
     assert {row["code"] for row in rows} == {"HPU001", "HPU110", "HPU130", "HPU603"}
+    assert {row["severity"] for row in rows} == {"blocker"}
+    assert next(row for row in rows if row["code"] == "HPU130")["name"] == "cuda-device-queries"
     assert all(row["path"].endswith("train.py") for row in rows)
 
 

@@ -1,0 +1,104 @@
+"""The command-line options the commands share, and how they become settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+# The formats of `check` (hpu_port.report.RENDERERS has one renderer each; a
+# test keeps the two in step without importing the renderers at startup).
+REPORT_FORMATS = ("text", "json", "sarif", "markdown", "csv", "github", "gitlab", "html")
+
+
+def split_codes(values: tuple[str, ...]) -> list[str]:
+    return [code.strip() for value in values for code in value.split(",") if code.strip()]
+
+
+def overrides(mode, fp16, unsafe, select, ignore, extend_select, rules_files, max_size_mb, exclude, include_generated):
+    from hpu_port.config import Overrides
+
+    return Overrides(
+        mode=mode,
+        fp16_to_bf16=fp16,
+        unsafe_fixes=unsafe,
+        select=tuple(split_codes(select)),
+        ignore=tuple(split_codes(ignore)),
+        extend_select=tuple(split_codes(extend_select)),
+        rules=tuple(str(Path(p).resolve()) for p in rules_files),
+        max_file_size_mib=max_size_mb,
+        exclude=tuple(exclude),
+        include_generated=include_generated,
+    )
+
+
+stdin_option = click.option(
+    "--stdin-filename", metavar="PATH", default=None,
+    help="The name of the file read from stdin (`-`): its configuration applies and messages use it.",
+)
+
+
+rules_option = click.option(
+    "--rules", "rules_files", multiple=True, type=click.Path(dir_okay=True), metavar="FILE",
+    help="Extra rule file (TOML) or directory of rule files; repeatable.",
+)
+color_option = click.option("--no-color", is_flag=True, help="Plain output even on a terminal (NO_COLOR is honoured too).")
+
+
+def porting_options(command):
+    """The options `rewrite`, `check` and `config` share; each overrides [tool.hpu-port]."""
+    options = [
+        click.option("--mode", type=click.Choice(["lazy", "eager"]), default=None, help="Gaudi execution mode the code will run in [default: lazy]."),
+        click.option("--fp16-to-bf16/--no-fp16-to-bf16", "fp16", default=None, help="Rewrite float16/half to bfloat16 where it is a dtype."),
+        click.option("--select", multiple=True, metavar="CODES", help="Only these rule codes or prefixes (comma-separated; ALL for every rule)."),
+        click.option("--extend-select", multiple=True, metavar="CODES", help="Add these rules to the selection (comma-separated)."),
+        click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes (comma-separated)."),
+        click.option("--unsafe-fixes/--no-unsafe-fixes", "unsafe", default=None, help="Also apply fixes that may change behaviour."),
+        click.option("--exclude", multiple=True, metavar="PATTERN", help="Skip files matching this glob (added to extend-exclude); repeatable."),
+        click.option("--include-generated/--skip-generated", "include_generated", default=None, help="Also port files that carry a generated-code marker [default: skip them]."),
+        click.option("--quiet", "-q", "verbosity", flag_value=-1, help="Print only errors (and the report or diff)."),
+        click.option("--verbose", "-v", "verbosity", flag_value=1, help="Also name each file as it is processed."),
+        click.option("--report-unused-ignores", is_flag=True, help="Report `# hpu-port: ignore` comments that suppress nothing (HPU002)."),
+        click.option(
+            "--max-file-size", "max_size_mb", type=click.FloatRange(min=0.001), default=None, metavar="MIB",
+            help="Skip (with an error) files larger than this, in MiB [default: 4].",
+        ),
+        rules_option,
+        color_option,
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+_PORTING = ("mode", "fp16", "unsafe", "select", "ignore", "extend_select", "rules_files", "max_size_mb", "exclude", "include_generated")
+
+
+def execution_options(command):
+    """How `rewrite` and `check` run: in how many processes, with which cache."""
+    options = [
+        click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, metavar="N", help="Port files in N processes [default: 0, one per CPU]."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the cache of per-file results."),
+        click.option(
+            "--cache-dir", type=click.Path(file_okay=False), default=None, envvar="HPU_PORT_CACHE_DIR", show_envvar=True,
+            help="Where results are cached [default: the user cache directory, e.g. ~/.cache/hpu-port].",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def execution_kwargs(kwargs: dict) -> dict:
+    return {key: kwargs.pop(key) for key in ("jobs", "no_cache", "cache_dir")}
+
+
+def porting(kwargs: dict) -> dict:
+    kwargs.pop("verbosity", None)
+    options = {key: kwargs.pop(key) for key in _PORTING}
+    if kwargs.pop("report_unused_ignores", False):
+        options["extend_select"] = (*options["extend_select"], UNUSED_SUPPRESSION_CODE)
+    return options
+
+
+UNUSED_SUPPRESSION_CODE = "HPU002"

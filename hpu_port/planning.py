@@ -1,0 +1,183 @@
+"""What a migration lead plans with: root causes, blockers and advice, and a
+per-directory rollup sorted by the manual effort left.
+
+A *root cause* (an "item") is what a person fixes in one go. Findings are one
+item when they start on the same line of the same file (and notebook cell),
+are of the same severity (blocker or advice), and are alike in whether
+`rewrite` fixes them. So `import triton.language as tl`, reported once for the
+import and once for the module it names, is one item; a `.item()` and the
+`print` around it on one line are one item of advice; a multi-line call with a
+CUDA device string on its second line and a float64 dtype on its third is two
+items, and so is a training loop reported as a whole (it starts on its `for`
+line) and a host sync inside it. Starting lines, not overlapping spans: a
+finding about a whole loop or function would otherwise swallow every other
+finding inside it.
+
+Nothing here prints or reads files; the report formats use it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from hpu_port.results import FileResult, Finding
+
+# How much work a manual item of each category usually is.
+EFFORT = {
+    "unsupported": "high",
+    "libraries": "medium",
+    "distributed": "medium",
+    "precision": "medium",
+    "lazy-mode": "low",
+    "device": "low",
+    "memory": "low",
+    "graphs": "medium",
+    "environment": "low",
+    "imports": "low",
+    "advice": "optional",
+    "review": "low",
+    "runtime": "low",
+}
+EFFORT_ORDER = ["high", "medium", "low", "optional"]
+# Points per manual item, to sort directories by the work left: a rough
+# ratio of person-hours, not a measurement.
+EFFORT_POINTS = {"high": 5, "medium": 3, "low": 1, "optional": 0}
+
+
+def effort_of(category: str) -> str:
+    return EFFORT.get(category, "low")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One root cause: the findings a person (or `rewrite`) deals with at once."""
+
+    path: str
+    findings: tuple[Finding, ...]
+
+    @property
+    def lead(self) -> Finding:
+        """The finding that names the item: the first one of the costliest category."""
+        return min(self.findings, key=lambda f: (EFFORT_ORDER.index(effort_of(f.category)), f.sort_key()))
+
+    @property
+    def advice(self) -> bool:
+        return self.findings[0].advice
+
+    @property
+    def needs_person(self) -> bool:
+        return self.findings[0].needs_person
+
+    @property
+    def effort(self) -> str:
+        return effort_of(self.lead.category)
+
+    @property
+    def line(self) -> int:
+        return min(f.line for f in self.findings)
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(sorted({f.code for f in self.findings}))
+
+
+def _item_key(finding: Finding) -> tuple:
+    return (finding.cell or 0, finding.line, finding.advice, finding.needs_person)
+
+
+def file_items(path: str, findings: Iterable[Finding]) -> list[Item]:
+    """The root causes of one file's findings, in the order of their line."""
+    groups: dict[tuple, list[Finding]] = {}
+    for finding in sorted(findings, key=lambda f: f.sort_key()):
+        groups.setdefault(_item_key(finding), []).append(finding)
+    return [Item(path, tuple(groups[key])) for key in sorted(groups)]
+
+
+def items_of(results: Iterable[FileResult]) -> list[Item]:
+    return [item for result in sorted(results, key=lambda r: r.path) for item in file_items(result.path, result.findings)]
+
+
+def directory_of(path: str) -> str:
+    return os.path.dirname(path) or "."
+
+
+@dataclass
+class Tally:
+    """Counts of findings and of items, blockers apart from advice."""
+
+    files: int = 0
+    files_with_findings: int = 0
+    failed: int = 0
+    findings: Counter = field(default_factory=Counter)  # "blocker"/"advice" -> findings
+    items: Counter = field(default_factory=Counter)  # "blocker"/"advice" -> items
+    fixed: Counter = field(default_factory=Counter)  # items rewrite fixes
+    manual: Counter = field(default_factory=Counter)  # items that need a person
+    effort: Counter = field(default_factory=Counter)  # effort level -> manual blocker items
+
+    def add(self, result: FileResult, items: list[Item]) -> None:
+        self.files += 1
+        self.files_with_findings += bool(result.findings)
+        self.failed += result.failed
+        for finding in result.findings:
+            self.findings[finding.severity] += 1
+        for item in items:
+            severity = "advice" if item.advice else "blocker"
+            self.items[severity] += 1
+            if item.needs_person:
+                self.manual[severity] += 1
+                if not item.advice:
+                    self.effort[item.effort] += 1
+            else:
+                self.fixed[severity] += 1
+
+    @property
+    def effort_points(self) -> int:
+        return sum(EFFORT_POINTS[level] * count for level, count in self.effort.items())
+
+    def as_dict(self) -> dict:
+        return {
+            "files": self.files,
+            "files_with_findings": self.files_with_findings,
+            "files_failed": self.failed,
+            "findings": _split(self.findings),
+            "items": _split(self.items),
+            "fixed_by_rewrite": _split(self.fixed),
+            "need_a_person": _split(self.manual),
+            "manual_effort": {level: self.effort[level] for level in EFFORT_ORDER if level != "optional"},
+            "effort_points": self.effort_points,
+        }
+
+
+def _split(counter: Counter) -> dict:
+    return {"blockers": counter["blocker"], "advice": counter["advice"]}
+
+
+@dataclass
+class Plan:
+    total: Tally
+    directories: list[tuple[str, Tally]]  # most manual effort first
+    items: list[Item]
+
+
+def make_plan(results: list[FileResult]) -> Plan:
+    """Totals and the per-directory rollup, directories sorted by the manual
+    effort left (then by manual blockers, then by name)."""
+    total = Tally()
+    directories: dict[str, Tally] = {}
+    every_item: list[Item] = []
+    for result in sorted(results, key=lambda r: r.path):
+        items = file_items(result.path, result.findings)
+        every_item += items
+        total.add(result, items)
+        directories.setdefault(directory_of(result.path), Tally()).add(result, items)
+    ordered = sorted(
+        directories.items(), key=lambda pair: (-pair[1].effort_points, -pair[1].manual["blocker"], pair[0])
+    )
+    return Plan(total, ordered, every_item)
+
+
+def rule_names(rules) -> dict[str, str]:
+    return {rule.code: rule.name for rule in rules}
