@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from hpu_port.results import FileResult, Finding
+from hpu_port.results import FileResult, Finding, all_findings
 
 # How much work a manual item of each category usually is.
 EFFORT = {
@@ -181,3 +181,10 @@ def make_plan(results: list[FileResult]) -> Plan:
 
 def rule_names(rules) -> dict[str, str]:
     return {rule.code: rule.name for rule in rules}
+
+
+def numbered_findings(results: Iterable[FileResult]) -> list[tuple[str, Finding, int]]:
+    """Every finding with the number (from 1) of its root cause, in report order."""
+    results = list(results)
+    number = {id(f): index for index, item in enumerate(items_of(results), 1) for f in item.findings}
+    return [(path, f, number[id(f)]) for path, f in all_findings(results)]

@@ -9,7 +9,7 @@ import json
 from typing import Optional
 
 from hpu_port import __version__
-from hpu_port.planning import items_of, make_plan, rule_names
+from hpu_port.planning import make_plan, numbered_findings, rule_names
 from hpu_port.report_ci import render_github, render_gitlab
 from hpu_port.report_ci import render_statistics as statistics_text
 from hpu_port.report_html import render_html
@@ -143,12 +143,6 @@ def finding_record(path: str, finding: Finding, names: Optional[dict] = None, it
     if item is not None:
         record["item"] = item
     return record
-
-
-def numbered_findings(results: list[FileResult]) -> list[tuple[str, Finding, int]]:
-    """Every finding with the number (from 1) of its root cause, in report order."""
-    number = {id(f): index for index, item in enumerate(items_of(results), 1) for f in item.findings}
-    return [(path, f, number[id(f)]) for path, f in all_findings(results)]
 
 
 def render_json(results: list[FileResult], rules=()) -> str:
