@@ -21,6 +21,7 @@ from hpu_port.options import (
     REPORT_FORMATS,
     color_option,
     execution_kwargs,
+    execution_settings,
     execution_options,
     overrides,
     porting,
@@ -64,7 +65,7 @@ def _run(
     if "-" in paths and len(paths) > 1:
         raise click.UsageError("`-` (stdin) cannot be combined with other paths")
     try:
-        jobs, cache = _execution(paths, **execution)
+        jobs, cache = execution_settings(paths, **execution)
         resolver = RuleSetResolver(overrides(**options), command, cache.directory if cache else None)
         if paths == ("-",):
             summary = run_stdin(sys.stdin.buffer.read(), stdin_filename, resolver, apply)
@@ -77,28 +78,6 @@ def _run(
     except (ConfigError, RuleFileError) as exc:
         click.echo(f"hpu-port: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
-
-
-def _execution(paths, jobs: int, no_cache: bool, cache_dir: Optional[str]):
-    from hpu_port.cache import Cache, default_directory
-    from hpu_port.parallel import default_jobs
-
-    jobs = jobs or default_jobs()
-    if no_cache:
-        return jobs, None
-    directory = Path(cache_dir) if cache_dir else default_directory()
-    if not cache_dir and _inside_any(directory, paths):
-        return jobs, None  # never write into the scanned tree unless told to
-    return jobs, Cache(directory)
-
-
-def _inside_any(directory: Path, paths) -> bool:
-    resolved = directory.resolve()
-    for path in paths:
-        root = Path(path).resolve()
-        if root == resolved or root in resolved.parents:
-            return True
-    return False
 
 
 PROGRESS_THRESHOLD = 20  # files; fewer finish before a bar is worth drawing
@@ -326,12 +305,19 @@ def _report_manual(summary) -> None:
     "--rule-docs-url", metavar="URL", default=None,
     help="html: link each finding to URL/CODE.md [default: the relative docs/rules/CODE.md].",
 )
+@click.option(
+    "--toolkit-log", "toolkit_logs", multiple=True, type=click.Path(), metavar="LOG",
+    help="A GPU Migration Toolkit log (or a directory of *.log): match its intercepted calls to the findings; repeatable.",
+)
 @exit_zero_option
 @show_fixes_option
 @stdin_option
 @porting_options
 @execution_options
-def check(paths, output_format, output, statistics, rule_docs_url, exit_zero, show_fixes, stdin_filename, no_color, **kwargs):
+def check(
+    paths, output_format, output, statistics, rule_docs_url, toolkit_logs, exit_zero, show_fixes, stdin_filename,
+    no_color, **kwargs,
+):
     """Report every finding under PATHS (default: the current directory): what
     rewrite would change and what needs a person."""
     from hpu_port.report import render, render_statistics
@@ -346,12 +332,14 @@ def check(paths, output_format, output, statistics, rule_docs_url, exit_zero, sh
         paths, porting(kwargs), output_format == "json" and not statistics, execution,
         stdin_filename=stdin_filename, verbosity=verbosity,
     )
+    toolkit = _match_toolkit_logs(summary, toolkit_logs) if toolkit_logs else None
     rules = {rule.code: rule for result in summary.results for rule in result.rules}
     rules = [rules[code] for code in sorted(rules)]
     if statistics:
         text = render_statistics(summary.results, rules, as_json=output_format == "json")
     else:
-        text = render(output_format, summary.results, rules, rule_docs_url=rule_docs_url)
+        text = render(output_format, summary.results, rules, rule_docs_url=rule_docs_url,
+                      toolkit=toolkit.as_dict() if toolkit else None)
     _emit_report(text, output, output_format == "text" and not statistics and _stdout_colored(no_color))
     if show_fixes:
         _print_fixes(summary, "Would fix", lambda f: f.fixable)
@@ -359,10 +347,31 @@ def check(paths, output_format, output, statistics, rule_docs_url, exit_zero, sh
     _warn_empty(summary, verbosity)
     if verbosity >= 0:
         click.echo(f"hpu-port: {_check_summary(summary)}", err=True)
+        if toolkit is not None:
+            _toolkit_summary(toolkit, verbosity)
         _summary_table(summary)
-    if summary.failed:
+    if summary.failed or (toolkit is not None and toolkit.errors):
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FOUND if summary.blocking and not exit_zero else EXIT_OK)
+
+
+def _match_toolkit_logs(summary, logs):
+    from hpu_port.toolkit_log import match, read_logs
+
+    matching = match(summary.results, read_logs(logs))
+    for error in matching.errors:
+        click.echo(f"hpu-port: error: {error}", err=True)
+    return matching
+
+
+def _toolkit_summary(matching, verbosity: int) -> None:
+    """How many intercepted sites the static port covers; library sites apart."""
+    click.echo(f"hpu-port: toolkit log: {matching.summary_line()}", err=True)
+    if verbosity > 0:
+        for title, sites in (("in an installed library", matching.libraries), ("outside the scanned files", matching.elsewhere)):
+            for site in sites:
+                apis = ", ".join(sorted({c.api for c in site.calls}))
+                click.echo(f"  {site.path}:{site.line}: {apis} [{', '.join(site.statuses)}] ({title})", err=True)
 
 
 def _emit_report(text: str, output: Optional[str], colored: bool) -> None:

@@ -60,12 +60,18 @@ def _examples_section(rule: Rule) -> list[str]:
     for index, example in enumerate(invalid, 1):
         title = "## Example\n" if index == 1 else f"### Example {index}\n"
         parts += [title, _code(example.before)]
+        if example.toolkit_log is not None:
+            parts += ["With this GPU Migration Toolkit log (`--toolkit-log`):\n", _log(example.toolkit_log)]
         if example.after is not None:
             parts += ["Use instead:\n", _code(example.after)]
     if valid:
         parts.append("## Left unchanged\n")
         parts += [_code(example.before) for example in valid]
     return parts
+
+
+def _log(text: str) -> str:
+    return "```text\n" + example_source(text).rstrip("\n") + "\n```\n"
 
 
 def _code(source: str) -> str:

@@ -9,6 +9,7 @@ from hpu_port.engine import port_source
 from hpu_port.results import FileResult
 from hpu_port.model import Example, Options, Rule
 from hpu_port.settings import RuleSet
+from hpu_port.toolkit_log import ParsedLog, match, parse_text
 
 
 def example_source(code: str) -> str:
@@ -36,4 +37,11 @@ def example_ruleset(rule: Rule, all_rules: list[Rule], example: Example) -> Rule
 
 def run_example(rule: Rule, all_rules: list[Rule], example: Example, source: Optional[str] = None) -> FileResult:
     code = example_source(example.before) if source is None else source
-    return port_source("example.py", code.encode(), example_ruleset(rule, all_rules, example))
+    ruleset = example_ruleset(rule, all_rules, example)
+    result = port_source("example.py", code.encode(), ruleset)
+    if example.toolkit_log is not None:
+        # The log's sites are matched as `check --toolkit-log` matches them.
+        result.source, result.rules = code.encode(), tuple(ruleset.rules)
+        calls, unknown = parse_text(example_source(example.toolkit_log))
+        match([result], ParsedLog(calls, unknown, 1), sources={result.path: code})
+    return result

@@ -23,6 +23,8 @@ class Example:
     valid: bool
     options: dict = field(default_factory=dict, hash=False, compare=False)
     select: tuple[str, ...] = ()
+    # A GPU Migration Toolkit log the example is checked with (`toolkit-log` rules).
+    toolkit_log: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import click
 
@@ -102,3 +103,26 @@ def porting(kwargs: dict) -> dict:
 
 
 UNUSED_SUPPRESSION_CODE = "HPU002"
+
+
+def execution_settings(paths, jobs: int, no_cache: bool, cache_dir: Optional[str]):
+    """How many jobs, and which cache (None: none) a run uses."""
+    from hpu_port.cache import Cache, default_directory
+    from hpu_port.parallel import default_jobs
+
+    jobs = jobs or default_jobs()
+    if no_cache:
+        return jobs, None
+    directory = Path(cache_dir) if cache_dir else default_directory()
+    if not cache_dir and inside_any(directory, paths):
+        return jobs, None  # never write into the scanned tree unless told to
+    return jobs, Cache(directory)
+
+
+def inside_any(directory: Path, paths) -> bool:
+    resolved = directory.resolve()
+    for path in paths:
+        root = Path(path).resolve()
+        if root == resolved or root in resolved.parents:
+            return True
+    return False

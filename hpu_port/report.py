@@ -145,7 +145,7 @@ def finding_record(path: str, finding: Finding, names: Optional[dict] = None, it
     return record
 
 
-def render_json(results: list[FileResult], rules=()) -> str:
+def render_json(results: list[FileResult], rules=(), toolkit: Optional[dict] = None) -> str:
     names = rule_names(rules)
     plan = make_plan(results)
     document = {
@@ -159,6 +159,7 @@ def render_json(results: list[FileResult], rules=()) -> str:
             {"path": r.path, "diff": unified_diff(r)} for r in sorted(results, key=lambda r: r.path) if r.changed
         ],
         "errors": [{"path": r.path, "message": r.error} for r in results if r.failed],
+        **({"toolkit_log": toolkit} if toolkit is not None else {}),
     }
     return json.dumps(document, indent=2) + "\n"
 
@@ -192,11 +193,17 @@ RENDERERS = {
 FORMATS = tuple(RENDERERS)
 
 
-def render(output_format: str, results: list[FileResult], rules, rule_docs_url: Optional[str] = None) -> str:
+def render(
+    output_format: str, results: list[FileResult], rules, rule_docs_url: Optional[str] = None,
+    toolkit: Optional[dict] = None,
+) -> str:
     """The report in ``output_format``; ``rules`` are the rules that ran (for
-    names and metadata); ``rule_docs_url`` is where html links rule pages."""
+    names and metadata); ``rule_docs_url`` is where html links rule pages;
+    ``toolkit`` sums up the GPU Migration Toolkit logs matched to the findings."""
     if output_format == "html":
-        return render_html(results, rules, rule_docs_url=rule_docs_url)
+        return render_html(results, rules, rule_docs_url=rule_docs_url, toolkit=toolkit)
+    if output_format in ("json", "markdown"):
+        return RENDERERS[output_format](results, rules, toolkit=toolkit)
     return RENDERERS[output_format](results, rules)
 
 

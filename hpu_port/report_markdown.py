@@ -5,6 +5,7 @@ file, the advice, and what `rewrite` changes."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Optional
 
 from hpu_port import __version__
 from hpu_port.planning import EFFORT_ORDER, Item, Tally, effort_of, make_plan, rule_names
@@ -96,11 +97,32 @@ def _per_file(items: list[Item], names: dict, wanted) -> list[str]:
     return lines
 
 
-def render_markdown(results: list[FileResult], rules=()) -> str:
+def _toolkit(toolkit: Optional[dict]) -> list[str]:
+    if toolkit is None:
+        return []
+    lines = [
+        "## GPU Migration Toolkit log",
+        "",
+        f"{toolkit['sites']} intercepted call sites in {toolkit['log_files']} log files; "
+        f"{toolkit['sites_in_scanned_files']} in the scanned files, of which the static port covers "
+        f"{toolkit['covered_by_static_findings']} ({toolkit['added_findings']} added as findings); "
+        f"{toolkit['unknown_lines']} log lines not understood.",
+        "",
+    ]
+    for title, key in (("In installed libraries (not your code)", "library_sites"),
+                       ("Outside the scanned files", "sites_outside_scanned_files")):
+        if toolkit[key]:
+            lines += [f"{title}:", ""]
+            lines += [f"- `{s['path']}:{s['line']}` {', '.join(s['calls'])} ({', '.join(s['statuses'])})" for s in toolkit[key]]
+            lines.append("")
+    return lines
+
+
+def render_markdown(results: list[FileResult], rules=(), toolkit: Optional[dict] = None) -> str:
     names = rule_names(rules)
     plan = make_plan(results)
     lines = [f"# Migration report (hpu-port {__version__})", ""]
-    lines += _summary(plan.total) + _directories(plan) + _categories(plan.items)
+    lines += _summary(plan.total) + _toolkit(toolkit) + _directories(plan) + _categories(plan.items)
     failed = [r for r in results if r.failed]
     if failed:
         lines += ["## Files not processed", ""] + [f"- `{r.path}`: {_cell(r.error)}" for r in failed] + [""]

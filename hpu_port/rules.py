@@ -193,7 +193,7 @@ def _parse_examples(table: dict, fail) -> tuple[Example, ...]:
     examples: list[Example] = []
     for index, item in enumerate(table.get("invalid", []), 1):
         where = f"examples.invalid[{index}]"
-        _check_example_keys(item, {"before", "after", "options", "select"}, {"before"}, where, fail)
+        _check_example_keys(item, {"before", "after", "options", "select", "toolkit-log"}, {"before"}, where, fail)
         examples.append(
             Example(
                 item["before"],
@@ -201,13 +201,14 @@ def _parse_examples(table: dict, fail) -> tuple[Example, ...]:
                 False,
                 item.get("options", {}),
                 tuple(item.get("select", ())),
+                item.get("toolkit-log"),
             )
         )
     for index, item in enumerate(table.get("valid", []), 1):
         where = f"examples.valid[{index}]"
-        _check_example_keys(item, {"code", "options", "select"}, {"code"}, where, fail)
+        _check_example_keys(item, {"code", "options", "select", "toolkit-log"}, {"code"}, where, fail)
         examples.append(
-            Example(item["code"], None, True, item.get("options", {}), tuple(item.get("select", ())))
+            Example(item["code"], None, True, item.get("options", {}), tuple(item.get("select", ())), item.get("toolkit-log"))
         )
     if not any(not e.valid for e in examples):
         raise fail("needs at least one example in [[examples.invalid]]")
@@ -225,8 +226,9 @@ def _check_example_keys(item, allowed, required, where, fail) -> None:
     for key in required:
         if not isinstance(item.get(key), str):
             raise fail(f"'{where}.{key}' is missing or not a string")
-    if "after" in item and not isinstance(item["after"], str):
-        raise fail(f"'{where}.after' must be a string")
+    for key in ("after", "toolkit-log"):
+        if key in item and not isinstance(item[key], str):
+            raise fail(f"'{where}.{key}' must be a string")
     if not isinstance(item.get("options", {}), dict):
         raise fail(f"'{where}.options' must be a table")
     select = item.get("select", [])

@@ -19,7 +19,7 @@ FLOORS = [
     ["cli"],
     ["runner", "selection", "report", "docs", "options"],
     ["parallel", "examples", "report_sarif", "report_markdown", "report_ci", "report_html"],
-    ["engine", "planning"],
+    ["engine", "planning", "toolkit_log"],
     ["narrow", "visitors"],
     ["settings", "rules"],
     ["kinds", "rule_cache"],
@@ -35,7 +35,7 @@ FLOOR = {name: number for number, names in enumerate(FLOORS) for name in names}
 # of it may import libcst, whose import costs more than the rest of such a run.
 WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runner", "parallel", "cache", "files",
                   "config", "results", "model", "triggers", "narrow", "report", "report_sarif", "report_markdown",
-                  "report_ci", "report_html", "planning",
+                  "report_ci", "report_html", "planning", "toolkit_log",
                   "cli", "options", "suppressions", "notebooks", "gitignore", "_compat"]
 
 
