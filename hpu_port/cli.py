@@ -47,6 +47,13 @@ def _interrupt_on_sigterm() -> None:
         pass
 
 
+def _fail(exc: Exception) -> None:
+    """Every problem of a configuration or rule file, a line each; exit 2."""
+    for line in str(exc).splitlines():
+        click.echo(f"hpu-port: error: {line}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
 def _run(
     paths, options: dict, apply: bool, execution: dict, stdin_filename: Optional[str] = None, verbosity: int = 0,
     command: str = "check",
@@ -59,7 +66,7 @@ def _run(
     """
     from hpu_port.config import ConfigError
     from hpu_port.rules import RuleFileError
-    from hpu_port.runner import run, run_stdin
+    from hpu_port.runner import run, run_stdin, suppression_warnings
     from hpu_port.selection import RuleSetResolver
 
     if "-" in paths and len(paths) > 1:
@@ -69,15 +76,14 @@ def _run(
         resolver = RuleSetResolver(overrides(**options), command, cache.directory if cache else None)
         if paths == ("-",):
             summary = run_stdin(sys.stdin.buffer.read(), stdin_filename, resolver, apply)
-            summary.asked_advice = frozenset(resolver.asked_advice)
-            return summary
-        with _progress(verbosity) as progress:
-            summary = run(list(paths), resolver, apply=apply, progress=progress, jobs=jobs, cache=cache)
+        else:
+            with _progress(verbosity) as progress:
+                summary = run(list(paths), resolver, apply=apply, progress=progress, jobs=jobs, cache=cache)
         summary.asked_advice = frozenset(resolver.asked_advice)
+        summary.warnings += suppression_warnings(summary.results, resolver.known_codes())
         return summary
     except (ConfigError, RuleFileError) as exc:
-        click.echo(f"hpu-port: error: {exc}", err=True)
-        sys.exit(EXIT_ERROR)
+        _fail(exc)
 
 
 PROGRESS_THRESHOLD = 20  # files; fewer finish before a bar is worth drawing
@@ -172,11 +178,14 @@ def _paths_or_here(paths: tuple) -> tuple:
     return paths or (".",)
 
 
-def _warn_empty(summary, verbosity: int) -> None:
+def _warn(summary, verbosity: int) -> None:
+    """Paths with nothing to examine, bad suppression comments: on stderr, not with --quiet."""
     if verbosity < 0:
         return
     for path, reason in summary.empty_paths:
         click.echo(f"hpu-port: warning: {path}: nothing examined: {reason}", err=True)
+    for warning in summary.warnings:
+        click.echo(f"hpu-port: warning: {warning}", err=True)
 
 
 @main.command()
@@ -223,7 +232,7 @@ def rewrite(paths, dry_run, check_only, exit_zero, show_fixes, stdin_filename, n
             click.echo(result.path)
     if show_fixes:
         _print_fixes(summary, "Fixed" if writing else "Would fix", lambda f: f.applied)
-    _warn_empty(summary, verbosity)
+    _warn(summary, verbosity)
     _finish_rewrite(summary, writing, verbosity, exit_zero)
 
 
@@ -344,7 +353,7 @@ def check(
     if show_fixes:
         _print_fixes(summary, "Would fix", lambda f: f.fixable)
     _report_errors(summary.results)
-    _warn_empty(summary, verbosity)
+    _warn(summary, verbosity)
     if verbosity >= 0:
         click.echo(f"hpu-port: {_check_summary(summary)}", err=True)
         if toolkit is not None:
@@ -402,34 +411,85 @@ def _check_summary(summary) -> str:
 @click.argument("path", required=False, default=".", type=click.Path())
 @porting_options
 def show_config(path, no_color, **kwargs):
-    """Print the effective settings for PATH: [tool.hpu-port] merged with options."""
-    from hpu_port.config import ConfigError, render_settings, settings_for
+    """Print the effective settings for PATH ([tool.hpu-port] merged with
+    options), and the rules they select."""
+    from hpu_port.config import ConfigError, render_settings
+    from hpu_port.rules import RuleFileError
+    from hpu_port.selection import RuleSetResolver
 
+    resolver = RuleSetResolver(overrides(**porting(kwargs)), "check")
     try:
-        settings = overrides(**porting(kwargs)).apply(settings_for(Path(path)))
-    except ConfigError as exc:
-        click.echo(f"hpu-port: error: {exc}", err=True)
-        sys.exit(EXIT_ERROR)
+        settings = resolver.settings(Path(path))
+        ruleset = resolver(Path(path))
+    except (ConfigError, RuleFileError) as exc:
+        _fail(exc)
     click.echo(render_settings(settings), nl=False)
+    if ruleset is None:
+        click.echo(f"# {path} is excluded: no rules apply to it")
+        return
+    click.echo(f"\n# Rules in effect for {path} ({len(ruleset.rules)}; `rewrite` leaves advice out unless selected by code):")
+    for rule in ruleset.rules:
+        fix = "no fix" if rule.fix == "none" else f"{rule.fix} fix"
+        click.echo(f"#   {rule.code}  {rule.name}  ({rule.category}, {fix})")
 
 
 @main.command("rules")
+@click.argument("filter_text", metavar="[FILTER]", required=False, default="")
 @rules_option
+@click.option(
+    "--format", "output_format", type=click.Choice(["table", "tsv", "json"]), default="table", show_default=True,
+    help="A table for people, tab-separated lines or JSON for scripts.",
+)
 @click.option("--all", "show_all", is_flag=True, help="Accepted for symmetry; every rule is always listed.", hidden=True)
 @color_option
-def list_rules(rules_files, show_all, no_color):
-    """List the rules: code, name, kind, fix safety, on/off by default."""
-    ruleset_rules = _all_rules(rules_files)
-    if _stdout_colored(no_color):
+def list_rules(filter_text, rules_files, output_format, show_all, no_color):
+    """List the rules: code, name, category, fix safety, on/off by default.
+
+    FILTER keeps the rules whose code starts with it, or whose name, kind,
+    category or summary contains it (case-insensitive).
+    """
+    import json
+
+    rules = [rule for rule in _all_rules(rules_files) if _rule_matches(rule, filter_text)]
+    rows = [_rule_row(rule) for rule in rules]
+    if output_format == "json":
+        click.echo(json.dumps(rows, indent=2))
+    elif output_format == "tsv":
+        for row in rows:
+            click.echo("\t".join(str(row[key]) for key in ("code", "name", "kind", "fix", "default", "summary")))
+    elif _stdout_colored(no_color):
         from rich.table import Table
 
-        table = Table("code", "name", "kind", "fix", "default", "summary", box=None)
-        for r in ruleset_rules:
-            table.add_row(r.code, r.name, r.kind, r.fix, _default_state(r), r.summary)
+        table = Table(*RULE_COLUMNS, box=None)
+        for row in rows:
+            table.add_row(*(str(row[key]) for key in RULE_COLUMNS))
         _console().print(table)
-        return
-    for r in ruleset_rules:
-        click.echo(f"{r.code}\t{r.name}\t{r.kind}\t{r.fix}\t{_default_state(r)}\t{r.summary}")
+    else:
+        for line in _aligned([RULE_COLUMNS, *([str(row[key]) for key in RULE_COLUMNS] for row in rows)]):
+            click.echo(line)
+    if not rows:
+        click.echo(f"hpu-port: no rule matches {filter_text!r}", err=True)
+
+
+RULE_COLUMNS = ("code", "name", "category", "fix", "default", "summary")
+
+
+def _rule_matches(rule, text: str) -> bool:
+    text = text.lower()
+    if rule.code.lower().startswith(text):
+        return True
+    return any(text in field.lower() for field in (rule.name, rule.kind, rule.category, rule.summary))
+
+
+def _rule_row(rule) -> dict:
+    return {"code": rule.code, "name": rule.name, "kind": rule.kind, "category": rule.category, "fix": rule.fix,
+            "default": _default_state(rule), "summary": rule.summary}
+
+
+def _aligned(rows: list) -> list[str]:
+    """Columns padded to their widest cell; the last one is left as it is."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return ["  ".join([cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]) for row in rows]
 
 
 def _default_state(rule) -> str:

@@ -8,6 +8,7 @@ are errors that stop the run before anything is read.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import os
 from dataclasses import dataclass, field, replace
@@ -21,7 +22,11 @@ TABLE = "tool.hpu-port"
 
 
 class ConfigError(Exception):
-    """A configuration that cannot be used; the message is one line."""
+    """A configuration that cannot be used: one line per problem, each naming its file."""
+
+    def __init__(self, problems) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -42,27 +47,47 @@ class Settings:
     include_generated: bool = False
     root: Optional[str] = None  # directory of the pyproject.toml, for relative patterns
     source: Optional[str] = None  # the pyproject.toml the settings came from
+    # Patterns of the configurations this one extends, each relative to its own file.
+    inherited: tuple["Inherited", ...] = ()
 
     def excluded(self, path: Path) -> bool:
         """Whether ``path`` matches `exclude` / `extend-exclude` (relative to the config)."""
         patterns = self.exclude + self.extend_exclude
-        return bool(patterns) and _matches_any(self._relative(path), patterns)
+        if patterns and _matches_any(_relative(path, self.root), patterns):
+            return True
+        return any(i.exclude and _matches_any(_relative(path, i.root), i.exclude) for i in self.inherited)
 
     def ignored_codes(self, path: Path) -> tuple[str, ...]:
         """Codes `per-file-ignores` switches off for ``path``."""
-        relative = self._relative(path)
-        return tuple(code for pattern, codes in self.per_file_ignores if _matches_any(relative, (pattern,)) for code in codes)
+        pairs = [(self.root, self.per_file_ignores)] + [(i.root, i.per_file_ignores) for i in self.inherited]
+        return tuple(
+            code
+            for root, table in pairs
+            for pattern, codes in table
+            if _matches_any(_relative(path, root), (pattern,))
+            for code in codes
+        )
 
-    def _relative(self, path: Path) -> str:
-        # The real directory, but not the file itself: a link (even a broken
-        # or looping one) is matched where it is, by its own name.
-        resolved = Path(os.path.realpath(path.parent)) / path.name
-        if self.root:
-            try:
-                return resolved.relative_to(self.root).as_posix()
-            except ValueError:
-                pass
-        return path.as_posix()
+
+@dataclass(frozen=True)
+class Inherited:
+    """The path patterns of an extended configuration, with the directory they are relative to."""
+
+    root: str
+    exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+def _relative(path: Path, root: Optional[str]) -> str:
+    # The real directory, but not the file itself: a link (even a broken
+    # or looping one) is matched where it is, by its own name.
+    resolved = Path(os.path.realpath(path.parent)) / path.name
+    if root:
+        try:
+            return resolved.relative_to(root).as_posix()
+        except ValueError:
+            pass
+    return path.as_posix()
 
 
 def _matches_any(relative: str, patterns) -> bool:
@@ -95,24 +120,48 @@ KEYS: dict[str, tuple[type, str]] = {
 
 
 def parse_table(table: dict, source: str, root: str) -> Settings:
-    """Validate a `[tool.hpu-port]` table into Settings."""
+    """Validate a `[tool.hpu-port]` table into Settings; every problem at once."""
+    values, problems = _table_values(table, source, root)
+    if problems:
+        raise ConfigError(problems)
+    return Settings(**values)
+
+
+def _table_values(table: dict, source: str, root: str) -> tuple[dict, list[str]]:
+    """The Settings fields a table sets (with its origin), and its problems,
+    each a line naming the file."""
+    problems: list[str] = []
 
     def fail(problem: str) -> ConfigError:
         return ConfigError(f"{source}: [{TABLE}] {problem}")
 
     values: dict[str, Any] = {"source": source, "root": root}
     for key, value in table.items():
+        if key == "extend":
+            continue  # read by the loader
         if key not in KEYS:
-            raise fail(f"unknown key {key!r} (known: {', '.join(sorted(KEYS))})")
+            problems.append(str(fail(f"unknown key {key!r}{_did_you_mean(key, [*KEYS, 'extend'])}")))
+            continue
         expected, attribute = KEYS[key]
         if not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
-            raise fail(f"{key!r} must be {_describe(expected)}")
-        values[attribute] = _convert(key, value, root, fail)
+            problems.append(str(fail(f"{key!r} must be {_describe(expected)}")))
+            continue
+        try:
+            values[attribute] = _convert(key, value, root, fail)
+        except ConfigError as exc:
+            problems.append(str(exc))
     if values.get("mode", "lazy") not in ("lazy", "eager"):
-        raise fail("'mode' must be \"lazy\" or \"eager\"")
+        problems.append(str(fail("'mode' must be \"lazy\" or \"eager\"")))
     if values.get("max_file_size_mib", 1) <= 0:
-        raise fail("'max-file-size' must be a positive number of MiB")
-    return Settings(**values)
+        problems.append(str(fail("'max-file-size' must be a positive number of MiB")))
+    return values, problems
+
+
+def _did_you_mean(word: str, choices) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f" (known: {', '.join(sorted(choices))})"
 
 
 def _describe(expected) -> str:
@@ -144,8 +193,54 @@ def settings_for_directory(directory: str) -> Settings:
         if candidate.is_file():
             table = _hpu_port_table(str(candidate))
             if table is not None:
-                return parse_table(table, str(candidate), str(folder.resolve()))
+                values, problems = _load(candidate.resolve(), table, ())
+                if problems:
+                    raise ConfigError(problems)
+                return Settings(**values)
     return Settings()
+
+
+# Keys whose patterns are relative to their own file: an extending file keeps
+# them apart (Settings.inherited) instead of taking them over.
+_PATTERN_FIELDS = ("exclude", "extend_exclude", "per_file_ignores")
+
+
+def _load(path: Path, table: dict, chain: tuple) -> tuple[dict, list[str]]:
+    """The settings of ``path``'s table merged over those it `extend`s (the
+    nearer file wins, key by key)."""
+    values, problems = _table_values(table, str(path), str(path.parent))
+    extend = table.get("extend")
+    if extend is None:
+        return values, problems
+    where = f"{path}: [{TABLE}] 'extend'"
+    if not isinstance(extend, str):
+        return values, problems + [f"{where} must be a path to a pyproject.toml"]
+    parent = (path.parent / extend).resolve()
+    if parent == path or parent in chain:
+        return values, problems + [f"{where}: {extend!r} extends itself (through {' -> '.join(map(str, chain + (path,)))})"]
+    if not parent.is_file():
+        return values, problems + [f"{where}: no such file {str(parent)!r}"]
+    try:
+        parent_table = _hpu_port_table(str(parent)) or {}
+    except ConfigError as exc:
+        return values, problems + [str(exc)]
+    inherited_values, inherited_problems = _load(parent, parent_table, chain + (path,))
+    return _merge(inherited_values, values), problems + inherited_problems
+
+
+def _merge(parent: dict, child: dict) -> dict:
+    merged = {key: value for key, value in parent.items() if key not in ("source", "root", "inherited", *_PATTERN_FIELDS)}
+    merged.update({key: value for key, value in child.items() if key not in _PATTERN_FIELDS})
+    for key in _PATTERN_FIELDS:
+        if key in child:
+            merged[key] = child[key]
+    # The parent's patterns stay relative to the parent; `exclude` and
+    # `per-file-ignores` set here replace the parent's, `extend-exclude` adds.
+    exclude = () if "exclude" in child else parent.get("exclude", ())
+    pfi = () if "per_file_ignores" in child else parent.get("per_file_ignores", ())
+    own = Inherited(parent["root"], exclude + parent.get("extend_exclude", ()), pfi)
+    merged["inherited"] = ((own,) if own.exclude or own.per_file_ignores else ()) + parent.get("inherited", ())
+    return merged
 
 
 @lru_cache(maxsize=None)
@@ -201,7 +296,10 @@ class Overrides:
 def render_settings(settings: Settings) -> str:
     """The effective settings, as a `[tool.hpu-port]` table with its origin."""
     origin = settings.source or "defaults (no pyproject.toml with [tool.hpu-port] found)"
-    lines = [f"# from {origin}", f"[{TABLE}]"]
+    lines = [f"# from {origin}"]
+    lines += [f"# extends patterns of {i.root}: exclude {_toml_list(i.exclude)}, per-file-ignores "
+              f"{dict((p, list(c)) for p, c in i.per_file_ignores)}" for i in settings.inherited]
+    lines.append(f"[{TABLE}]")
     for key, (_, attribute) in KEYS.items():
         value = getattr(settings, attribute)
         if key == "per-file-ignores":

@@ -216,6 +216,10 @@ class FileContext:
         self._place(dict.fromkeys(self.plan.dropped_aliases))
         positions = self._positions
         removed_lines = {positions[a].start.line for a in self.plan.dropped_aliases if a in positions}
+        # A fallback on the code of a suppressed finding would report what the
+        # user just silenced, under another code.
+        silenced = [(h.start, h.end) for h in self._hits if h.suppressed and h.rule.code not in fallback]
+        findings = [f for f in findings if f.code not in fallback or not _inside_any(_span(f), silenced)]
         return _without_redundant_fallbacks(sorted(set(findings), key=Finding.sort_key), removed_lines, fallback)
 
 

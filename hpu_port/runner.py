@@ -18,6 +18,7 @@ from hpu_port.files import (
 )
 from hpu_port.results import FileResult
 from hpu_port.settings import RuleSet
+from hpu_port.suppressions import code_problems
 
 
 @dataclass
@@ -27,6 +28,8 @@ class RunSummary:
     asked_advice: frozenset = frozenset()
     # Paths given to the run under which nothing was examined, with the reason.
     empty_paths: list[tuple[str, str]] = field(default_factory=list)
+    # Problems worth a warning that do not stop a file: "path:line: problem".
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def blocking(self) -> int:
@@ -212,6 +215,17 @@ def write_results(summary: RunSummary) -> None:
             result.error = "changed on disk while it was being ported; not written"
         except OSError as exc:
             result.error = f"cannot write: {exc.strerror or exc}"
+
+
+def suppression_warnings(results: list[FileResult], known_codes) -> list[str]:
+    """Malformed or unknown codes in the suppression comments of ``results``."""
+    warnings = []
+    for result in results:
+        if result.failed or not result.source:
+            continue
+        for line, problem in code_problems(result.source, result.encoding or "utf-8", known_codes):
+            warnings.append(f"{result.path}:{line}: {problem}")
+    return warnings
 
 
 def run_stdin(source: bytes, name: Optional[str], ruleset_for: RuleSetFor, apply: bool) -> RunSummary:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from hpu_port.config import settings_for
+from hpu_port.config import ConfigError, settings_for
 from hpu_port.model import Options, is_advice
 from hpu_port.rules import load_rules, matches_selector, select_rules
 from hpu_port.settings import RuleSet
+from hpu_port.suppressions import closest_code
 
 
 class RuleSetResolver:
@@ -30,6 +31,29 @@ class RuleSetResolver:
         self._rules: dict = {}
         self._rulesets: dict = {}
 
+    def _check_selectors(self, settings, rules) -> None:
+        """Every code or prefix that names no rule, each with where it was
+        given (the configuration file or the command line) and the nearest code."""
+        codes = sorted(rule.code for rule in rules)
+        problems = []
+        fields = [("select", settings.select), ("ignore", settings.ignore), ("extend-select", settings.extend_select),
+                  ("per-file-ignores", [c for _, group in settings.per_file_ignores for c in group])]
+        for key, selectors in fields:
+            given = set(getattr(self.overrides, key.replace("-", "_"), ()) or ())
+            for selector in selectors:
+                if any(matches_selector(code, selector) for code in codes):
+                    continue
+                origin = f"--{key}" if selector in given else f"{settings.source}: [tool.hpu-port] '{key}'"
+                close = closest_code(selector, codes)
+                hint = f"; did you mean {close}?" if close else ""
+                problems.append(f"{origin}: unknown rule code or prefix {selector!r}{hint}")
+        if problems:
+            raise ConfigError(problems)
+
+    def known_codes(self) -> set[str]:
+        """The codes of every rule loaded so far, selected or not."""
+        return {rule.code for rules in self._rules.values() for rule in rules}
+
     def settings(self, path):
         return self.overrides.apply(settings_for(path))
 
@@ -46,6 +70,7 @@ class RuleSetResolver:
         if settings.rules not in self._rules:
             self._rules[settings.rules] = load_rules([Path(p) for p in settings.rules], self.rules_cache)
         rules = self._rules[settings.rules]
+        self._check_selectors(settings, rules)
         chosen = select_rules(rules, settings.select, settings.ignore + extra_ignores)
         extended = select_rules(rules, settings.extend_select or ["ALL"], settings.ignore + extra_ignores)
         if settings.extend_select:

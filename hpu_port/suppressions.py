@@ -6,17 +6,18 @@
 - `# hpu-port: file-ignore` or `# hpu-port: file-ignore[...]` anywhere covers
   the whole file.
 
-Codes may be prefixes (`HPU1`); no codes means every rule. Only real comments
-count: the text inside a string does not.
+Codes may be prefixes (`HPU1`) and are case-insensitive (`hpu110`); no codes
+means every rule. Only real comments count: the text inside a string does not.
 """
 
 from __future__ import annotations
 
+import difflib
 import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterable, Optional
 
 DIRECTIVE = re.compile(r"#\s*hpu-port:\s*(?P<kind>ignore|file-ignore)\b(?:\[(?P<codes>[^\]]*)\])?")
 MARKER = b"hpu-port:"
@@ -60,7 +61,7 @@ def scan(source: bytes, encoding: str) -> Optional[Suppressions]:
     last_line = text.count("\n") + 1
     directives = []
     for line, standalone, match in comments:
-        codes = tuple(c.strip() for c in (match.group("codes") or "").split(",") if c.strip())
+        codes = tuple(c.strip().upper() for c in (match.group("codes") or "").split(",") if c.strip())
         if match.group("kind") == "file-ignore":
             directives.append(Directive(line, codes, 1, last_line))
             continue
@@ -109,3 +110,39 @@ def _next_statement(logical, line: int):
         if first > line:
             return first, last
     return None
+
+
+CODE = re.compile(r"[A-Z]+[0-9]*")
+
+
+def code_problems(source: bytes, encoding: str, known: Iterable[str]) -> list[tuple[int, str]]:
+    """(line, problem) for each code in a suppression comment that is not a
+    rule code or prefix (`HPU13O`, `HPU110 HPU111`) or names no known rule."""
+    suppressions = scan(source, encoding)
+    if suppressions is None:
+        return []
+    known = sorted(set(known))
+    problems = []
+    for directive in suppressions.directives:
+        for code in directive.codes:
+            close = closest_code(code, known)
+            hint = f"; did you mean {close}?" if close else ""
+            if not CODE.fullmatch(code):
+                problems.append((directive.line, f"malformed rule code {code!r} in a suppression comment "
+                                 f"(codes are like HPU110 or a prefix like HPU1, separated by commas){hint}"))
+            elif not any(k.startswith(code) for k in known):
+                problems.append((directive.line, f"unknown rule code {code!r} in a suppression comment{hint}"))
+    return problems
+
+
+# Letters typed for the digits they look like.
+_LOOKALIKES = str.maketrans({"O": "0", "I": "1", "L": "1", " ": "", "-": "", "_": ""})
+
+
+def closest_code(code: str, known: list[str]) -> Optional[str]:
+    """The known rule code ``code`` was most likely meant to be, if any."""
+    fixed = code.translate(_LOOKALIKES)
+    if fixed != code and any(k.startswith(fixed) for k in known):
+        return fixed
+    close = difflib.get_close_matches(code, known, n=1, cutoff=0.8)
+    return close[0] if close else None

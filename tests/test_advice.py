@@ -75,7 +75,7 @@ def test_rewrite_leaves_advice_alone_unless_it_is_selected(scripts):
 
 
 def test_advice_is_listed_as_check_only():
-    listing = invoke("rules").stdout.splitlines()
+    listing = invoke("rules", "--format", "tsv").stdout.splitlines()
     states = {line.split("\t")[0]: line.split("\t")[4] for line in listing}
     assert {states[code] for code in ADVICE_CODES} == {"check"}
     assert states["HPU704"] == "off" and states["HPU110"] == "on"

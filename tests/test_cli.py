@@ -163,14 +163,30 @@ def test_user_rule_file_is_applied(runner, tree):
     result = invoke(runner, "rewrite", "--rules", rule, tree / "pkg" / "helper.py")
     assert result.exit_code == 0
     assert (tree / "pkg" / "helper.py").read_text() == "import mylib\nmylib.hpu_helper()\n"
-    listed = invoke(runner, "rules", "--rules", rule)
+    listed = invoke(runner, "rules", "--format", "tsv", "--rules", rule)
     assert any(line.startswith("HPU901\tmylib-helper\trename\tsafe\ton") for line in listed.stdout.splitlines())
 
 
 def test_rules_lists_every_rule(runner, all_rules):
-    result = invoke(runner, "rules")
+    result = invoke(runner, "rules", "--format", "tsv")
     assert result.exit_code == 0
     assert [line.split("\t")[0] for line in result.stdout.splitlines()] == [r.code for r in all_rules]
+
+
+def test_rules_table_filter_and_json(runner, all_rules):
+    table = invoke(runner, "rules").stdout.splitlines()
+    assert table[0].split() == ["code", "name", "category", "fix", "default", "summary"]
+    summary_at = table[0].index("summary")
+    assert all(line[summary_at - 2:summary_at] == "  " for line in table[1:])  # aligned columns
+    assert [line.split()[0] for line in table[1:]] == [r.code for r in all_rules]
+    nccl = invoke(runner, "rules", "nccl").stdout.splitlines()[1:]
+    assert nccl and all("nccl" in line.lower() for line in nccl)
+    assert [line.split()[0] for line in invoke(runner, "rules", "hpu40").stdout.splitlines()[1:]][:2] == ["HPU401", "HPU402"]
+    rows = json.loads(invoke(runner, "rules", "--format", "json", "advice").stdout)
+    assert rows and all(row["category"] == "advice" or "advice" in row["summary"].lower() for row in rows)
+    assert set(rows[0]) == {"code", "name", "kind", "category", "fix", "default", "summary"}
+    none = invoke(runner, "rules", "no-such-rule-anywhere")
+    assert none.exit_code == 0 and "no rule matches" in none.stderr
 
 
 def test_explain(runner):

@@ -85,7 +85,7 @@ def test_unknown_key_and_bad_values_are_errors(tmp_path):
     root = project(tmp_path, 'mode = "lazy"\ncolour = "red"\n')
     result = invoke("check", root)
     assert result.exit_code == 2
-    assert result.stderr.strip() == f"hpu-port: error: {root / 'pyproject.toml'}: [tool.hpu-port] unknown key 'colour' (known: exclude, extend-exclude, extend-select, fp16-to-bf16, ignore, include-generated, max-file-size, mode, per-file-ignores, rules, select, unsafe-fixes)"
+    assert result.stderr.strip() == f"hpu-port: error: {root / 'pyproject.toml'}: [tool.hpu-port] unknown key 'colour' (known: exclude, extend, extend-exclude, extend-select, fp16-to-bf16, ignore, include-generated, max-file-size, mode, per-file-ignores, rules, select, unsafe-fixes)"
     bad_mode = project(tmp_path, 'mode = "turbo"\n', name="other")
     assert 'must be "lazy" or "eager"' in invoke("rewrite", bad_mode).stderr
     bad_type = project(tmp_path, 'select = "HPU1"\n', name="third")
@@ -103,3 +103,64 @@ def test_config_command_prints_the_effective_settings(tmp_path):
     assert lines[0] == f"# from {root / 'pyproject.toml'}"
     assert 'mode = "eager"' in lines and "fp16-to-bf16 = true" in lines and 'select = ["HPU1"]' in lines
     assert invoke("config", tmp_path).stdout.startswith("# from defaults")
+
+
+def test_every_problem_at_once_each_naming_the_file(tmp_path):
+    root = project(tmp_path, 'mdoe = "lazy"\nselect = "HPU1"\nmax-file-size = -1\nunsafe_fixes = true\n')
+    result = invoke("check", root)
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    config = root / "pyproject.toml"
+    assert lines == [
+        f"hpu-port: error: {config}: [tool.hpu-port] unknown key 'mdoe'; did you mean 'mode'?",
+        f"hpu-port: error: {config}: [tool.hpu-port] 'select' must be a list of strings",
+        f"hpu-port: error: {config}: [tool.hpu-port] unknown key 'unsafe_fixes'; did you mean 'unsafe-fixes'?",
+        f"hpu-port: error: {config}: [tool.hpu-port] 'max-file-size' must be a positive number of MiB",
+    ]
+
+
+def test_unknown_codes_name_where_they_were_given(tmp_path):
+    root = project(tmp_path, 'ignore = ["HPU11O", "HPU190"]\nextend-select = ["HPU7O5"]\n')
+    result = invoke("check", "--select", "HPU1,HPU88", root)
+    config = root / "pyproject.toml"
+    assert result.exit_code == 2
+    assert f"{config}: [tool.hpu-port] 'ignore': unknown rule code or prefix 'HPU11O'; did you mean HPU110?" in result.stderr
+    assert "--select: unknown rule code or prefix 'HPU88'" in result.stderr
+
+
+def test_extend_inherits_a_parent_configuration(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.hpu-port]\nmode = "eager"\nignore = ["HPU101"]\nextend-exclude = ["legacy"]\n'
+        '[tool.hpu-port.per-file-ignores]\n"pkg/src/gen_*.py" = ["HPU110"]\n'
+    )
+    root = project(tmp_path, 'extend = "../pyproject.toml"\nfp16-to-bf16 = true\n')
+    (root / "src" / "legacy").mkdir()
+    (root / "src" / "legacy" / "old.py").write_text(CODE)
+    (root / "src" / "gen_a.py").write_text(CODE)
+    result = invoke("check", root)
+    train, gen = str(root / "src" / "train.py"), str(root / "src" / "gen_a.py")
+    found = {(line.split(":")[0], line.split(": ")[1].split()[0]) for line in result.stdout.splitlines()}
+    assert (train, "HPU110") in found and (train, "HPU311") in found  # fp16-to-bf16 from the child: fixable
+    assert (train, "HPU101") not in found  # ignored by the parent
+    assert (gen, "HPU110") not in found and (gen, "HPU311") in found  # the parent's per-file-ignores, relative to it
+    assert "legacy" not in result.stdout  # the parent's exclude
+    shown = invoke("config", root / "src").stdout
+    assert 'mode = "eager"' in shown and "fp16-to-bf16 = true" in shown and 'ignore = ["HPU101"]' in shown
+
+
+def test_extend_problems(tmp_path):
+    root = project(tmp_path, 'extend = "../missing.toml"\n')
+    assert "'extend': no such file" in invoke("check", root).stderr
+    (tmp_path / "pyproject.toml").write_text('[tool.hpu-port]\nextend = "loop/pyproject.toml"\ncolour = 1\n')
+    loop = project(tmp_path, 'extend = "../pyproject.toml"\n', name="loop")
+    result = invoke("check", loop)
+    assert result.exit_code == 2 and "extends itself" in result.stderr
+    assert f"{tmp_path / 'pyproject.toml'}: [tool.hpu-port] unknown key 'colour'" in result.stderr
+
+
+def test_config_lists_the_rules_in_effect(tmp_path):
+    root = project(tmp_path, 'select = ["HPU1"]\nignore = ["HPU19"]\n')
+    shown = invoke("config", root / "src").stdout
+    listed = [line.split()[1] for line in shown.splitlines() if line.startswith("#   HPU")]
+    assert listed and all(code.startswith("HPU1") and not code.startswith("HPU19") for code in listed)
+    assert "#   HPU110  cuda-device-string  (device, safe fix)" in shown
