@@ -18,6 +18,10 @@ import click
 
 from hpu_port import __version__
 from hpu_port.options import (
+    check_output_dir,
+    exit_zero_option,
+    paths_or_here,
+    show_fixes_option,
     REPORT_FORMATS,
     color_option,
     execution_kwargs,
@@ -31,20 +35,6 @@ from hpu_port.options import (
 )
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-def _interrupt_on_sigterm() -> None:
-    """Turn SIGTERM into an interrupt, so that a write in progress is cleaned up
-    (each file is replaced atomically: it is either as it was or fully ported)."""
-    import signal
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    try:
-        signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread (embedded use)
-        pass
 
 
 def _fail(exc: Exception) -> None:
@@ -165,19 +155,6 @@ def main() -> None:
     """Port PyTorch CUDA code to Intel Gaudi (HPU) by rewriting the source."""
 
 
-exit_zero_option = click.option(
-    "--exit-zero", is_flag=True, help="Exit 0 even when something is found or would change (errors still exit 2)."
-)
-show_fixes_option = click.option(
-    "--show-fixes", is_flag=True, help="List the fixes per file and rule (on stderr): applied, or that rewrite would apply."
-)
-
-
-def _paths_or_here(paths: tuple) -> tuple:
-    """No paths means the current directory, as in ruff."""
-    return paths or (".",)
-
-
 def _warn(summary, verbosity: int) -> None:
     """Paths with nothing to examine, bad suppression comments: on stderr, not with --quiet."""
     if verbosity < 0:
@@ -192,27 +169,35 @@ def _warn(summary, verbosity: int) -> None:
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--dry-run", is_flag=True, help="Write nothing; print a unified diff of what would change.")
 @click.option("--check", "check_only", is_flag=True, help="Write nothing; list the files that would change.")
+@click.option(
+    "--output-dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
+    help="Leave the sources alone; write every examined file, ported or not, to DIR at its path relative to the working directory.",
+)
 @exit_zero_option
 @show_fixes_option
 @stdin_option
 @porting_options
 @execution_options
-def rewrite(paths, dry_run, check_only, exit_zero, show_fixes, stdin_filename, no_color, **kwargs):
+def rewrite(paths, dry_run, check_only, output_dir, exit_zero, show_fixes, stdin_filename, no_color, **kwargs):
     """Rewrite CUDA code under PATHS (default: the current directory) for Gaudi,
-    in place (`-`: stdin to stdout)."""
+    in place (`-`: stdin to stdout), or into a separate tree (--output-dir)."""
     from hpu_port.report import unified_diff
-    from hpu_port.runner import write_results
+    from hpu_port.runner import interrupt_on_sigterm, write_results, write_results_to
 
-    paths = _paths_or_here(paths)
+    paths = paths_or_here(paths)
+    if output_dir is not None:
+        check_output_dir(output_dir, paths, dry_run or check_only)
     verbosity = kwargs.get("verbosity") or 0
     execution = execution_kwargs(kwargs)
     options = porting(kwargs)
     writing = not (dry_run or check_only)
     from_stdin = paths == ("-",)
-    _interrupt_on_sigterm()
+    interrupt_on_sigterm()
     try:
         summary = _run(paths, options, True, execution, stdin_filename=stdin_filename, verbosity=verbosity, command="rewrite")
-        if writing and not from_stdin:
+        if output_dir is not None:
+            write_results_to(summary, output_dir)
+        elif writing and not from_stdin:
             write_results(summary)
     except KeyboardInterrupt:
         click.echo("hpu-port: interrupted; every file is either unchanged or completely rewritten", err=True)
@@ -333,7 +318,7 @@ def check(
 
     if statistics and output_format not in ("text", "json"):
         raise click.UsageError("--statistics is printed as text or json")
-    paths = _paths_or_here(paths)
+    paths = paths_or_here(paths)
     verbosity = kwargs.get("verbosity") or 0
     execution = execution_kwargs(kwargs)
     # JSON carries the diff of each file, so the rewrite is computed (not written).
@@ -355,7 +340,9 @@ def check(
     _report_errors(summary.results)
     _warn(summary, verbosity)
     if verbosity >= 0:
-        click.echo(f"hpu-port: {_check_summary(summary)}", err=True)
+        from hpu_port.planning import summary_line
+
+        click.echo(f"hpu-port: {summary_line(summary.results, len(summary.failed))}", err=True)
         if toolkit is not None:
             _toolkit_summary(toolkit, verbosity)
         _summary_table(summary)
@@ -390,21 +377,6 @@ def _emit_report(text: str, output: Optional[str], colored: bool) -> None:
         _print_findings(text)
     else:
         click.echo(text, nl=False)
-
-
-def _check_summary(summary) -> str:
-    """One line: findings, blockers apart from advice, and the items (root causes) left."""
-    from hpu_port.planning import make_plan
-
-    total = make_plan(summary.results).total
-    blockers, advice = total.findings["blocker"], total.findings["advice"]
-    fixable = sum(1 for r in summary.results for f in r.findings if f.fixable and not f.advice)
-    return (
-        f"{_plural(summary.scanned, 'file')} scanned, {_plural(summary.findings, 'finding')}: "
-        f"{_plural(blockers, 'blocker')} ({fixable} fixable by rewrite; "
-        f"{_plural(total.manual['blocker'], 'root cause')} need a person), "
-        f"{advice} advice ({_plural(total.items['advice'], 'root cause')}); {len(summary.failed)} failed"
-    )
 
 
 @main.command("config")
@@ -450,8 +422,10 @@ def list_rules(filter_text, rules_files, output_format, show_all, no_color):
     """
     import json
 
-    rules = [rule for rule in _all_rules(rules_files) if _rule_matches(rule, filter_text)]
-    rows = [_rule_row(rule) for rule in rules]
+    from hpu_port.rule_listing import RULE_COLUMNS, aligned, rule_matches, rule_row
+
+    rules = [rule for rule in _all_rules(rules_files) if rule_matches(rule, filter_text)]
+    rows = [rule_row(rule) for rule in rules]
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2))
     elif output_format == "tsv":
@@ -465,39 +439,10 @@ def list_rules(filter_text, rules_files, output_format, show_all, no_color):
             table.add_row(*(str(row[key]) for key in RULE_COLUMNS))
         _console().print(table)
     else:
-        for line in _aligned([RULE_COLUMNS, *([str(row[key]) for key in RULE_COLUMNS] for row in rows)]):
+        for line in aligned([RULE_COLUMNS, *([str(row[key]) for key in RULE_COLUMNS] for row in rows)]):
             click.echo(line)
     if not rows:
         click.echo(f"hpu-port: no rule matches {filter_text!r}", err=True)
-
-
-RULE_COLUMNS = ("code", "name", "category", "fix", "default", "summary")
-
-
-def _rule_matches(rule, text: str) -> bool:
-    text = text.lower()
-    if rule.code.lower().startswith(text):
-        return True
-    return any(text in field.lower() for field in (rule.name, rule.kind, rule.category, rule.summary))
-
-
-def _rule_row(rule) -> dict:
-    return {"code": rule.code, "name": rule.name, "kind": rule.kind, "category": rule.category, "fix": rule.fix,
-            "default": _default_state(rule), "summary": rule.summary}
-
-
-def _aligned(rows: list) -> list[str]:
-    """Columns padded to their widest cell; the last one is left as it is."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return ["  ".join([cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]) for row in rows]
-
-
-def _default_state(rule) -> str:
-    from hpu_port.model import is_advice
-
-    if not rule.default:
-        return "off"
-    return "check" if is_advice(rule) else "on"
 
 
 def _all_rules(rules_files):

@@ -154,18 +154,19 @@ class FileChangedError(Exception):
     """The file on disk is no longer the one that was read."""
 
 
-def write_atomically(path: str, data: bytes, expected: Optional[bytes] = None) -> None:
+def write_atomically(path: str, data: bytes, expected: Optional[bytes] = None, new_mode: Optional[int] = None) -> None:
     """Replace ``path`` with ``data`` so that it is never seen half-written.
 
     Writes a temporary file in the same directory, flushes it to disk and
     renames it over the original, keeping the original's permission bits.
     With ``expected``, refuses to write when the file changed since it was read.
+    With ``new_mode``, ``path`` may not exist yet: it is created with that mode.
     """
     # Through a symbolic link, the file it points to is rewritten, not the link.
     target = Path(os.path.realpath(path))
     if expected is not None and read_source(path) != expected:
         raise FileChangedError(f"{path} changed on disk while it was being ported")
-    mode = stat.S_IMODE(os.stat(target).st_mode)
+    mode = stat.S_IMODE(os.stat(target).st_mode) if new_mode is None or target.exists() else new_mode
     with _signals_deferred():
         handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".hpu-port")
         try:

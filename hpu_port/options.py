@@ -126,3 +126,28 @@ def inside_any(directory: Path, paths) -> bool:
         if root == resolved or root in resolved.parents:
             return True
     return False
+
+
+exit_zero_option = click.option(
+    "--exit-zero", is_flag=True, help="Exit 0 even when something is found or would change (errors still exit 2)."
+)
+show_fixes_option = click.option(
+    "--show-fixes", is_flag=True, help="List the fixes per file and rule (on stderr): applied, or that rewrite would apply."
+)
+
+
+def paths_or_here(paths: tuple) -> tuple:
+    """No paths means the current directory, as in ruff."""
+    return paths or (".",)
+
+
+def check_output_dir(output_dir: str, paths: tuple, only_looking: bool) -> None:
+    """The output tree must be apart from what is being ported."""
+    if only_looking:
+        raise click.UsageError("--output-dir writes files; it cannot be combined with --dry-run or --check")
+    if "-" in paths:
+        raise click.UsageError("--output-dir cannot be used with `-` (stdin)")
+    if inside_any(Path(output_dir), [p for p in paths if Path(p).is_dir()]) or Path(output_dir).resolve() in {
+        Path(p).resolve() for p in paths
+    }:
+        raise click.UsageError(f"--output-dir {output_dir} lies inside a path being ported; choose a directory outside it")

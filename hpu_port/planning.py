@@ -188,3 +188,20 @@ def numbered_findings(results: Iterable[FileResult]) -> list[tuple[str, Finding,
     results = list(results)
     number = {id(f): index for index, item in enumerate(items_of(results), 1) for f in item.findings}
     return [(path, f, number[id(f)]) for path, f in all_findings(results)]
+
+
+def summary_line(results: list[FileResult], failed: int) -> str:
+    """One line: findings, blockers apart from advice, and the items (root causes) left."""
+    total = make_plan(results).total
+    blockers, advice = total.findings["blocker"], total.findings["advice"]
+    fixable = sum(1 for r in results for f in r.findings if f.fixable and not f.advice)
+    return (
+        f"{plural(len(results), 'file')} scanned, {plural(sum(len(r.findings) for r in results), 'finding')}: "
+        f"{plural(blockers, 'blocker')} ({fixable} fixable by rewrite; "
+        f"{plural(total.manual['blocker'], 'root cause')} need a person), "
+        f"{advice} advice ({plural(total.items['advice'], 'root cause')}); {failed} failed"
+    )
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Union
@@ -204,6 +205,20 @@ def _needs_parsing(task: "Task") -> bool:
     return is_dependency_file(task.path) or task.ruleset.for_source(task.source) is not None
 
 
+def interrupt_on_sigterm() -> None:
+    """Turn SIGTERM into an interrupt, so that a write in progress is cleaned up
+    (each file is replaced atomically: it is either as it was or fully ported)."""
+    import signal
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (embedded use)
+        pass
+
+
 def write_results(summary: RunSummary) -> None:
     """Write every changed file; a file that cannot be written gets an error."""
     for result in summary.changed:
@@ -215,6 +230,38 @@ def write_results(summary: RunSummary) -> None:
             result.error = "changed on disk while it was being ported; not written"
         except OSError as exc:
             result.error = f"cannot write: {exc.strerror or exc}"
+
+
+def write_results_to(summary: RunSummary, output_dir: str, base: Optional[str] = None) -> None:
+    """Write every examined file under ``output_dir``, at its path relative to
+    ``base`` (the working directory): ported, unchanged, or (when it could not
+    be ported) as it was, so that the output tree is complete; the source tree
+    is never written. A file outside ``base`` cannot be placed, and gets an error."""
+    base = os.path.realpath(base or os.getcwd())
+    for result in summary.results:
+        relative = os.path.relpath(os.path.realpath(result.path), base)
+        if relative.startswith(os.pardir) or os.path.isabs(relative):
+            result.error = result.error or "lies outside the working directory; not written to the output directory"
+            continue
+        data = result.new_source if result.changed and not result.failed else result.source
+        if result.failed and not data:
+            continue  # it could not even be read: there is nothing to copy
+        destination = Path(output_dir) / relative
+        try:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(str(destination), data, new_mode=_mode_of(result.path))
+        except OSError as exc:
+            result.error = f"cannot write {destination}: {exc.strerror or exc}"
+            continue
+        if result.changed and not result.failed and result.output_findings is not None:
+            result.findings = result.output_findings
+
+
+def _mode_of(path: str) -> int:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return 0o644
 
 
 def suppression_warnings(results: list[FileResult], known_codes) -> list[str]:

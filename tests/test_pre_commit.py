@@ -1,6 +1,8 @@
 """The repository's pre-commit hooks, run by the real pre-commit in a temporary git repository."""
 
+import json
 import os
+import re
 import subprocess
 import sys
 
@@ -75,3 +77,68 @@ def test_no_files_is_a_no_op(project, env):
     (project / "notes.md").write_text("cuda\n")
     result = try_repo(project, env, "hpu-port-check", "notes.md")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+NOTEBOOK = json.dumps({
+    "cells": [{"cell_type": "code", "execution_count": None, "id": "a1", "metadata": {}, "outputs": [],
+               "source": ["import torch\n", 'x = torch.zeros(2, device="cuda")\n']}],
+    "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+}, indent=1) + "\n"
+
+
+def guide_snippet() -> str:
+    """The pre-commit configuration in docs/guide.md, exactly as written there."""
+    guide = (REPO / "docs" / "guide.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", guide, re.S)
+    [snippet] = [block for block in blocks if "repos:" in block]
+    return snippet
+
+
+def test_the_guide_snippet_works_as_written(tmp_path, env):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, env=env)
+    (tmp_path / ".pre-commit-config.yaml").write_text(guide_snippet())
+    (tmp_path / "train.py").write_text(CUDA)
+    (tmp_path / "clean.py").write_text(CLEAN)
+    (tmp_path / "explore.ipynb").write_text(NOTEBOOK)
+    (tmp_path / "requirements.txt").write_text("numpy\n")
+    (tmp_path / "notes.md").write_text("cuda\n")
+    files = ["train.py", "clean.py", "explore.ipynb", "requirements.txt", "notes.md"]
+    subprocess.run(["git", "add", "."], cwd=tmp_path, check=True, env=env)
+    # `language: system`: hpu-port as installed where the commit is made.
+    path_env = {**env, "PATH": os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")}
+
+    def run():
+        return subprocess.run([sys.executable, "-m", "pre_commit", "run", "--files", *files], cwd=tmp_path,
+                              env=path_env, capture_output=True, text=True, timeout=600)
+
+    first = run()
+    assert first.returncode == 1, first.stdout + first.stderr  # files were modified
+    assert 'device="hpu"' in (tmp_path / "train.py").read_text()
+    assert 'device=\\"hpu\\"' in (tmp_path / "explore.ipynb").read_text()  # notebooks are passed
+    assert (tmp_path / "clean.py").read_text() == CLEAN and (tmp_path / "notes.md").read_text() == "cuda\n"
+    second = run()
+    assert second.returncode == 0, second.stdout + second.stderr
+
+
+def _hooks():
+    import yaml
+
+    return yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+
+
+def test_hooks_take_every_file_type_hpu_port_ports():
+    import yaml
+
+    guide_hook = yaml.safe_load(guide_snippet())["repos"][0]["hooks"][0]
+    hooks = _hooks() + [guide_hook]
+    patterns = {hook["files"] for hook in hooks}
+    assert len(patterns) == 1 and all(hook["require_serial"] is True for hook in hooks)
+    assert not any("types" in hook or "types_or" in hook for hook in hooks)  # they would narrow `files`
+    pattern = re.compile(patterns.pop())
+    taken = ["train.py", "stubs/a.pyi", "nb/explore.ipynb", "requirements.txt", "requirements-dev.txt",
+             "sub/pyproject.toml", "setup.cfg", "run.sh", "run.bash", "job.sbatch", "ci.yaml", "conf/ds.yml",
+             "ds_config.json", "Dockerfile", "docker/Dockerfile.gpu", "CMakeLists.txt", "cmake/cuda.cmake",
+             "kernels/add.cu", "kernels/add.cuh"]
+    left = ["README.md", "notes.txt", "data.csv", "pyproject.toml.bak", "image.png", "mysetup.cfgx"]
+    assert [name for name in taken if not pattern.search(name)] == []
+    assert [name for name in left if pattern.search(name)] == []

@@ -1,0 +1,81 @@
+"""`rewrite --output-dir DIR`: the ported tree is written apart; the sources stay."""
+
+import os
+import stat
+
+from click.testing import CliRunner
+
+from hpu_port.cli import main
+
+CUDA = 'import torch\nx = torch.zeros(2, device="cuda")\n'
+CLEAN = "import torch\nx = torch.zeros(2)\n"
+BROKEN = "x = torch.cuda.current_device(\n"
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, ["rewrite", "--no-cache", *map(str, args)], catch_exceptions=False)
+
+
+def tree(root):
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def make_project(tmp_path):
+    src = tmp_path / "work" / "src"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "train.py").write_text(CUDA)
+    (src / "pkg" / "clean.py").write_text(CLEAN)
+    (src / "run.py").write_text(CUDA)
+    (src / "run.py").chmod(0o755)
+    (src / "notes.md").write_text("cuda\n")
+    return tmp_path / "work"
+
+
+def test_every_examined_file_is_written_under_its_relative_path(tmp_path, monkeypatch):
+    work = make_project(tmp_path)
+    monkeypatch.chdir(work)
+    before = tree(work)
+    result = invoke("--output-dir", tmp_path / "ported", "src")
+    assert result.exit_code == 0, result.output
+    assert tree(work) == before  # the source tree is untouched
+    out = tmp_path / "ported"
+    assert sorted(tree(out)) == ["src/pkg/clean.py", "src/pkg/train.py", "src/run.py"]  # examined files only
+    assert 'device="hpu"' in (out / "src" / "pkg" / "train.py").read_text()
+    assert (out / "src" / "pkg" / "clean.py").read_text() == CLEAN  # unchanged, still written
+    assert stat.S_IMODE(os.stat(out / "src" / "run.py").st_mode) == 0o755
+    assert not list(out.rglob("*.hpu-port"))  # no temporary file left behind
+    # A second run into the same directory gives the same tree.
+    again = invoke("--output-dir", tmp_path / "ported", "src")
+    assert again.exit_code == 0 and tree(out)["src/pkg/train.py"] == (out / "src" / "pkg" / "train.py").read_bytes()
+
+
+def test_a_file_that_fails_is_copied_as_it_is_and_named(tmp_path, monkeypatch):
+    work = make_project(tmp_path)
+    (work / "src" / "broken.py").write_text(BROKEN)
+    monkeypatch.chdir(work)
+    result = invoke("--output-dir", tmp_path / "ported", "src")
+    assert result.exit_code == 2
+    assert "src/broken.py: error:" in result.stderr
+    assert (tmp_path / "ported" / "src" / "broken.py").read_text() == BROKEN
+    assert 'device="hpu"' in (tmp_path / "ported" / "src" / "run.py").read_text()
+
+
+def test_output_dir_must_lie_outside_what_is_ported(tmp_path, monkeypatch):
+    work = make_project(tmp_path)
+    monkeypatch.chdir(work)
+    inside = invoke("--output-dir", "src/ported", "src")
+    assert inside.exit_code == 2 and "lies inside a path being ported" in inside.stderr
+    assert invoke("--output-dir", tmp_path / "o", "--dry-run", "src").exit_code == 2
+    assert not (work / "src" / "ported").exists()
+
+
+def test_files_outside_the_working_directory_are_errors(tmp_path, monkeypatch):
+    work = make_project(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "x.py").write_text(CUDA)
+    monkeypatch.chdir(work)
+    result = invoke("--output-dir", tmp_path / "ported", "src", elsewhere / "x.py")
+    assert result.exit_code == 2
+    assert "lies outside the working directory; not written to the output directory" in result.stderr
+    assert (elsewhere / "x.py").read_text() == CUDA
