@@ -42,6 +42,5 @@ def run_example(rule: Rule, all_rules: list[Rule], example: Example, source: Opt
     if example.toolkit_log is not None:
         # The log's sites are matched as `check --toolkit-log` matches them.
         result.source, result.rules = code.encode(), tuple(ruleset.rules)
-        calls, unknown = parse_text(example_source(example.toolkit_log))
-        match([result], ParsedLog(calls, unknown, 1), sources={result.path: code})
+        match([result], ParsedLog(*parse_text(example_source(example.toolkit_log)), 1), sources={result.path: code})
     return result

@@ -267,14 +267,14 @@ def _message(rule, site: Site) -> str:
     )
 
 
-def _toolkit_rule(result: FileResult):
-    return next((rule for rule in result.rules if rule.kind == KIND), None)
+def _toolkit_rules(result: FileResult) -> list:
+    return [rule for rule in result.rules if rule.kind == KIND]
 
 
 def match(results: list[FileResult], parsed: ParsedLog, sources: Optional[dict] = None) -> Matching:
-    """Match the logged calls to ``results``; uncovered sites in scanned files
-    whose rules include the `toolkit-log` rule get a finding (added to
-    ``results``, unless a suppression comment covers that line)."""
+    """Match the logged calls to ``results``; an uncovered site in a scanned
+    file gets a finding of each `toolkit-log` rule the file is ported with
+    (added to ``results``, unless a suppression comment covers that line)."""
     index = _scanned_index(results)
     log_dirs = sorted({os.path.dirname(c.log) for c in parsed.calls if c.log != "-"})
     matching = Matching(_sites(parsed.calls), parsed.unknown_lines, parsed.files, list(parsed.errors))
@@ -288,11 +288,12 @@ def match(results: list[FileResult], parsed: ParsedLog, sources: Optional[dict] 
         here = [f for f in result.findings if not f.advice and f.cell is None and f.line <= last and f.end_line >= first]
         site.covered_by = tuple(sorted({f.code for f in here}))
         site.fixed = bool(here) and all(f.fixable for f in here)
-        rule = _toolkit_rule(result)
-        if here or rule is None or _suppressed(result, rule.code, first, last):
+        if here:
             continue
-        result.findings.append(_finding(rule, site, source))
-        matching.added += 1
+        for rule in _toolkit_rules(result):  # each rule of the kind reports under its own code
+            if not _suppressed(result, rule.code, first, last):
+                result.findings.append(_finding(rule, site, source))
+                matching.added += 1
     return matching
 
 

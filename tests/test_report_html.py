@@ -37,7 +37,6 @@ OPS = '''import torch
 from torch.utils.cpp_extension import load
 
 kernel = load(name="k", sources=["k.cu"])
-msg = "<b>not markup</b> & more"
 y = torch.zeros(2, dtype=torch.float64)
 '''
 
@@ -48,6 +47,7 @@ def project(tmp_path):
     (tmp_path / "src" / "train.py").write_text(TRAIN)
     (tmp_path / "src" / "models" / "ops.py").write_text(OPS)
     (tmp_path / "src" / "broken.py").write_text("x = torch.cuda.current_device(\n")
+    (tmp_path / "src" / "we<ird>.py").write_text("import torch\ny = torch.ones(2).double()\n")
     return tmp_path
 
 
@@ -64,7 +64,7 @@ def test_the_page_is_self_contained(project):
     assert re.findall(r"https?://[^\s\"'<>]+", page) == ["http://www.w3.org/2000/svg"]
     assert "default-src 'none'" in page
     assert not re.search(r"<(link|script|img)[^>]+(src|href)=\"(?!data:)", page)
-    assert "&lt;b&gt;" not in page or "<b>not markup</b>" not in page
+    assert "we&lt;ird&gt;.py" in page and "we<ird>" not in page  # text is escaped
     assert 'href="docs/rules/HPU611.md"' in page
 
 

@@ -14,6 +14,7 @@ from hpu_port.examples import example_options, example_source
 from hpu_port.kinds import kind_names
 from hpu_port.rules import load_rules
 from hpu_port.settings import RuleSet
+from hpu_port.toolkit_log import ParsedLog, match, parse_text
 from tests.conftest import port
 
 RULES = load_rules()
@@ -42,6 +43,9 @@ def _findings(rules, example):
     ruleset = RuleSet([*rules, *(r for r in IMPORTS if r not in rules)], example_options(example))
     result = port_source("example.py", source, ruleset, apply=False)
     assert result.error is None, result.error
+    if example.toolkit_log is not None:  # the kind reports what a runtime log shows
+        result.source, result.rules = source, tuple(ruleset.rules)
+        match([result], ParsedLog(*parse_text(example_source(example.toolkit_log)), 1))
     return result.findings
 
 

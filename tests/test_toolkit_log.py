@@ -115,3 +115,10 @@ def test_why_missed():
     assert "configuration (`cfg.device`)" in why_missed(call("x.to(cfg.device)", "torch.Tensor.to(args=(device(type='cuda'),))"))
     assert "through a variable" in why_missed(call("x.to(dev)", "torch.Tensor.to(args=(device(type='cuda'),))"))
     assert "alias" in why_missed(call("sync()", "torch.cuda.synchronize()"))
+
+
+def test_html_shows_the_toolkit_numbers(project):
+    data = json.loads(check("--format", "json", "--toolkit-log", project / "logs", ".").stdout)["toolkit_log"]
+    page = check("--format", "html", "--toolkit-log", project / "logs", ".").stdout
+    for key in ("sites", "sites_in_scanned_files", "covered_by_static_findings"):
+        assert f'<span data-toolkit="{key}">{data[key]}</span>' in page
