@@ -110,7 +110,8 @@ def _toolkit(toolkit: Optional[dict]) -> list[str]:
         "",
     ]
     for title, key in (("In installed libraries (not your code)", "library_sites"),
-                       ("Outside the scanned files", "sites_outside_scanned_files")):
+                       ("Outside the scanned files", "sites_outside_scanned_files"),
+                       ("Source line changed since the log (not matched)", "sites_whose_source_changed")):
         if toolkit[key]:
             lines += [f"{title}:", ""]
             lines += [f"- `{s['path']}:{s['line']}` {', '.join(s['calls'])} ({', '.join(s['statuses'])})" for s in toolkit[key]]

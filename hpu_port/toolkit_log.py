@@ -141,6 +141,8 @@ class Site:
     line: int
     calls: list[Call]
     scanned: Optional[str] = None  # the scanned file it is, if any
+    at: int = 0  # the line in the scanned file now (the log may be older than the file)
+    stale: bool = False  # the logged source line is no longer near there: not matched
     covered_by: tuple[str, ...] = ()  # codes of the static findings there
     fixed: bool = False  # every static finding there is fixed by rewrite
 
@@ -161,7 +163,11 @@ class Matching:
 
     @property
     def in_scanned(self) -> list[Site]:
-        return [s for s in self.sites if s.scanned is not None]
+        return [s for s in self.sites if s.scanned is not None and not s.stale]
+
+    @property
+    def stale(self) -> list[Site]:
+        return [s for s in self.sites if s.stale]
 
     @property
     def covered(self) -> list[Site]:
@@ -181,7 +187,8 @@ class Matching:
             f"{len(self.sites)} intercepted call sites in {self.log_files} log files; "
             f"{len(self.in_scanned)} in the scanned files, {len(self.covered)} covered by static findings "
             f"({fixed} fixed by rewrite), {self.added} reported as new findings; {len(self.libraries)} in "
-            f"installed libraries, {len(self.elsewhere)} in other files; {self.unknown_lines} log lines not understood"
+            f"installed libraries, {len(self.elsewhere)} in other files, {len(self.stale)} whose source line changed "
+            f"since the log; {self.unknown_lines} log lines not understood"
         )
 
     def as_dict(self) -> dict:
@@ -197,6 +204,7 @@ class Matching:
             "added_findings": self.added,
             "library_sites": [site(s) for s in self.libraries],
             "sites_outside_scanned_files": [site(s) for s in self.elsewhere],
+            "sites_whose_source_changed": [site(s) for s in self.stale],
         }
 
 
@@ -225,6 +233,24 @@ def _find_scanned(log_path: str, index: dict[str, FileResult], log_dirs: list[st
     return ending[0] if len(ending) == 1 else None
 
 
+SEARCH_LINES = 200  # how far from the logged line its source line is looked for
+
+
+def locate(source: str, line: int, context: str) -> int:
+    """The line of ``source`` the logged ``line`` is now: itself when it still
+    reads ``context`` (or the log gave none), else the nearest line that does
+    (the file was edited since the run); 0 when none near does."""
+    lines = source.splitlines()
+    wanted = context.strip()
+    if not wanted or (0 < line <= len(lines) and lines[line - 1].strip() == wanted):
+        return line
+    for distance in range(1, SEARCH_LINES + 1):
+        for candidate in (line - distance, line + distance):
+            if 0 < candidate <= len(lines) and lines[candidate - 1].strip() == wanted:
+                return candidate
+    return 0
+
+
 def statement_lines(source: str, line: int) -> tuple[int, int]:
     """The lines of the innermost statement around ``line`` (of a compound
     statement, its header); ``line`` alone when the source does not parse."""
@@ -247,6 +273,9 @@ def why_missed(call: Call) -> str:
     """Why static analysis could not see this call, when the log tells."""
     source, text = call.source, call.call + " " + call.result
     mentions_cuda = re.search(r"cuda|nccl", source, re.IGNORECASE)
+    unpacked = re.search(r"\*\*\s*([\w.]+)", source)
+    if unpacked and not mentions_cuda:
+        return f"the arguments arrive unpacked from `**{unpacked.group(1)}`, which static analysis cannot see into"
     configured = re.search(r"\b(args|config|cfg|conf|opts?|hparams|params|settings|flags)\.\w+|os\.environ|getenv", source)
     if re.search(r"device\(type='cuda'|'cuda|\bcuda:|device=cuda|backend=nccl", text) and not mentions_cuda:
         if configured:
@@ -284,7 +313,11 @@ def match(results: list[FileResult], parsed: ParsedLog, sources: Optional[dict] 
             continue
         site.scanned = result.path
         source = (sources or {}).get(result.path) or _source_text(result)
-        first, last = statement_lines(source, site.line)
+        site.at = locate(source, site.line, site.calls[0].source)
+        if not site.at:
+            site.stale = True  # the code changed since the run: matching it would mislead
+            continue
+        first, last = statement_lines(source, site.at)
         here = [f for f in result.findings if not f.advice and f.cell is None and f.line <= last and f.end_line >= first]
         site.covered_by = tuple(sorted({f.code for f in here}))
         site.fixed = bool(here) and all(f.fixable for f in here)
@@ -314,9 +347,9 @@ def _suppressed(result: FileResult, code: str, first: int, last: int) -> bool:
 
 def _finding(rule, site: Site, source: str) -> Finding:
     lines = source.splitlines()
-    text = lines[site.line - 1] if 0 < site.line <= len(lines) else ""
+    text = lines[site.at - 1] if 0 < site.at <= len(lines) else ""
     column = len(text) - len(text.lstrip()) + 1
     return Finding(
-        rule.code, _message(rule, site), site.line, column, site.line, max(len(text) + 1, column),
+        rule.code, _message(rule, site), site.at, column, site.at, max(len(text) + 1, column),
         fix="none", fixable=False, category=rule.category,
     )

@@ -122,3 +122,21 @@ def test_html_shows_the_toolkit_numbers(project):
     page = check("--format", "html", "--toolkit-log", project / "logs", ".").stdout
     for key in ("sites", "sites_in_scanned_files", "covered_by_static_findings"):
         assert f'<span data-toolkit="{key}">{data[key]}</span>' in page
+
+
+def test_a_log_older_than_the_source_is_matched_by_its_source_lines(project):
+    train = project / "project" / "train.py"
+    original = train.read_text()
+    train.write_text('"""Edited since the run."""\n\n' + original.replace("    model.to(device)\n", "    model.to(device=device)\n"))
+    data = json.loads(check("--format", "json", "--toolkit-log", project / "logs", ".").stdout)
+    added = sorted(f["line"] for f in data["findings"] if f["code"] == "HPU191")
+    assert added == [16 + 2, 26 + 2]  # moved with their code; the edited line is not matched
+    toolkit = data["toolkit_log"]
+    assert [(s["path"], s["line"]) for s in toolkit["sites_whose_source_changed"]] == [("train.py", 19)]
+    assert toolkit["covered_by_static_findings"] == 4
+
+
+def test_unpacked_arguments_are_named():
+    calls, _ = parse_text("[t] a.py:1\n    [context]:     DataLoader(ds, **loader_kwargs)\n"
+                          "    [hpu_match]: torch.utils.data.DataLoader.__init__(pin_memory=True) --> change pin_memory_device to hpu\n")
+    assert "`**loader_kwargs`" in why_missed(calls[0])
