@@ -6,15 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Union
 
-from hpu_port import parallel
+from hpu_port import filetypes, parallel
 from hpu_port.cache import Cache
-from hpu_port.files import (
-    FileChangedError,
-    discover,
-    is_dependency_file,
-    read_source,
-    write_atomically,
-)
+from hpu_port.files import FileChangedError, discover, read_source, write_atomically
 from hpu_port.results import FileResult
 from hpu_port.settings import RuleSet
 
@@ -89,8 +83,8 @@ def run(
     planned = []
     for source in discover(paths):
         ruleset = None if source.error else ruleset_for(Path(source.path))
-        if ruleset is not None and is_dependency_file(source.path) and not ruleset.reads_dependency_files:
-            continue  # no selected rule reads requirements files
+        if ruleset is not None and not ruleset.reads(source.file_type):
+            continue  # no selected rule reads files of this type
         if source.error or ruleset is not None:
             planned.append((source, ruleset))
     results: list[Optional[FileResult]] = [None] * len(planned)
@@ -167,7 +161,9 @@ def _answer_from_disk(entry, ruleset, apply: bool, cache: Optional[Cache]) -> Un
 
 def _needs_parsing(task: "Task") -> bool:
     """False when no selected rule's trigger text occurs in the file."""
-    return is_dependency_file(task.path) or task.ruleset.for_source(task.source) is not None
+    if filetypes.detect(task.path, task.source[: filetypes.HEAD_SIZE]) in filetypes.DOCUMENT_TYPES:
+        return True  # documents are screened by their own engine
+    return task.ruleset.for_source(task.source) is not None
 
 
 def write_results(summary: RunSummary) -> None:
