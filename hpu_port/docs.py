@@ -110,6 +110,7 @@ NUMBERING = """Codes are stable: a code is never reused for another rule.
 | HPU5xx | CUDA libraries and frameworks: apex, pynvml, Lightning, DeepSpeed, Hugging Face |
 | HPU6xx | features Gaudi does not support: manual review |
 | HPU7xx | optimization advice |
+| HPU8xx | outside Python: scripts, containers, configs, dependencies, CUDA sources |
 | HPU9xx | reserved for user rule files |
 """
 

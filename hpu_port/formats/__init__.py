@@ -142,6 +142,14 @@ class Document:
     def entries(self) -> list[Entry]:
         return []
 
+    def images(self) -> list[Word]:
+        """Container images named (`FROM image`, `image:` keys)."""
+        return []
+
+    def references(self) -> list[Word]:
+        """Variables read (`$X`, `${X:-1}`): their names."""
+        return []
+
     def requirements(self) -> list[Word]:
         return []
 
