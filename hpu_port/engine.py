@@ -24,7 +24,7 @@ from hpu_port.documents import port_document
 from hpu_port.kinds import fallback_codes
 from hpu_port.narrow import narrow
 from hpu_port.positions import statement_starts
-from hpu_port.results import FileResult
+from hpu_port.results import FileResult, Finding
 from hpu_port.settings import RuleSet
 from hpu_port.splice import line_map, splice
 from hpu_port.suppressions import scan as scan_suppressions

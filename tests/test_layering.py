@@ -20,13 +20,13 @@ FLOORS = [
     ["runner", "selection", "report", "docs"],
     ["parallel", "examples", "report_sarif", "report_markdown"],
     ["engine"],
-    ["narrow", "visitors"],
+    ["narrow", "visitors", "documents"],
     ["settings", "rules"],
     ["kinds", "rule_cache"],
     ["context"],
     ["positions", "cache", "config"],
-    ["files"],
-    ["model", "results", "_compat", "triggers", "walk", "names", "edits", "suppressions", "splice", "notebooks", "gitignore"],
+    ["files", "formats"],
+    ["model", "filetypes", "results", "_compat", "triggers", "walk", "names", "edits", "suppressions", "splice", "notebooks", "gitignore"],
 ]
 # A larger number is a lower floor.
 FLOOR = {name: number for number, names in enumerate(FLOORS) for name in names}
@@ -35,7 +35,7 @@ FLOOR = {name: number for number, names in enumerate(FLOORS) for name in names}
 # of it may import libcst, whose import costs more than the rest of such a run.
 WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runner", "parallel", "cache", "files",
                   "config", "results", "model", "triggers", "narrow", "report", "report_sarif", "report_markdown",
-                  "cli", "suppressions", "notebooks", "gitignore", "_compat"]
+                  "cli", "suppressions", "notebooks", "gitignore", "_compat", "documents", "formats", "filetypes"]
 
 
 def modules():

@@ -77,7 +77,6 @@ class _Parser:
         position = self.skip(position)
         if self.text.startswith(closer, position):
             return position + 1
-        previous_end: Optional[int] = None
         pending: list[tuple] = []  # (key word, value end, index of first entry) for the removal spans
         opened = position
         while True:
