@@ -315,10 +315,24 @@ def _finish_rewrite(summary, writing: bool, verbosity: int) -> None:
             f"{_plural(summary.manual, 'finding')} need a person",
             err=True,
         )
+        _file_types(summary)
         _summary_table(summary)
     if summary.failed:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FOUND if summary.changed and not writing else EXIT_OK)
+
+
+def _file_types(summary) -> None:
+    """What was examined by file type, and what was not (by type or suffix)."""
+    examined = summary.examined
+    if len(examined) > 1 or summary.not_examined:
+        shown = ", ".join(f"{kind} {count}" for kind, count in sorted(examined.items()))
+        click.echo(f"hpu-port: examined {shown or 'nothing'}", err=True)
+    if summary.not_examined:
+        top = summary.not_examined.most_common(8)
+        rest = sum(summary.not_examined.values()) - sum(count for _, count in top)
+        shown = ", ".join(f"{kind} {count}" for kind, count in top) + (f", other {rest}" if rest else "")
+        click.echo(f"hpu-port: not examined: {shown}", err=True)
 
 
 def _summary_table(summary) -> None:
@@ -379,6 +393,7 @@ def check(paths, output_format, output, stdin_filename, no_color, **kwargs):
             f"({fixable} fixable by rewrite, {summary.manual} need a person), {len(summary.failed)} failed",
             err=True,
         )
+        _file_types(summary)
         _summary_table(summary)
     if summary.failed:
         sys.exit(EXIT_ERROR)

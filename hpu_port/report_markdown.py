@@ -38,6 +38,7 @@ def _summary(results: list[FileResult]) -> list[str]:
         "| | count |",
         "|---|---|",
         f"| files scanned | {len(results)} |",
+        *(f"| &nbsp;&nbsp;{kind} | {count} |" for kind, count in _by_type(results).items()),
         f"| files with findings | {sum(1 for r in results if r.findings)} |",
         f"| files that could not be read or parsed | {sum(1 for r in results if r.failed)} |",
         f"| findings | {len(findings)} |",
@@ -45,6 +46,13 @@ def _summary(results: list[FileResult]) -> list[str]:
         f"| need a person | {len(manual)} |",
         "",
     ]
+
+
+def _by_type(results: list[FileResult]) -> dict:
+    counts: dict = {}
+    for result in results:
+        counts[result.file_type] = counts.get(result.file_type, 0) + 1
+    return dict(sorted(counts.items())) if len(counts) > 1 else {}
 
 
 def _categories(results: list[FileResult]) -> list[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-
 @dataclass(frozen=True)
 class Finding:
     """One thing a rule noticed at a place in a file.
@@ -38,7 +37,6 @@ class Finding:
     def sort_key(self) -> tuple:
         return (self.cell or 0, self.line, self.column, self.code, self.message)
 
-
 @dataclass
 class FileResult:
     """The outcome of porting one file.
@@ -62,6 +60,9 @@ class FileResult:
     cell_changes: dict = field(default_factory=dict)
     # Whether this result came from the cache (the file was not ported again).
     from_cache: bool = False
+    # What kind of file it is (hpu_port.filetypes): python, shell, yaml, ...
+    file_type: str = "python"
+
     # The findings placed in ``new_source`` rather than in ``source`` (what was
     # fixed, where its replacement stands; what is left, where it now is), for
     # reporting on a file once it has been rewritten in place.
@@ -74,7 +75,6 @@ class FileResult:
     @property
     def failed(self) -> bool:
         return self.error is not None
-
 
 def all_findings(results: Iterable[FileResult]) -> list[tuple[str, Finding]]:
     rows = [(r.path, f) for r in results for f in r.findings]

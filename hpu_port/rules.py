@@ -193,7 +193,7 @@ def _parse_examples(table: dict, fail) -> tuple[Example, ...]:
     examples: list[Example] = []
     for index, item in enumerate(table.get("invalid", []), 1):
         where = f"examples.invalid[{index}]"
-        _check_example_keys(item, {"before", "after", "options", "select"}, {"before"}, where, fail)
+        _check_example_keys(item, {"before", "after", "options", "select", "file"}, {"before"}, where, fail)
         examples.append(
             Example(
                 item["before"],
@@ -201,13 +201,14 @@ def _parse_examples(table: dict, fail) -> tuple[Example, ...]:
                 False,
                 item.get("options", {}),
                 tuple(item.get("select", ())),
+                item.get("file"),
             )
         )
     for index, item in enumerate(table.get("valid", []), 1):
         where = f"examples.valid[{index}]"
-        _check_example_keys(item, {"code", "options", "select"}, {"code"}, where, fail)
+        _check_example_keys(item, {"code", "options", "select", "file"}, {"code"}, where, fail)
         examples.append(
-            Example(item["code"], None, True, item.get("options", {}), tuple(item.get("select", ())))
+            Example(item["code"], None, True, item.get("options", {}), tuple(item.get("select", ())), item.get("file"))
         )
     if not any(not e.valid for e in examples):
         raise fail("needs at least one example in [[examples.invalid]]")
@@ -225,6 +226,8 @@ def _check_example_keys(item, allowed, required, where, fail) -> None:
     for key in required:
         if not isinstance(item.get(key), str):
             raise fail(f"'{where}.{key}' is missing or not a string")
+    if "file" in item and not isinstance(item["file"], str):
+        raise fail(f"'{where}.file' must be a file name")
     if "after" in item and not isinstance(item["after"], str):
         raise fail(f"'{where}.after' must be a string")
     if not isinstance(item.get("options", {}), dict):

@@ -91,7 +91,7 @@ def test_paths_that_are_not_python(tree):
     script.write_text('#!/usr/bin/env python3\ndevice = "cuda"\n')
     result = rewrite(notes, script)
     assert result.exit_code == 2
-    assert f"{notes}: error: not a Python file" in result.stderr
+    assert f"{notes}: error: not a file hpu-port reads" in result.stderr
     assert script.read_text() == '#!/usr/bin/env python3\nimport habana_frameworks.torch.core as htcore\n\ndevice = "hpu"\n'
 
 
