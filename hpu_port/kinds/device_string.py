@@ -21,7 +21,10 @@ device position, when the rule lists ``role-words``:
 - beside one of the ``siblings`` in a list, tuple, set or conditional
   (``["cpu", "cuda"]``, ``"cuda" if ok else "cpu"``).
 
-Anything else is left to the fallback rule, which reports the line. Without
+A device name in the test of an ``if``, ``while`` or conditional expression
+whose code uses one of the ``nvidia-only`` names (see the ``rename`` kind) is
+reported, not renamed. Anything else is left to the fallback rule, which
+reports the line. Without
 ``role-words`` the bare word is rewritten wherever it stands. Docstrings and
 bytes are never touched.
 """
@@ -44,6 +47,7 @@ class DeviceString(Kind):
         "role-calls": (list, False),
         "role-methods": (list, False),
         "siblings": (list, False),
+        "nvidia-only": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
@@ -63,6 +67,7 @@ class DeviceString(Kind):
             "role-calls": frozenset(string_list(table.get("role-calls", []), "role-calls")),
             "role-methods": frozenset(string_list(table.get("role-methods", []), "role-methods")),
             "siblings": frozenset(string_list(table.get("siblings", []), "siblings")),
+            "nvidia-only": frozenset(string_list(table.get("nvidia-only", []), "nvidia-only")),
         }
 
     def triggers(self, rule):

@@ -9,6 +9,7 @@ import libcst as cst
 from hpu_port.context import FileContext
 from hpu_port.kinds.device_string import name_parts
 from hpu_port.model import Rule
+from hpu_port.visitors._guards import guarded_by, nvidia_only_use, passed_as
 from hpu_port.visitors._references import literal_value, written
 
 ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
@@ -33,6 +34,33 @@ class _DeviceStringVisitor(cst.BatchableCSTVisitor):
         # Bare words that flow into a device position (see the kind's docs).
         self.in_role: set[cst.CSTNode] = set()
         self.functions: list[cst.FunctionDef] = []
+        # Enclosing checks and arguments, for strings in a device test.
+        self.around: list[cst.CSTNode] = []
+
+    def visit_If(self, node) -> None:
+        self.around.append(node)
+
+    def leave_If(self, node) -> None:
+        self.around.pop()
+
+    def visit_IfExp(self, node) -> None:
+        self.around.append(node)
+        self._beside_a_sibling([node.body, node.orelse])
+
+    def leave_IfExp(self, node) -> None:
+        self.around.pop()
+
+    def visit_While(self, node) -> None:
+        self.around.append(node)
+
+    def leave_While(self, node) -> None:
+        self.around.pop()
+
+    def visit_Arg(self, node) -> None:
+        self.around.append(node)
+
+    def leave_Arg(self, node) -> None:
+        self.around.pop()
 
     # -- where a string stands --------------------------------------------------
 
@@ -101,9 +129,6 @@ class _DeviceStringVisitor(cst.BatchableCSTVisitor):
 
     def visit_Set(self, node: cst.Set) -> None:
         self._beside_a_sibling([e.value for e in node.elements])
-
-    def visit_IfExp(self, node: cst.IfExp) -> None:
-        self._beside_a_sibling([node.body, node.orelse])
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -181,7 +206,18 @@ class _DeviceStringVisitor(cst.BatchableCSTVisitor):
             return
         rule = self.rule
         message = rule.message.format(name=written(node), replacement=rule.params["replacement"])
+        used = self._guarded_nvidia_code(node)
+        if used:
+            self.ctx.report(rule, node, message + f" (not rewritten: the code this test guards uses `{used}`, which has no Gaudi equivalent)")
+            return
         self.ctx.report(rule, node, message, self.ctx.replace(node, edit))
+
+    def _guarded_nvidia_code(self, node) -> Optional[str]:
+        patterns = self.params["nvidia-only"]
+        guard = guarded_by(node, self.around) if patterns else None
+        if guard is None:
+            return None
+        return nvidia_only_use(guard, self.ctx, patterns) or passed_as(guard, self.around, patterns)
 
 
 def _strings_in(expr: cst.CSTNode) -> Iterator[cst.CSTNode]:
