@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Optional
 
 from hpu_port import __version__
-from hpu_port.files import is_dependency_file
+from hpu_port import filetypes
 from hpu_port.results import FileResult, Finding
 
 CACHE_ENV = "HPU_PORT_CACHE_DIR"
@@ -118,11 +118,10 @@ class Cache:
 
     def _place(self, ruleset, apply: bool, path: str, source: bytes) -> tuple[str, str]:
         table = self._fingerprint(ruleset, apply)
-        # Notebooks, modules and requirements files with the same bytes are read differently.
-        if is_dependency_file(path):
-            salt = b"dependencies:" + os.path.basename(path).encode()
-        else:
-            salt = b"ipynb:" if path.endswith(".ipynb") else b"py:"
+        # Files of different types (or names: `setup.py`, `environment.yml`)
+        # with the same bytes are read differently.
+        file_type = filetypes.detect(path, source[: filetypes.HEAD_SIZE]) or filetypes.PYTHON
+        salt = f"{file_type}:{os.path.basename(path)}:".encode()
         return table, hashlib.blake2b(salt + source, digest_size=16).hexdigest()
 
     def _fingerprint(self, ruleset, apply: bool) -> str:

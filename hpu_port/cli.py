@@ -235,6 +235,7 @@ def _finish_rewrite(summary, writing: bool, verbosity: int, exit_zero: bool = Fa
             f"{_plural(manual['blocker'], 'blocker')} and {manual['advice']} advice need a person (root causes)",
             err=True,
         )
+        _file_types(summary)
         _summary_table(summary)
     if summary.failed:
         sys.exit(EXIT_ERROR)
@@ -260,6 +261,19 @@ def _print_fixes(summary, verb: str, counted) -> None:
         click.echo(f"- {path}:", err=True)
         for code, count in sorted(fixed.items()):
             click.echo(f"    {count} \u00d7 {code} ({names.get(code, '')})", err=True)
+
+
+def _file_types(summary) -> None:
+    """What was examined by file type, and what was not (by type or suffix)."""
+    examined = summary.examined
+    if len(examined) > 1 or summary.not_examined:
+        shown = ", ".join(f"{kind} {count}" for kind, count in sorted(examined.items()))
+        click.echo(f"hpu-port: examined {shown or 'nothing'}", err=True)
+    if summary.not_examined:
+        top = summary.not_examined.most_common(8)
+        rest = sum(summary.not_examined.values()) - sum(count for _, count in top)
+        shown = ", ".join(f"{kind} {count}" for kind, count in top) + (f", other {rest}" if rest else "")
+        click.echo(f"hpu-port: not examined: {shown}", err=True)
 
 
 def _summary_table(summary) -> None:
@@ -343,6 +357,7 @@ def check(
         from hpu_port.planning import summary_line
 
         click.echo(f"hpu-port: {summary_line(summary.results, len(summary.failed))}", err=True)
+        _file_types(summary)
         if toolkit is not None:
             _toolkit_summary(toolkit, verbosity)
         _summary_table(summary)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpu_port.examples import example_source
+from hpu_port.examples import example_file, example_source
 from hpu_port.kinds import get_kind
 from hpu_port.model import Rule, is_advice
 from hpu_port.rules import load_rules
@@ -59,14 +59,14 @@ def _examples_section(rule: Rule) -> list[str]:
     valid = [e for e in rule.examples if e.valid]
     for index, example in enumerate(invalid, 1):
         title = "## Example\n" if index == 1 else f"### Example {index}\n"
-        parts += [title, _code(example.before)]
+        parts += [title, _code(rule, example, example.before)]
         if example.toolkit_log is not None:
             parts += ["With this GPU Migration Toolkit log (`--toolkit-log`):\n", _log(example.toolkit_log)]
         if example.after is not None:
-            parts += ["Use instead:\n", _code(example.after)]
+            parts += ["Use instead:\n", _code(rule, example, example.after)]
     if valid:
         parts.append("## Left unchanged\n")
-        parts += [_code(example.before) for example in valid]
+        parts += [_code(rule, example, example.before) for example in valid]
     return parts
 
 
@@ -74,8 +74,20 @@ def _log(text: str) -> str:
     return "```text\n" + example_source(text).rstrip("\n") + "\n```\n"
 
 
-def _code(source: str) -> str:
-    return "```python\n" + example_source(source).rstrip("\n") + "\n```\n"
+def _code(rule: Rule, example, source: str) -> str:
+    file = example_file(rule, example)
+    heading = "" if file.endswith(".py") else f"In `{file}`:\n\n"
+    return heading + f"```{_language(file)}\n" + example_source(source).rstrip("\n") + "\n```\n"
+
+
+_LANGUAGES = {"shell": "sh", "yaml": "yaml", "json": "json", "dockerfile": "dockerfile", "cmake": "cmake", "cuda": "cuda",
+              "requirements": "text", "pyproject": "toml", "setup-cfg": "ini", "notebook": "python"}
+
+
+def _language(file: str) -> str:
+    from hpu_port.filetypes import detect
+
+    return _LANGUAGES.get(detect(file, b"") or "python", "python")
 
 
 def index_page(rules: list[Rule]) -> str:
@@ -104,6 +116,7 @@ NUMBERING = """Codes are stable: a code is never reused for another rule.
 | HPU5xx | CUDA libraries and frameworks: apex, pynvml, Lightning, DeepSpeed, Hugging Face |
 | HPU6xx | features Gaudi does not support: manual review |
 | HPU7xx | optimization advice |
+| HPU8xx | outside Python: scripts, containers, configs, dependencies, CUDA sources |
 | HPU9xx | reserved for user rule files |
 """
 

@@ -11,19 +11,18 @@ import ast
 import contextlib
 import dataclasses
 import gc
-import os
 import re
 from typing import Optional
 
 import libcst as cst
 from libcst import CSTNode
 
-from hpu_port import notebooks
+from hpu_port import filetypes, notebooks
 from hpu_port.context import FileContext, ScopeEnter, ScopeExit
 from hpu_port.edits import EditPlan, apply_plan
-from hpu_port.files import NOTEBOOK_SUFFIX, is_dependency_file
+from hpu_port.documents import port_document
 from hpu_port.frameworks import foreign_framework
-from hpu_port.kinds import fallback_codes, get_kind
+from hpu_port.kinds import fallback_codes
 from hpu_port.narrow import narrow
 from hpu_port.positions import statement_starts
 from hpu_port.results import FileResult, Finding
@@ -35,12 +34,16 @@ from hpu_port.walk import walk_module
 
 
 def port_bytes(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
-    """Port one file's bytes, whatever its type; an exception becomes a result with an error."""
+    """Port one file's bytes with the parser its type needs; an exception
+    becomes a result with an error."""
     try:
-        if is_dependency_file(path):
-            return port_dependency_file(path, source, ruleset)
-        if path.endswith(NOTEBOOK_SUFFIX):
+        file_type = filetypes.detect(path, source[: filetypes.HEAD_SIZE]) or filetypes.PYTHON
+        if file_type == filetypes.NOTEBOOK:
             return port_notebook(path, source, ruleset, apply)
+        if file_type != filetypes.PYTHON:
+            return port_document(path, source, ruleset, apply, file_type)
+        if filetypes.is_build_script(path):
+            return port_source(path, source, ruleset.reporting_only(), apply)
         return port_source(path, source, ruleset, apply)
     except RecursionError:
         return FileResult(path=path, source=source, error="too deeply nested to process")
@@ -336,36 +339,3 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
             result.new_source = notebooks.dumps(notebook, changed)
             result.cell_changes = {i + 1: (old[i], changed[i]) for i in changed}
     return result
-
-
-def port_dependency_file(path: str, source: bytes, ruleset: RuleSet) -> FileResult:
-    """Report the requirements of a `requirements*.txt` or `pyproject.toml`
-    that the selected rules ask about; nothing is rewritten."""
-    result = FileResult(path=path, source=source)
-    try:
-        text = source.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        result.error = f"cannot decode: {exc.reason} at byte {exc.start}"
-        return result
-    name = os.path.basename(path)
-    lines = text.splitlines()
-    for rule in ruleset.rules:
-        kind = get_kind(rule.kind)
-        if not getattr(kind, "READS_DEPENDENCY_FILES", False):
-            continue
-        for line, column, end, requirement in kind.scan_file(rule, name, text):
-            if _ignored_on_line(lines[line - 1], rule.code):
-                continue
-            message = rule.message.format(name=requirement, file=name)
-            result.findings.append(Finding(rule.code, message, line, column, line, end, category=rule.category))
-    result.findings.sort(key=Finding.sort_key)
-    return result
-
-
-_REQUIREMENT_IGNORE = re.compile(r"#\s*hpu-port:\s*ignore(?:\[([^\]]*)\])?")
-
-
-def _ignored_on_line(line: str, code: str) -> bool:
-    """`# hpu-port: ignore` or `# hpu-port: ignore[CODE]` at the end of a requirements line."""
-    match = _REQUIREMENT_IGNORE.search(line)
-    return match is not None and (match.group(1) is None or code in {c.strip() for c in match.group(1).split(",")})

@@ -5,7 +5,8 @@ from __future__ import annotations
 import textwrap
 from typing import Optional
 
-from hpu_port.engine import port_source
+from hpu_port.engine import port_bytes
+from hpu_port.kinds import get_kind
 from hpu_port.results import FileResult
 from hpu_port.model import Example, Options, Rule
 from hpu_port.settings import RuleSet
@@ -35,10 +36,15 @@ def example_ruleset(rule: Rule, all_rules: list[Rule], example: Example) -> Rule
     return RuleSet(chosen, example_options(example))
 
 
+def example_file(rule: Rule, example: Example) -> str:
+    """The file name the example stands for: its name picks the parser."""
+    return example.file or get_kind(rule.kind).EXAMPLE_FILE
+
+
 def run_example(rule: Rule, all_rules: list[Rule], example: Example, source: Optional[str] = None) -> FileResult:
     code = example_source(example.before) if source is None else source
     ruleset = example_ruleset(rule, all_rules, example)
-    result = port_source("example.py", code.encode(), ruleset)
+    result = port_bytes(example_file(rule, example), code.encode(), ruleset, True)
     if example.toolkit_log is not None:
         # The log's sites are matched as `check --toolkit-log` matches them.
         result.source, result.rules = code.encode(), tuple(ruleset.rules)

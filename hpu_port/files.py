@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import stat
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
+
+from hpu_port import filetypes
 
 # Directories that never hold the user's own source.
 SKIPPED_DIRS = frozenset(
@@ -34,43 +36,48 @@ SKIPPED_DIRS = frozenset(
     }
 )
 NOTEBOOK_SUFFIX = ".ipynb"
-PYTHON_SUFFIXES = (".py", ".pyi", NOTEBOOK_SUFFIX)
-# Files that list the project's dependencies, read by the `dependency` rules.
-_DEPENDENCY_FILE = re.compile(r"requirements[\w.-]*\.txt|pyproject\.toml")
-
-
-def is_dependency_file(path: str) -> bool:
-    return _DEPENDENCY_FILE.fullmatch(os.path.basename(path)) is not None
 
 
 @dataclass(frozen=True)
 class Source:
-    """A path to port, or a problem found while looking for paths."""
+    """A path to port (with its file type), or a problem found while looking for paths."""
 
     path: str
     error: Optional[str] = None
+    file_type: str = filetypes.PYTHON
 
 
-def discover(paths: list[str], respect_gitignore: bool = True) -> list[Source]:
-    """Python files under the given paths, sorted and without duplicates.
+class Discovery(list):
+    """The files to port, plus the files a directory walk passed over (by suffix)."""
 
-    A file named explicitly is taken whatever its suffix; a missing path is
-    reported as an error entry so that the run can go on with the others.
+    passed_over: Counter
+
+
+def discover(paths: list[str], respect_gitignore: bool = True) -> Discovery:
+    """The files hpu-port reads under the given paths, sorted and without
+    duplicates; the other files a walk saw are counted by suffix.
+
+    A file named explicitly must be of a type hpu-port reads; a missing path
+    is reported as an error entry so that the run can go on with the others.
     """
     found: dict[str, Source] = {}
+    passed_over: Counter = Counter()
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            for file, error in _walk(path, respect_gitignore):
-                found.setdefault(str(file), Source(str(file), error))
+            for file, error, file_type in _walk(path, respect_gitignore, passed_over):
+                found.setdefault(str(file), Source(str(file), error, file_type or filetypes.PYTHON))
         elif path.is_file():
-            error = None if _looks_like_python(path) else "not a Python file (expected .py, .pyi, .ipynb or a python #! line)"
-            found.setdefault(str(path), Source(str(path), error))
+            file_type = filetypes.detect(str(path))
+            error = None if file_type else f"not a file hpu-port reads ({READ_TYPES})"
+            found.setdefault(str(path), Source(str(path), error, file_type or filetypes.PYTHON))
         elif path.is_symlink():
             found[str(path)] = Source(str(path), "broken symbolic link")
         else:
             found[str(path)] = Source(str(path), "no such file or directory")
-    return _one_path_per_file([found[key] for key in sorted(found)])
+    discovery = Discovery(_one_path_per_file([found[key] for key in sorted(found)]))
+    discovery.passed_over = passed_over
+    return discovery
 
 
 def _one_path_per_file(sources: list[Source]) -> list[Source]:
@@ -93,21 +100,17 @@ def _one_path_per_file(sources: list[Source]) -> list[Source]:
     return kept
 
 
-def _looks_like_python(path: Path) -> bool:
-    if path.name.endswith(PYTHON_SUFFIXES) or is_dependency_file(path.name):
-        return True
-    try:
-        with open(path, "rb") as handle:
-            first = handle.readline(200)
-    except OSError:
-        return True  # reading it will report the problem
-    return first.startswith(b"#!") and b"python" in first
+READ_TYPES = (
+    "Python, notebooks, shell and job scripts, YAML, JSON, Dockerfiles, CMake, CUDA sources, "
+    "requirements files, pyproject.toml, setup.cfg"
+)
 
 
-def _walk(root: Path, respect_gitignore: bool = True) -> Iterator[tuple[Path, Optional[str]]]:
-    """Python files under ``root`` (and directories that cannot be read, with
-    their error); symbolic links never lead outside ``root``; what `.gitignore`
-    files hide is skipped."""
+def _walk(root: Path, respect_gitignore: bool, passed_over: Counter) -> Iterator[tuple[Path, Optional[str], Optional[str]]]:
+    """Files hpu-port reads under ``root``, with their type (and directories
+    that cannot be read, with their error); symbolic links never lead outside
+    ``root``; what `.gitignore` files hide is skipped; other files are counted
+    in ``passed_over`` by suffix."""
     from hpu_port.gitignore import GitIgnore
 
     real_root = root.resolve()
@@ -116,7 +119,7 @@ def _walk(root: Path, respect_gitignore: bool = True) -> Iterator[tuple[Path, Op
     for directory, dirnames, filenames in os.walk(root, onerror=problems.append):  # no linked dirs
         while problems:
             problem = problems.pop()
-            yield Path(problem.filename or directory), f"cannot read directory: {problem.strerror or problem}"
+            yield Path(problem.filename or directory), f"cannot read directory: {problem.strerror or problem}", None
         dirnames[:] = sorted(
             d
             for d in dirnames
@@ -126,13 +129,15 @@ def _walk(root: Path, respect_gitignore: bool = True) -> Iterator[tuple[Path, Op
         )
         for name in sorted(filenames):
             path = Path(directory) / name
-            if not (name.endswith(PYTHON_SUFFIXES) or is_dependency_file(name)) or not _inside(path, real_root):
+            if not _inside(path, real_root) or (ignore and ignore.ignored(path, is_dir=False)):
                 continue
-            if ignore and ignore.ignored(path, is_dir=False):
+            file_type = filetypes.detect(str(path))
+            if file_type is None:
+                passed_over[os.path.splitext(name)[1].lower() or "(no suffix)"] += 1
                 continue
-            yield path, None
+            yield path, None, file_type
     for problem in problems:
-        yield Path(problem.filename or root), f"cannot read directory: {problem.strerror or problem}"
+        yield Path(problem.filename or root), f"cannot read directory: {problem.strerror or problem}", None
 
 
 def _inside(path: Path, real_root: Path) -> bool:

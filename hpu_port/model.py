@@ -23,6 +23,8 @@ class Example:
     valid: bool
     options: dict = field(default_factory=dict, hash=False, compare=False)
     select: tuple[str, ...] = ()
+    # The file the example stands for (its name picks the parser); None: the kind's default.
+    file: Optional[str] = None
     # A GPU Migration Toolkit log the example is checked with (`toolkit-log` rules).
     toolkit_log: Optional[str] = None
 
@@ -66,9 +68,13 @@ class Options:
     # Larger files are generated data in practice; libcst needs minutes for them.
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     include_generated: bool = False
+    # False: findings only, no fix is applied (build scripts).
+    fixes: bool = True
 
     def fix_enabled(self, rule: "Rule") -> bool:
         """Whether ``rule``'s fix is applied under these options."""
+        if not self.fixes:
+            return False
         if rule.fix == "safe":
             return rule.option is None or self._option_on(rule.option)
         if rule.fix == "unsafe":

@@ -159,9 +159,19 @@ def render_json(results: list[FileResult], rules=(), toolkit: Optional[dict] = N
             {"path": r.path, "diff": unified_diff(r)} for r in sorted(results, key=lambda r: r.path) if r.changed
         ],
         "errors": [{"path": r.path, "message": r.error} for r in results if r.failed],
+        "files_by_type": files_by_type(results),
         **({"toolkit_log": toolkit} if toolkit is not None else {}),
     }
     return json.dumps(document, indent=2) + "\n"
+
+
+def files_by_type(results: list[FileResult]) -> dict:
+    """How many files of each type were examined (failed ones apart)."""
+    counts: dict = {}
+    for result in results:
+        if not result.failed:
+            counts[result.file_type] = counts.get(result.file_type, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 CSV_FIELDS = ["path", "line", "column", "end_line", "end_column", "code", "category", "fix", "fixable", "message",

@@ -16,15 +16,20 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
-def _summary(total: Tally) -> list[str]:
+def _by_type(results: list[FileResult]) -> str:
+    counts = Counter(result.file_type for result in results)
+    return f" ({', '.join(f'{kind} {n}' for kind, n in sorted(counts.items()))})" if len(counts) > 1 else ""
+
+
+def _summary(total: Tally, results: list[FileResult]) -> list[str]:
     def row(label: str, counter: Counter) -> str:
         return f"| {label} | {counter['blocker']} | {counter['advice']} |"
 
     return [
         "## Summary",
         "",
-        f"{total.files} file{'s' if total.files != 1 else ''} scanned, {total.files_with_findings} with findings, "
-        f"{total.failed} could not be read or parsed.",
+        f"{total.files} file{'s' if total.files != 1 else ''} scanned{_by_type(results)}, "
+        f"{total.files_with_findings} with findings, {total.failed} could not be read or parsed.",
         "",
         "| | blockers | advice |",
         "|---|---|---|",
@@ -123,7 +128,7 @@ def render_markdown(results: list[FileResult], rules=(), toolkit: Optional[dict]
     names = rule_names(rules)
     plan = make_plan(results)
     lines = [f"# Migration report (hpu-port {__version__})", ""]
-    lines += _summary(plan.total) + _toolkit(toolkit) + _directories(plan) + _categories(plan.items)
+    lines += _summary(plan.total, results) + _toolkit(toolkit) + _directories(plan) + _categories(plan.items)
     failed = [r for r in results if r.failed]
     if failed:
         lines += ["## Files not processed", ""] + [f"- `{r.path}`: {_cell(r.error)}" for r in failed] + [""]

@@ -52,7 +52,6 @@ class Finding:
     def sort_key(self) -> tuple:
         return (self.cell or 0, self.line, self.column, self.code, self.message)
 
-
 @dataclass
 class FileResult:
     """The outcome of porting one file.
@@ -76,6 +75,9 @@ class FileResult:
     cell_changes: dict = field(default_factory=dict)
     # Whether this result came from the cache (the file was not ported again).
     from_cache: bool = False
+    # What kind of file it is (hpu_port.filetypes): python, shell, yaml, ...
+    file_type: str = "python"
+
     # The findings placed in ``new_source`` rather than in ``source`` (what was
     # fixed, where its replacement stands; what is left, where it now is), for
     # reporting on a file once it has been rewritten in place.
@@ -88,7 +90,6 @@ class FileResult:
     @property
     def failed(self) -> bool:
         return self.error is not None
-
 
 def all_findings(results: Iterable[FileResult]) -> list[tuple[str, Finding]]:
     rows = [(r.path, f) for r in results for f in r.findings]

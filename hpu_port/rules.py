@@ -193,7 +193,7 @@ def _parse_examples(table: dict, fail) -> tuple[Example, ...]:
     examples: list[Example] = []
     for index, item in enumerate(table.get("invalid", []), 1):
         where = f"examples.invalid[{index}]"
-        _check_example_keys(item, {"before", "after", "options", "select", "toolkit-log"}, {"before"}, where, fail)
+        _check_example_keys(item, {"before", "after", "options", "select", "file", "toolkit-log"}, {"before"}, where, fail)
         examples.append(
             Example(
                 item["before"],
@@ -201,14 +201,16 @@ def _parse_examples(table: dict, fail) -> tuple[Example, ...]:
                 False,
                 item.get("options", {}),
                 tuple(item.get("select", ())),
-                item.get("toolkit-log"),
+                item.get("file"),
+                toolkit_log=item.get("toolkit-log"),
             )
         )
     for index, item in enumerate(table.get("valid", []), 1):
         where = f"examples.valid[{index}]"
-        _check_example_keys(item, {"code", "options", "select", "toolkit-log"}, {"code"}, where, fail)
+        _check_example_keys(item, {"code", "options", "select", "file", "toolkit-log"}, {"code"}, where, fail)
         examples.append(
-            Example(item["code"], None, True, item.get("options", {}), tuple(item.get("select", ())), item.get("toolkit-log"))
+            Example(item["code"], None, True, item.get("options", {}), tuple(item.get("select", ())), item.get("file"),
+                    toolkit_log=item.get("toolkit-log"))
         )
     if not any(not e.valid for e in examples):
         raise fail("needs at least one example in [[examples.invalid]]")
@@ -226,6 +228,8 @@ def _check_example_keys(item, allowed, required, where, fail) -> None:
     for key in required:
         if not isinstance(item.get(key), str):
             raise fail(f"'{where}.{key}' is missing or not a string")
+    if "file" in item and not isinstance(item["file"], str):
+        raise fail(f"'{where}.file' must be a file name")
     for key in ("after", "toolkit-log"):
         if key in item and not isinstance(item[key], str):
             raise fail(f"'{where}.{key}' must be a string")

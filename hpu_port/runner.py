@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import os
 import stat
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Union
 
-from hpu_port import parallel
+from hpu_port import filetypes, parallel
 from hpu_port.cache import Cache
-from hpu_port.files import (
-    FileChangedError,
-    discover,
-    is_dependency_file,
-    read_source,
-    write_atomically,
-)
+from hpu_port.files import FileChangedError, discover, read_source, write_atomically
 from hpu_port.results import FileResult
 from hpu_port.settings import RuleSet
 from hpu_port.suppressions import code_problems
@@ -27,6 +22,14 @@ class RunSummary:
     results: list[FileResult] = field(default_factory=list)
     # Advice codes that were selected by code (see RuleSetResolver).
     asked_advice: frozenset = frozenset()
+    # Files found but not examined: of a type no selected rule reads (by
+    # type), or of a type hpu-port does not read at all (by suffix).
+    not_examined: Counter = field(default_factory=Counter)
+
+    @property
+    def examined(self) -> Counter:
+        """Files examined, by file type."""
+        return Counter(r.file_type for r in self.results if not r.failed)
     # Paths given to the run under which nothing was examined, with the reason.
     empty_paths: list[tuple[str, str]] = field(default_factory=list)
     # Problems worth a warning that do not stop a file: "path:line: problem".
@@ -95,10 +98,12 @@ def run(
     ruleset_for = rulesets if callable(rulesets) else (lambda path: rulesets)
     planned = []
     found = discover(paths)
+    not_examined = Counter(found.passed_over)
     for source in found:
         ruleset = None if source.error else ruleset_for(Path(source.path))
-        if ruleset is not None and is_dependency_file(source.path) and not ruleset.reads_dependency_files:
-            continue  # no selected rule reads requirements files
+        if ruleset is not None and not ruleset.reads(source.file_type):
+            not_examined[source.file_type] += 1
+            continue  # no selected rule reads files of this type
         if source.error or ruleset is not None:
             planned.append((source, ruleset))
     results: list[Optional[FileResult]] = [None] * len(planned)
@@ -141,10 +146,14 @@ def run(
             progress(done, len(planned), task.path)
     if cache is not None:
         cache.save()
-    summary = RunSummary(empty_paths=paths_with_nothing(paths, [s.path for s in found], [s.path for s, _ in planned]))
-    for result, (_, ruleset) in zip(results, planned):
+    summary = RunSummary(
+        not_examined=not_examined,
+        empty_paths=paths_with_nothing(paths, [s.path for s in found], [s.path for s, _ in planned]),
+    )
+    for result, (entry, ruleset) in zip(results, planned):
         if ruleset is not None:
             result.rules = tuple(ruleset.rules)
+        result.file_type = entry.file_type
         summary.results.append(result)
     return summary
 
@@ -202,7 +211,9 @@ def _answer_from_disk(entry, ruleset, apply: bool, cache: Optional[Cache]) -> Un
 
 def _needs_parsing(task: "Task") -> bool:
     """False when no selected rule's trigger text occurs in the file."""
-    return is_dependency_file(task.path) or task.ruleset.for_source(task.source) is not None
+    if filetypes.detect(task.path, task.source[: filetypes.HEAD_SIZE]) in filetypes.DOCUMENT_TYPES:
+        return True  # documents are screened by their own engine
+    return task.ruleset.for_source(task.source) is not None
 
 
 def interrupt_on_sigterm() -> None:

@@ -11,19 +11,6 @@ from hpu_port.model import Options, Rule
 from hpu_port.triggers import CodeView, Trigger, TriggerIndex, code_view, text_trigger
 
 
-DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Options:
-    mode: str = "lazy"
-    fp16_to_bf16: bool = False
-    unsafe_fixes: bool = False
-    # Larger files are generated data in practice; libcst needs minutes for them.
-    max_file_size: int = DEFAULT_MAX_FILE_SIZE
-    include_generated: bool = False
-
-
 @dataclass
 class RuleSet:
     """Selected rules, grouped by kind, with the prefilter derived from them."""
@@ -72,9 +59,22 @@ class RuleSet:
         """Words that rules consult away from where they report (see ``Kind.context_words``)."""
         return frozenset(w for rule in self.rules for w in get_kind(rule.kind).context_words(rule))
 
+    def reads(self, file_type: str) -> bool:
+        """Whether a selected rule reads files of ``file_type`` (Python: always)."""
+        if file_type in ("python", "notebook"):
+            return True
+        return file_type in self._document_types
+
     @cached_property
-    def reads_dependency_files(self) -> bool:
-        return any(getattr(get_kind(r.kind), "READS_DEPENDENCY_FILES", False) for r in self.rules)
+    def _document_types(self) -> frozenset:
+        return frozenset(t for r in self.rules for t in getattr(get_kind(r.kind), "FORMATS", ()))
+
+    def reporting_only(self) -> "RuleSet":
+        """The same rules, with every fix switched off (build scripts are
+        checked, never rewritten: installing the project must not need Gaudi)."""
+        import dataclasses
+
+        return RuleSet(self.rules, dataclasses.replace(self.options, fixes=False))
 
     @cached_property
     def _comment_rules(self) -> list[Rule]:

@@ -146,3 +146,56 @@ def closest_code(code: str, known: list[str]) -> Optional[str]:
         return fixed
     close = difflib.get_close_matches(code, known, n=1, cutoff=0.8)
     return close[0] if close else None
+
+
+def scan_lines(text: str, comment: Optional[str], comment_starts: Optional[set] = None) -> Optional[Suppressions]:
+    """The suppression comments of a document whose comments start with
+    ``comment`` (`#`, `//`); None when it has none or has no comments (JSON).
+
+    At the end of a line a directive covers that line; alone on a line, the
+    next line that holds more than a comment. ``comment_starts``: the offsets
+    where the format's parser saw comments begin; without it, a ``comment``
+    at the start of a line or after a space counts.
+    """
+    if comment is None or "hpu-port:" not in text:
+        return None
+    lines = text.split("\n")
+    directives, offset = [], 0
+    pending: list[Directive] = []
+    for number, line in enumerate(lines, 1):
+        match = _directive_in(line, offset, comment, comment_starts)
+        before = line[: match.start()] if match else line
+        has_code = bool(before.strip()) and not before.lstrip().startswith(comment)
+        if has_code or (not match and line.strip() and not line.lstrip().startswith(comment)):
+            for directive in pending:
+                directive.first = directive.last = number
+            pending = []
+        if match:
+            codes = tuple(c.strip().upper() for c in (match.group("codes") or "").split(",") if c.strip())
+            if match.group("kind") == "file-ignore":
+                directives.append(Directive(number, codes, 1, len(lines)))
+            elif has_code:
+                directives.append(Directive(number, codes, number, number))
+            else:
+                directive = Directive(number, codes, 0, -1)
+                directives.append(directive)
+                pending.append(directive)
+        offset += len(line) + 1
+    directives = [d for d in directives if d.last >= d.first]
+    return Suppressions(directives) if directives else None
+
+
+def _directive_in(line: str, offset: int, comment: str, comment_starts: Optional[set]):
+    for match in DIRECTIVE_ANY.finditer(line):
+        start = match.start()
+        if not line.startswith(comment, start):
+            continue
+        if comment_starts is not None:
+            if offset + start in comment_starts:
+                return match
+        elif start == 0 or line[start - 1] in " \t":
+            return match
+    return None
+
+
+DIRECTIVE_ANY = re.compile(r"(?:#|//)\s*hpu-port:\s*(?P<kind>ignore|file-ignore)\b(?:\[(?P<codes>[^\]]*)\])?")

@@ -24,10 +24,10 @@ def rewrite(*paths, extra=()):
 
 
 BAD_FILES = {
-    "python2.py": b'x = "cuda"\nprint "hello"\n',
+    "python2.py": b'device = "cuda"\nprint "hello"\n',
     "bad_utf8.py": b'x = "cuda\xff\xfe"\n',
     "binary.py": bytes(range(256)) + b"cuda",
-    "unknown_cookie.py": b'# -*- coding: klingon -*-\nx = "cuda"\n',
+    "unknown_cookie.py": b'# -*- coding: klingon -*-\ndevice = "cuda"\n',
     "latin1_without_cookie.py": 'x = "cuda caf\xe9"\n'.encode("latin-1"),
 }
 
@@ -53,7 +53,7 @@ def test_empty_file_is_fine(tree):
 
 def test_very_large_file_is_refused_with_a_clear_line(tree):
     big = tree / "generated.py"
-    big.write_text('x = "cuda"\n' * 500_000)  # about 5.5 MB
+    big.write_text('device = "cuda"\n' * 500_000)  # about 5.5 MB
     result = rewrite(tree)
     assert result.exit_code == 2
     assert f"{big}: error: too large to port" in result.stderr
@@ -64,7 +64,7 @@ def test_very_large_file_is_refused_with_a_clear_line(tree):
 
 def test_deep_nesting(tree):
     deep = tree / "deep.py"
-    deep.write_text("x = " + "(" * 200 + '"cuda"' + ")" * 200 + "\n")
+    deep.write_text("device = " + "(" * 200 + '"cuda"' + ")" * 200 + "\n")
     result = rewrite(tree)
     assert result.exit_code in (0, 2)
     if result.exit_code == 2:
@@ -88,11 +88,11 @@ def test_paths_that_are_not_python(tree):
     notes = tree / "notes.txt"
     notes.write_text("uses cuda\n")
     script = tree / "train"
-    script.write_text('#!/usr/bin/env python3\nx = "cuda"\n')
+    script.write_text('#!/usr/bin/env python3\ndevice = "cuda"\n')
     result = rewrite(notes, script)
     assert result.exit_code == 2
-    assert f"{notes}: error: not a Python file" in result.stderr
-    assert script.read_text() == '#!/usr/bin/env python3\nimport habana_frameworks.torch.core as htcore\n\nx = "hpu"\n'
+    assert f"{notes}: error: not a file hpu-port reads" in result.stderr
+    assert script.read_text() == '#!/usr/bin/env python3\nimport habana_frameworks.torch.core as htcore\n\ndevice = "hpu"\n'
 
 
 def test_unreadable_file(tree, monkeypatch):

@@ -20,8 +20,8 @@ DEVICE_STRINGS = [
     pytest.param('d = "cuda:{rank}".format(rank=r)', 'd = "hpu:{rank}".format(rank=r)', id="format-named"),
     pytest.param('d = "cuda:%d" % i', 'd = "hpu:%d" % i', id="percent"),
     pytest.param('d = "cuda:" + str(i)', 'd = "hpu:" + str(i)', id="concatenation"),
-    pytest.param('m = {"cuda:0": "cuda:1"}', 'm = {"hpu:0": "hpu:1"}', id="dict-map-location"),
-    pytest.param('x = y if z else "cuda"', 'x = y if z else "hpu"', id="conditional"),
+    pytest.param('m = {"cuda:0": "cuda:1"}', 'm = {"cuda:0": "hpu:1"}', id="dict-map-location"),
+    pytest.param('device = y if z else "cuda"', 'device = y if z else "hpu"', id="conditional"),
 ]
 
 

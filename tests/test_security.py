@@ -63,7 +63,7 @@ def test_nothing_is_written_outside_the_given_paths(tmp_path):
     inside, outside = tmp_path / "inside", tmp_path / "outside"
     inside.mkdir()
     outside.mkdir()
-    code = 'x = "cuda"\n'
+    code = 'device = "cuda"\n'
     (inside / "a.py").write_text(code)
     (outside / "b.py").write_text(code)
     os.symlink(outside / "b.py", inside / "link_to_outside.py")
@@ -79,7 +79,7 @@ def test_nothing_is_written_outside_the_given_paths(tmp_path):
 
 def test_a_symlink_named_explicitly_rewrites_its_target_and_stays_a_link(tmp_path):
     real = tmp_path / "real.py"
-    real.write_text('x = "cuda"\n')
+    real.write_text('device = "cuda"\n')
     link = tmp_path / "link.py"
     os.symlink(real, link)
     assert invoke("rewrite", link).exit_code == 0
@@ -88,9 +88,9 @@ def test_a_symlink_named_explicitly_rewrites_its_target_and_stays_a_link(tmp_pat
 
 
 def test_a_link_inside_the_tree_to_a_file_inside_it_is_followed_once(tmp_path):
-    (tmp_path / "real.py").write_text('x = "cuda"\n')
+    (tmp_path / "real.py").write_text('device = "cuda"\n')
     os.symlink(tmp_path / "real.py", tmp_path / "alias.py")
     result = invoke("rewrite", tmp_path)
     assert result.exit_code == 0
     assert (tmp_path / "alias.py").is_symlink()
-    assert (tmp_path / "real.py").read_text().endswith('x = "hpu"\n')
+    assert (tmp_path / "real.py").read_text().endswith('device = "hpu"\n')

@@ -22,9 +22,9 @@ def test_trailing_comment_suppresses_the_finding_and_its_fix():
 
 
 def test_codes_and_prefixes():
-    code = 'import torch\ntorch.cuda.synchronize(); x = "cuda"  # hpu-port: ignore[HPU110]\n'
+    code = 'import torch\ntorch.cuda.synchronize(); device = "cuda"  # hpu-port: ignore[HPU110]\n'
     out, found = run(code, select=["HPU101", "HPU110"])
-    assert "torch.hpu.synchronize()" in out and 'x = "cuda"' in out
+    assert "torch.hpu.synchronize()" in out and 'device = "cuda"' in out
     prefixed = code.replace("HPU110", "HPU1")
     out, found = run(prefixed, select=["HPU101", "HPU110"])
     assert found == set() and out == prefixed
@@ -52,14 +52,14 @@ def test_trailing_comment_on_the_first_line_covers_the_whole_statement():
 
 
 def test_file_ignore():
-    code = '# hpu-port: file-ignore[HPU110]\nimport torch\nx = "cuda"\ntorch.cuda.synchronize()\n'
+    code = '# hpu-port: file-ignore[HPU110]\nimport torch\ndevice = "cuda"\ntorch.cuda.synchronize()\n'
     out, found = run(code, select=["HPU101", "HPU110"])
-    assert 'x = "cuda"' in out and "torch.hpu.synchronize()" in out
+    assert 'device = "cuda"' in out and "torch.hpu.synchronize()" in out
     assert {code for code, _ in found} == {"HPU101"}
 
 
 def test_text_in_a_string_is_not_a_suppression():
-    out, found = run('x = "cuda"; note = "# hpu-port: ignore"\n', select=["HPU110"])
+    out, found = run('device = "cuda"; note = "# hpu-port: ignore"\n', select=["HPU110"])
     assert found == {("HPU110", 1)}
 
 
@@ -79,7 +79,7 @@ def test_mark_step_insertion_can_be_suppressed():
 
 def test_unused_suppressions_are_reported_when_asked(tmp_path):
     path = tmp_path / "m.py"
-    path.write_text('a = "hpu"  # hpu-port: ignore[HPU110]\nb = "cuda"  # hpu-port: ignore\n')
+    path.write_text('a = "hpu"  # hpu-port: ignore[HPU110]\ndevice = "cuda"  # hpu-port: ignore\n')
     runner = CliRunner()
     quiet = runner.invoke(main, ["check", str(path)], catch_exceptions=False)
     assert quiet.exit_code == 0 and quiet.stdout == ""

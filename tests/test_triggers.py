@@ -141,12 +141,14 @@ def test_unused_suppression_comments_are_still_read_when_selected():
 
 def _corpus():
     """Every rule example and every bundled script: code written to make rules act."""
-    from hpu_port.examples import example_source
+    from hpu_port.examples import example_file, example_source
     from hpu_port.rules import load_rules
     from tests.conftest import REPO
 
     for rule in load_rules():
         for number, example in enumerate(rule.examples, 1):
+            if not example_file(rule, example).endswith(".py"):
+                continue  # other file types are not Python: no screens
             yield f"{rule.code}-{number}", example_source(example.before).encode()
     for path in sorted((REPO / "tests" / "fixtures").rglob("*.py")) + sorted((REPO / "docs" / "examples").glob("*.py")):
         yield path.name, path.read_bytes()

@@ -15,8 +15,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import string
-from typing import TYPE_CHECKING, Any, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
+from hpu_port.formats import Document, Edit, Span
 from hpu_port.model import Rule
 from hpu_port.triggers import CodeView, Trigger
 
@@ -44,6 +46,8 @@ class Kind:
     # text sits only in comments and docstrings is not parsed for them).
     READS_COMMENTS = False
     MESSAGE_FIELDS: frozenset[str] = frozenset({"name"})
+    # The file name a rule's examples stand for, unless an example names one.
+    EXAMPLE_FILE = "example.py"
 
     def param_keys(self) -> set[str]:
         return set(self.KEYS)
@@ -121,6 +125,42 @@ class Kind:
         """Called once the whole file was visited (for file-level decisions)."""
 
 
+@dataclass(frozen=True)
+class Match:
+    """What a document kind found: where, the message, and the edits that fix
+    it (empty: a person must act)."""
+
+    span: Span
+    message: str
+    edits: tuple[Edit, ...] = ()
+
+
+class DocumentKind(Kind):
+    """A kind that reads documents (shell scripts, YAML, JSON, Dockerfiles...)
+    rather than Python: no libcst involved.
+
+    ``FORMATS`` names the file types (``hpu_port.filetypes``) it reads;
+    ``match`` returns what one rule finds in one document. The engine places
+    the findings, applies suppressions, applies the edits of the fixes that
+    are switched on and parses the output again.
+    """
+
+    FORMATS: tuple[str, ...] = ()
+
+    def match(self, rule: "Rule", document: Document, options: Any) -> Iterable[Match]:
+        return ()
+
+    def needles(self, rule: "Rule") -> tuple[str, ...]:
+        """Lower-case texts of which one must occur in a document for ``rule``
+        to match it (none: the rule reads every document of its formats)."""
+        return ()
+
+
+def _type_name(expected) -> str:
+    if isinstance(expected, tuple):
+        return " or a ".join(_type_name(e) for e in expected)
+
+
 def _matching_module(declaration: str):
     name = declaration.rsplit(".", 1)[-1]
     try:
@@ -129,12 +169,6 @@ def _matching_module(declaration: str):
         if exc.name != f"hpu_port.visitors.{name}":
             raise
         return None
-
-
-def _type_name(expected: type) -> str:
-    return {dict: "table", list: "list", str: "string", bool: "boolean"}.get(
-        expected, expected.__name__
-    )
 
 
 def register_kind(cls: type) -> type:

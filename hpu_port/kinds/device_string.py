@@ -1,24 +1,54 @@
 """Kind ``device-string``: string literals that name a device (``"cuda"``, ``"cuda:1"``).
 
-A literal that is exactly a device, anywhere in code, is rewritten: arguments,
-defaults, assignments, comparisons, containers. Docstrings and bytes are left
-alone. Strings that *build* a device name are rewritten too when their role is
-plain from the code: ``f"cuda:{rank}"``, ``"cuda:{}".format(i)``,
-``"cuda:%d" % i`` and ``"cuda:" + str(i)``.
+A literal with an index (``"cuda:0"``, ``"cuda:"``) is a device wherever it
+stands, except as a dict key (``map_location={"cuda:0": "cpu"}`` names the
+device a checkpoint was saved on). Strings that *build* one are devices too:
+``f"cuda:{rank}"``, ``"cuda:{}".format(i)``, ``"cuda:%d" % i``, ``"cuda:" + str(i)``.
+
+The bare word (``"cuda"``, ``"nccl"``) is also a method name, a path part, an
+option name or an enum value, so it is rewritten only where it flows into a
+device position, when the rule lists ``role-words``:
+
+- a keyword argument, assignment target, parameter, dict key or function
+  (for what it returns) whose name has one of the ``role-words`` as a part
+  (``device=``, ``self.device =``, ``cfg["device"] =``, ``def get_device()``);
+- the first argument of one of the ``role-calls`` (``torch.device``) or of a
+  method in ``role-methods`` (``.to("cuda")``);
+- an argparse-like call whose option name has a role word
+  (``add_argument("--device", default="cuda", choices=[...])``);
+- a comparison with an expression that names a role word
+  (``x.device.type == "cuda"``, ``dist.get_backend() != "nccl"``);
+- beside one of the ``siblings`` in a list, tuple, set or conditional
+  (``["cpu", "cuda"]``, ``"cuda" if ok else "cpu"``).
+
+A device name in the test of an ``if``, ``while`` or conditional expression
+whose code uses one of the ``nvidia-only`` names (see the ``rename`` kind) is
+reported, not renamed. Anything else is left to the fallback rule, which
+reports the line. Without
+``role-words`` the bare word is rewritten wherever it stands. Docstrings and
+bytes are never touched.
 """
 
 from __future__ import annotations
 
 import re
 
-from hpu_port.kinds import Kind, register_kind
+from hpu_port.kinds import Kind, register_kind, string_list
 from hpu_port.triggers import text_trigger
 
 
 @register_kind
 class DeviceString(Kind):
     name = "device-string"
-    KEYS = {"device": (str, True), "replacement": (str, True)}
+    KEYS = {
+        "device": (str, True),
+        "replacement": (str, True),
+        "role-words": (list, False),
+        "role-calls": (list, False),
+        "role-methods": (list, False),
+        "siblings": (list, False),
+        "nvidia-only": (list, False),
+    }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
     def build_params(self, table):
@@ -33,7 +63,19 @@ class DeviceString(Kind):
             "exact": re.compile(rf"{device}(:[0-9]*)?"),
             # a template that builds one: "cuda:{}", "cuda:{rank}", "cuda:%d", "cuda:"
             "template": re.compile(rf"{device}:(\{{[A-Za-z0-9_.]*\}}|%[dsi]|)"),
+            "role-words": frozenset(w.lower() for w in string_list(table.get("role-words", []), "role-words")),
+            "role-calls": frozenset(string_list(table.get("role-calls", []), "role-calls")),
+            "role-methods": frozenset(string_list(table.get("role-methods", []), "role-methods")),
+            "siblings": frozenset(string_list(table.get("siblings", []), "siblings")),
+            "nvidia-only": frozenset(string_list(table.get("nvidia-only", []), "nvidia-only")),
         }
 
     def triggers(self, rule):
         return [text_trigger(rule.params["device"])]
+
+
+def name_parts(name: str) -> set[str]:
+    """The parts of an identifier, lower-cased: `target_device`, `targetDevice`
+    and `TARGET_DEVICE` all have the part `device`; the whole name counts too."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return {part.lower() for part in re.split(r"[^A-Za-z0-9]+", spaced) if part} | {name.lower()}

@@ -19,10 +19,23 @@ class Rename(Kind):
     innermost ``if`` or conditional expression whose code holds one of the
     texts, or in a statement that hands the result to ``.numpy()``, is reported,
     not renamed (the fp16 arm of an fp16/bf16 dispatch stays fp16).
+
+    ``guards`` lists old names that test for CUDA (``torch.cuda.is_available``)
+    and ``nvidia-only`` the names (shell-style patterns, or ``keyword:NAME``
+    for a keyword argument) that mark NVIDIA-only code: a guard in the test of
+    an ``if``, ``while`` or conditional expression whose code uses one of them
+    is reported, not renamed, so that the NVIDIA-only branch does not start
+    running on Gaudi.
     """
 
     name = "rename"
-    KEYS = {"renames": (dict, True), "import-as": (dict, False), "keep-beside": (list, False)}
+    KEYS = {
+        "renames": (dict, True),
+        "import-as": (dict, False),
+        "keep-beside": (list, False),
+        "guards": (list, False),
+        "nvidia-only": (list, False),
+    }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
     def build_params(self, table):
@@ -36,6 +49,8 @@ class Rename(Kind):
             "renames": renames,
             "import-as": string_table(table.get("import-as", {}), "import-as"),
             "keep-beside": string_list(table.get("keep-beside", []), "keep-beside"),
+            "guards": frozenset(string_list(table.get("guards", []), "guards")),
+            "nvidia-only": frozenset(string_list(table.get("nvidia-only", []), "nvidia-only")),
         }
 
     def describe(self, rule):

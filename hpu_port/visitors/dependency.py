@@ -7,14 +7,14 @@ from typing import Optional
 import libcst as cst
 
 from hpu_port.context import FileContext
-from hpu_port.kinds.dependency import requirement_name
+from hpu_port.kinds import get_kind
 from hpu_port.model import Rule
 from hpu_port.visitors._references import RulesVisitor, literal_value
 from hpu_port.walk import walk
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
-    return _SetupVisitor(ctx, rules)
+    return _SetupVisitor(ctx, rules) if any(rule.params["keywords"] for rule in rules) else None
 
 
 SETUP_FUNCTIONS = {"setuptools.setup", "distutils.core.setup"}
@@ -35,8 +35,9 @@ class _SetupVisitor(RulesVisitor):
         walk(value, [collector])
         for string in collector.found:
             requirement = literal_value(string.value)
-            if isinstance(requirement, str) and requirement_name(requirement) in rule.params["packages"]:
-                self.ctx.report(rule, string, rule.message.format(name=requirement, file="setup.py"))
+            advice = get_kind(rule.kind).advice(rule, requirement) if isinstance(requirement, str) else None
+            if advice is not None:
+                self.ctx.report(rule, string, rule.message.format(name=requirement, file="setup.py", advice=advice))
 
 
 class _Strings:

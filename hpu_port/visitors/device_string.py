@@ -2,33 +2,133 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterator, Optional
 
 import libcst as cst
 
 from hpu_port.context import FileContext
+from hpu_port.kinds.device_string import name_parts
 from hpu_port.model import Rule
-from hpu_port.visitors._references import written
-
-
-def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
-    return _DeviceStringVisitor(ctx, rules)
-
+from hpu_port.visitors._guards import guarded_by, nvidia_only_use, passed_as
+from hpu_port.visitors._references import literal_value, written
 
 ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
+# Keywords of an argparse-like call that hold values of the option it names.
+OPTION_VALUES = frozenset({"default", "choices", "const"})
+STRING_TESTS = frozenset({"startswith", "endswith"})
+COMPARISONS = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn, cst.Is, cst.IsNot)
+
+
+def visitor_for_rule(rule: Rule, ctx: FileContext) -> cst.BatchableCSTVisitor:
+    return _DeviceStringVisitor(ctx, rule)
 
 
 class _DeviceStringVisitor(cst.BatchableCSTVisitor):
-    def __init__(self, ctx, rules) -> None:
+    def __init__(self, ctx, rule) -> None:
         super().__init__()
         self.ctx = ctx
-        self.rules = rules
+        self.rule = rule
+        self.params = rule.params
         self.templates: set[cst.SimpleString] = set()
+        self.dict_keys: set[cst.BaseExpression] = set()
+        # Bare words that flow into a device position (see the kind's docs).
+        self.in_role: set[cst.CSTNode] = set()
+        self.functions: list[cst.FunctionDef] = []
+        # Enclosing checks and arguments, for strings in a device test.
+        self.around: list[cst.CSTNode] = []
 
-    # Strings whose role as a template is visible from the expression around them.
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, (cst.Modulo, cst.Add)) and isinstance(node.left, cst.SimpleString):
-            self.templates.add(node.left)
+    def visit_If(self, node) -> None:
+        self.around.append(node)
+
+    def leave_If(self, node) -> None:
+        self.around.pop()
+
+    def visit_IfExp(self, node) -> None:
+        self.around.append(node)
+        self._beside_a_sibling([node.body, node.orelse])
+
+    def leave_IfExp(self, node) -> None:
+        self.around.pop()
+
+    def visit_While(self, node) -> None:
+        self.around.append(node)
+
+    def leave_While(self, node) -> None:
+        self.around.pop()
+
+    def visit_Arg(self, node) -> None:
+        self.around.append(node)
+
+    def leave_Arg(self, node) -> None:
+        self.around.pop()
+
+    # -- where a string stands --------------------------------------------------
+
+    def _role(self, name: str) -> bool:
+        return bool(self.params["role-words"] & name_parts(name))
+
+    def _names_a_role(self, expr: cst.CSTNode) -> bool:
+        """Whether an expression names a role word anywhere (`x.device.type`,
+        `str(device)`, `dist.get_backend()`, `cfg["device"]`)."""
+        return any(self._role(text) for text in _names_and_keys(expr))
+
+    def _mark(self, expr: Optional[cst.BaseExpression]) -> None:
+        if expr is not None:
+            self.in_role.update(_strings_in(expr))
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                self.dict_keys.add(element.key)
+                key = literal_value(written(element.key)) if isinstance(element.key, cst.SimpleString) else None
+                if isinstance(key, str) and self._role(key):
+                    self._mark(element.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(self._names_a_role(target.target) for target in node.targets):
+            self._mark(node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if self._names_a_role(node.target):
+            self._mark(node.value)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        if self._role(node.name.value):
+            self._mark(node.default)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.pop()
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if self.functions and self._role(self.functions[-1].name.value):
+            self._mark(node.value)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        parts = [node.left, *(target.comparator for target in node.comparisons)]
+        if any(isinstance(target.operator, COMPARISONS) for target in node.comparisons) and any(
+            self._names_a_role(part) for part in parts if not isinstance(part, cst.SimpleString)
+        ):
+            for part in parts:
+                self._mark(part)
+
+    def _beside_a_sibling(self, exprs) -> None:
+        siblings = self.params["siblings"]
+        values = [literal_value(written(e)) for e in exprs if isinstance(e, cst.SimpleString)]
+        if any(v in siblings for v in values if isinstance(v, str)):
+            for expr in exprs:
+                self._mark(expr)
+
+    def visit_List(self, node: cst.List) -> None:
+        self._beside_a_sibling([e.value for e in node.elements])
+
+    def visit_Tuple(self, node: cst.Tuple) -> None:
+        self._beside_a_sibling([e.value for e in node.elements])
+
+    def visit_Set(self, node: cst.Set) -> None:
+        self._beside_a_sibling([e.value for e in node.elements])
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -37,50 +137,124 @@ class _DeviceStringVisitor(cst.BatchableCSTVisitor):
             if isinstance(node.args[1].value, cst.SimpleString):
                 self.ctx.claim(node.args[1].value)
             return
-        if (
-            isinstance(func, cst.Attribute)
-            and func.attr.value == "format"
-            and isinstance(func.value, cst.SimpleString)
-        ):
+        if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, cst.SimpleString):
             self.templates.add(func.value)
+        self._mark_arguments(node)
+
+    def _mark_arguments(self, node: cst.Call) -> None:
+        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        option = any(
+            isinstance(arg.value, cst.SimpleString) and self._role(str(literal_value(written(arg.value))))
+            for arg in positional
+        )
+        for arg in node.args:
+            if arg.keyword is not None and (self._role(arg.keyword.value) or (option and arg.keyword.value in OPTION_VALUES)):
+                self._mark(arg.value)
+        if positional and self._device_call(node.func):
+            self._mark(positional[0].value)
+        # `args.device.startswith("cuda")`, `str(device).endswith("cuda")`
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in STRING_TESTS and self._names_a_role(func.value):
+            for arg in positional:
+                self._mark(arg.value)
+
+    def _device_call(self, func: cst.BaseExpression) -> bool:
+        if isinstance(func, cst.Attribute) and func.attr.value in self.params["role-methods"]:
+            return True
+        hit = self.ctx.qualify(func)
+        # Unresolved (`torch` never imported here): the name as written.
+        name = hit[0] if hit is not None else written(func)
+        return name in self.params["role-calls"]
+
+    # Strings whose role as a template is visible from the expression around them.
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, (cst.Modulo, cst.Add)) and isinstance(node.left, cst.SimpleString):
+            self.templates.add(node.left)
+
+    # -- the strings --------------------------------------------------------------
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if self.ctx.docstring_depth or "b" in node.prefix.lower():
+        if self.ctx.docstring_depth or "b" in node.prefix.lower() or node in self.dict_keys:
             return
-        raw = node.raw_value
-        for rule in self.rules:
-            params = rule.params
-            if params["exact"].fullmatch(raw) or (node in self.templates and params["template"].fullmatch(raw)):
-                new_raw = params["replacement"] + raw[len(params["device"]):]
-                self._report(rule, node, lambda updated: updated.with_changes(
-                    value=updated.prefix + updated.quote + new_raw + updated.quote
-                ))
-                return
+        raw, params = node.raw_value, self.params
+        exact = params["exact"].fullmatch(raw) and (raw != params["device"] or self._bare_word_counts(node))
+        # `backend="NCCL"`: the names are read case-insensitively where they are used.
+        shouted = raw.lower() == params["device"] and raw != params["device"] and node in self.in_role
+        if exact or shouted or (node in self.templates and params["template"].fullmatch(raw)):
+            new_raw = params["replacement"] + raw[len(params["device"]):]
+            self._report(node, lambda updated: updated.with_changes(
+                value=updated.prefix + updated.quote + new_raw + updated.quote
+            ))
+
+    def _bare_word_counts(self, node: cst.CSTNode) -> bool:
+        return not self.params["role-words"] or node in self.in_role
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
-        if self.ctx.docstring_depth or not node.parts:
+        if self.ctx.docstring_depth or not node.parts or node in self.dict_keys:
             return
         first, rest = node.parts[0], node.parts[1:]
         if not isinstance(first, cst.FormattedStringText):
             return
-        for rule in self.rules:
-            params = rule.params
-            text = first.value
-            exact = params["exact"].fullmatch(text) and not rest
-            built = (
-                text == params["device"] + ":"
-                and len(rest) == 1
-                and isinstance(rest[0], cst.FormattedStringExpression)
-            )
-            if exact or built:
-                self._report(rule, node, _replace_first_part(params["replacement"] + text[len(params["device"]):]))
-                return
+        params, text = self.params, first.value
+        exact = params["exact"].fullmatch(text) and not rest and (text != params["device"] or self._bare_word_counts(node))
+        built = text == params["device"] + ":" and len(rest) == 1 and isinstance(rest[0], cst.FormattedStringExpression)
+        if exact or built:
+            self._report(node, _replace_first_part(params["replacement"] + text[len(params["device"]):]))
 
-    def _report(self, rule, node, edit) -> None:
+    def _report(self, node, edit) -> None:
         if not self.ctx.claim(node):
             return
+        rule = self.rule
         message = rule.message.format(name=written(node), replacement=rule.params["replacement"])
+        used = self._guarded_nvidia_code(node)
+        if used:
+            self.ctx.report(rule, node, message + f" (not rewritten: the code this test guards uses `{used}`, which has no Gaudi equivalent)")
+            return
         self.ctx.report(rule, node, message, self.ctx.replace(node, edit))
+
+    def _guarded_nvidia_code(self, node) -> Optional[str]:
+        patterns = self.params["nvidia-only"]
+        guard = guarded_by(node, self.around) if patterns else None
+        if guard is None:
+            return None
+        return nvidia_only_use(guard, self.ctx, patterns) or passed_as(guard, self.around, patterns)
+
+
+def _strings_in(expr: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The string literals an expression evaluates to: itself, the arms of a
+    conditional, the operands of `or`/`and`, the items of a container."""
+    if isinstance(expr, (cst.SimpleString, cst.FormattedString)):
+        yield expr
+    elif isinstance(expr, cst.IfExp):
+        yield from _strings_in(expr.body)
+        yield from _strings_in(expr.orelse)
+    elif isinstance(expr, cst.BooleanOperation):
+        yield from _strings_in(expr.left)
+        yield from _strings_in(expr.right)
+    elif isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        for element in expr.elements:
+            yield from _strings_in(element.value)
+
+
+def _names_and_keys(expr: cst.CSTNode) -> Iterator[str]:
+    """Every name, attribute and string subscript key in ``expr``."""
+    if isinstance(expr, cst.Name):
+        yield expr.value
+    elif isinstance(expr, cst.Attribute):
+        yield expr.attr.value
+        yield from _names_and_keys(expr.value)
+    elif isinstance(expr, cst.Subscript):
+        yield from _names_and_keys(expr.value)
+        for element in expr.slice:
+            index = getattr(element.slice, "value", None)
+            if isinstance(index, cst.SimpleString):
+                key = literal_value(written(index))
+                if isinstance(key, str):
+                    yield key
+    elif isinstance(expr, cst.Call):
+        yield from _names_and_keys(expr.func)
+        for arg in expr.args:
+            yield from _names_and_keys(arg.value)
 
 
 def _replace_first_part(new_text: str):

@@ -9,6 +9,7 @@ import libcst as cst
 from hpu_port.context import FileContext
 from hpu_port.edits import replace_expression
 from hpu_port.model import Rule
+from hpu_port.visitors._guards import guarded_by, nvidia_only_use, passed_as
 from hpu_port.visitors._references import ReferenceVisitor, written
 
 
@@ -44,6 +45,18 @@ class _RenameVisitor(ReferenceVisitor):
     def leave_IfExp(self, node) -> None:
         self.around.pop()
 
+    def visit_Arg(self, node) -> None:
+        self.around.append(node)
+
+    def leave_Arg(self, node) -> None:
+        self.around.pop()
+
+    def visit_While(self, node) -> None:
+        self.around.append(node)
+
+    def leave_While(self, node) -> None:
+        self.around.pop()
+
     def visit_SimpleStatementLine(self, node) -> None:
         self.around.append(node)
 
@@ -54,6 +67,8 @@ class _RenameVisitor(ReferenceVisitor):
         rule, target = self.table[qualified]
         message = rule.message.format(name=written(node), replacement=target)
         reason = self._kept_for(rule) if rule.params["keep-beside"] else None
+        if qualified in rule.params["guards"]:
+            reason = reason or self._guards_nvidia_code(node, rule)
         if reason:
             self.ctx.report(rule, node, message + f" (not rewritten: {reason})")
             return
@@ -76,3 +91,11 @@ class _RenameVisitor(ReferenceVisitor):
         if statement is not None and ".numpy(" in written(statement):
             return "the result goes to NumPy, which has no bfloat16"
         return None
+
+    def _guards_nvidia_code(self, node, rule) -> Optional[str]:
+        guard = guarded_by(node, self.around)
+        if guard is None:
+            return None
+        patterns = rule.params["nvidia-only"]
+        used = nvidia_only_use(guard, self.ctx, patterns) or passed_as(guard, self.around, patterns)
+        return f"the code it guards uses `{used}`, which has no Gaudi equivalent" if used else None

@@ -1,0 +1,149 @@
+"""Port one document (a file that is not Python): parse, match, edit spans, parse again.
+
+The same contract as for Python sources: findings carry path, line and
+column; `# hpu-port: ignore[...]` comments in the file's own comment syntax
+switch findings (and their fixes) off; a fix replaces exactly the characters
+of its spans, so every byte no rule touched is kept (encoding, BOM, line
+endings, comments, quotes, indentation); output that the format's parser
+rejects is never written. No printing and no disk access happen here.
+"""
+
+from __future__ import annotations
+
+import codecs
+from typing import Optional
+
+from hpu_port import formats
+from hpu_port.formats import Document, FormatError, apply_edits
+from hpu_port.kinds import DocumentKind, Match, get_kind
+from hpu_port.results import FileResult, Finding
+from hpu_port.suppressions import scan_lines
+
+FORMAT_NAMES = {
+    "shell": "a shell script",
+    "yaml": "YAML",
+    "json": "JSON",
+    "dockerfile": "a Dockerfile",
+    "cmake": "CMake",
+    "cuda": "CUDA source",
+    "requirements": "a requirements file",
+    "pyproject": "TOML",
+    "setup-cfg": "a setup.cfg file",
+}
+
+
+def document_rules(ruleset, file_type: str) -> list:
+    """The selected rules whose kind reads files of ``file_type``."""
+    found = []
+    for rule in ruleset.rules:
+        kind = get_kind(rule.kind)
+        if isinstance(kind, DocumentKind) and file_type in kind.FORMATS:
+            found.append(rule)
+    return found
+
+
+def could_match(rules: list, text: str) -> bool:
+    """False when no rule's needle text occurs (the file is then not parsed)."""
+    lowered = text.lower()
+    for rule in rules:
+        needles = get_kind(rule.kind).needles(rule)
+        if not needles or any(needle in lowered for needle in needles):
+            return True
+    return False
+
+
+def port_document(path: str, source: bytes, ruleset, apply: bool, file_type: str) -> FileResult:
+    """Port one document's bytes. Never raises for bad input: errors become data."""
+    result = FileResult(path=path, source=source)
+    rules = document_rules(ruleset, file_type)
+    if not rules:
+        return result
+    limit = ruleset.options.max_file_size
+    if len(source) > limit:
+        result.error = f"too large to port ({len(source) / 2**20:.1f} MiB > {limit / 2**20:.1f} MiB)"
+        return result
+    bom, text = _decode(source, result)
+    if text is None or not could_match(rules, text):
+        return result
+    document = _parse(file_type, text, path, result)
+    if document is None:
+        return result
+    matched = _matches(rules, document, ruleset)
+    suppressions = scan_lines(text, document.comment, _comment_starts(document))
+    groups, fixed = [], []
+    for rule, match in matched:
+        start = document.line_col(match.span.start)
+        end = document.line_col(max(match.span.end, match.span.start))
+        if suppressions is not None and suppressions.suppresses(rule.code, start[0], end[0]):
+            continue
+        has_fix = bool(match.edits) and rule.has_fix
+        fixable = has_fix and ruleset.fix_enabled(rule)
+        finding = Finding(
+            rule.code, match.message, start[0], start[1], end[0], end[1],
+            fix=rule.fix if has_fix else "none", fixable=fixable, applied=False, category=rule.category,
+        )
+        if apply and fixable:
+            groups.append(match.edits)
+            fixed.append(len(result.findings))
+        result.findings.append(finding)
+    if groups:
+        _apply(document, groups, fixed, bom, file_type, result)
+    result.findings.sort(key=Finding.sort_key)
+    return result
+
+
+def _matches(rules: list, document: Document, ruleset) -> list[tuple[object, Match]]:
+    """Every rule's matches, the first rule to speak about a span keeping it."""
+    found, seen = [], set()
+    for rule in rules:
+        for match in get_kind(rule.kind).match(rule, document, ruleset.options):
+            place = (match.span.start, match.span.end, rule.code)
+            if place not in seen:
+                seen.add(place)
+                found.append((rule, match))
+    return found
+
+
+def _comment_starts(document: Document) -> Optional[set]:
+    spans = document.comment_spans()
+    return {span.start for span in spans} if spans else None
+
+
+def _decode(source: bytes, result: FileResult) -> tuple[bytes, Optional[str]]:
+    bom = codecs.BOM_UTF8 if source.startswith(codecs.BOM_UTF8) else b""
+    try:
+        return bom, source[len(bom):].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        result.error = f"cannot decode: {exc.reason} at byte {exc.start + len(bom)}"
+        return bom, None
+
+
+def _parse(file_type: str, text: str, path: str, result: FileResult) -> Optional[Document]:
+    try:
+        return formats.parse(file_type, text, path)
+    except FormatError as exc:
+        result.error = f"cannot parse as {FORMAT_NAMES[file_type]}: {exc.describe()}"
+    except RecursionError:
+        result.error = "too deeply nested to parse"
+    return None
+
+
+def _apply(document: Document, groups: list, fixed: list, bom: bytes, file_type: str, result: FileResult) -> None:
+    """Apply the fixes; refuse output the format's parser rejects."""
+    import dataclasses
+
+    applied = apply_edits(document.text, groups)
+    try:
+        formats.parse(file_type, applied.text, document.path)
+    except FormatError as exc:
+        codes = sorted({result.findings[i].code for i in fixed})
+        result.error = (
+            f"internal error: rules {', '.join(codes)} produced {FORMAT_NAMES[file_type]} that does not "
+            f"parse ({exc.describe()}); nothing was written"
+        )
+        return
+    for group_index in applied.used:
+        index = fixed[group_index]
+        result.findings[index] = dataclasses.replace(result.findings[index], applied=True)
+    if applied.text != document.text:
+        result.new_source = bom + applied.text.encode("utf-8")

@@ -1,0 +1,120 @@
+"""What kind of file a path is: the one place that decides which parser reads it.
+
+Python sources and notebooks go to libcst; every other type is a *document*
+read by a parser in ``hpu_port.formats`` (shell scripts, YAML, JSON,
+Dockerfiles, CMake, CUDA sources, requirements files, ...). Detection looks
+at the file's name first, then, for names that say nothing (a script without
+a suffix), at its first bytes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from typing import Optional
+
+PYTHON = "python"
+NOTEBOOK = "notebook"
+REQUIREMENTS = "requirements"
+PYPROJECT = "pyproject"
+SETUP_CFG = "setup-cfg"
+SHELL = "shell"
+YAML = "yaml"
+JSON = "json"
+DOCKERFILE = "dockerfile"
+CMAKE = "cmake"
+CUDA = "cuda"
+
+# Types read by the document engine (everything but Python and notebooks).
+DOCUMENT_TYPES = (REQUIREMENTS, PYPROJECT, SETUP_CFG, SHELL, YAML, JSON, DOCKERFILE, CMAKE, CUDA)
+ALL_TYPES = (PYTHON, NOTEBOOK, *DOCUMENT_TYPES)
+
+# Whole names (case-sensitive, as the tools that read them are).
+_NAMES = {
+    "pyproject.toml": PYPROJECT,
+    "setup.cfg": SETUP_CFG,
+    "CMakeLists.txt": CMAKE,
+    "Containerfile": DOCKERFILE,
+}
+# Name patterns, tried in order.
+_PATTERNS = (
+    ("requirements*.txt", REQUIREMENTS),
+    ("*requirements.txt", REQUIREMENTS),
+    ("requirements*.in", REQUIREMENTS),
+    ("Dockerfile", DOCKERFILE),
+    ("Dockerfile.*", DOCKERFILE),
+    ("*.Dockerfile", DOCKERFILE),
+    ("*.dockerfile", DOCKERFILE),
+)
+_SUFFIXES = {
+    ".py": PYTHON,
+    ".pyi": PYTHON,
+    ".ipynb": NOTEBOOK,
+    ".sh": SHELL,
+    ".bash": SHELL,
+    ".zsh": SHELL,
+    ".ksh": SHELL,
+    ".sbatch": SHELL,
+    ".slurm": SHELL,
+    ".pbs": SHELL,
+    ".yml": YAML,
+    ".yaml": YAML,
+    ".json": JSON,
+    ".cmake": CMAKE,
+    ".cu": CUDA,
+    ".cuh": CUDA,
+}
+_SHELLS = re.compile(rb"^#!\s*(?:/usr)?(?:/local)?/bin/(?:env\s+)?(?:-\S+\s+)*(ba|z|k|da)?sh\b")
+_PYTHON_SHEBANG = re.compile(rb"^#!.*\bpython")
+# Scheduler directives mark a job script even without a `#!` line.
+_JOB_DIRECTIVE = re.compile(rb"^#(SBATCH|PBS|BSUB|\$)\s", re.MULTILINE)
+HEAD_SIZE = 512
+
+
+def by_name(path: str) -> Optional[str]:
+    """The type a file's name alone gives, or None."""
+    name = os.path.basename(path)
+    if name in _NAMES:
+        return _NAMES[name]
+    for pattern, kind in _PATTERNS:
+        if fnmatch.fnmatchcase(name, pattern):
+            return kind
+    return _SUFFIXES.get(os.path.splitext(name)[1].lower())
+
+
+def by_content(head: bytes) -> Optional[str]:
+    """The type the first bytes of a file without a telling name give, or None."""
+    first = head.split(b"\n", 1)[0]
+    if _PYTHON_SHEBANG.match(first):
+        return PYTHON
+    if _SHELLS.match(first) or _JOB_DIRECTIVE.search(head):
+        return SHELL
+    return None
+
+
+def detect(path: str, head: Optional[bytes] = None) -> Optional[str]:
+    """The type of the file at ``path``; ``head`` (its first bytes) is read
+    from disk when needed and not given. None: no parser reads it."""
+    kind = by_name(path)
+    if kind is not None or "." in os.path.basename(path).lstrip("."):
+        return kind
+    if head is None:
+        head = read_head(path)
+    return by_content(head)
+
+
+def read_head(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(HEAD_SIZE)
+    except OSError:
+        return b""
+
+
+def is_build_script(path: str) -> bool:
+    """Python files that build or install the project rather than run it."""
+    return os.path.basename(path) in BUILD_SCRIPTS
+
+
+BUILD_SCRIPTS = frozenset({"setup.py"})

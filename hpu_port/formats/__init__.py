@@ -1,0 +1,225 @@
+"""Documents: files that are not Python, parsed into what rules can match, with
+exact source spans.
+
+One module per format (``shell``, ``yaml``, ``json``, ``dockerfile``,
+``cmake``, ``cuda_source``, ``requirements``) turns a file's text into a
+``Document``. A document offers the same few views whatever its syntax:
+
+- ``commands()``: programs run with their arguments (shell scripts, `RUN`
+  lines, notebook `!` lines, job-scheduler directives);
+- ``assignments()``: environment variables set (`export X=1`, `ENV X=1`,
+  `environment:` maps);
+- ``entries()``: the keys and values of a structured document (YAML, JSON);
+- ``requirements()``: the package requirements it lists.
+
+Every piece carries a ``Span`` of character offsets into ``Document.text``,
+so that a rule's fix replaces exactly those characters and nothing else: the
+document is never dumped again, and the bytes no rule touched stay as they
+were. After the edits, the new text is parsed again with the same parser;
+output that does not parse is never written.
+"""
+
+from __future__ import annotations
+
+import bisect
+import importlib
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+
+class FormatError(Exception):
+    """Text that the format's parser rejects; ``line`` is 1-based when known."""
+
+    def __init__(self, message: str, line: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+    def describe(self) -> str:
+        where = f"line {self.line}: " if self.line else ""
+        return f"{where}{self}"
+
+
+@dataclass(frozen=True)
+class Span:
+    """Characters ``start`` (inclusive) to ``end`` (exclusive) of a document's text."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Word:
+    """A piece of text with a meaning: ``value`` is what it means (quotes and
+    escapes resolved), ``span`` where its source text is."""
+
+    value: str
+    span: Span
+    quote: str = ""  # the quote character around the source text, if any
+
+    @property
+    def inner(self) -> Span:
+        """The span of the text inside the quotes."""
+        q = len(self.quote)
+        return Span(self.span.start + q, self.span.end - q)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A program run with its arguments. ``plain`` is True when it stands as a
+    statement of its own: not in a pipeline, a command substitution, a
+    condition, nor with its output redirected (nothing reads what it prints)."""
+
+    words: tuple[Word, ...]
+    span: Span
+    plain: bool = True
+
+    @property
+    def program(self) -> str:
+        return self.words[0].value.rsplit("/", 1)[-1] if self.words else ""
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """An environment variable set to a value (None: the value is not a plain string)."""
+
+    name: Word
+    value: Optional[Word]
+
+
+Key = Union[str, int]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A value of a structured document and the keys that lead to it.
+
+    ``value`` is set for scalars only; ``span`` covers the whole value
+    (mappings and lists too); ``removal`` is the span to delete to remove
+    the entry with its separator (None where the format cannot say).
+    """
+
+    path: tuple[Key, ...]
+    key: Optional[Word]
+    value: Optional[Word]
+    span: Span
+    kind: str = "scalar"  # scalar, mapping, sequence
+    raw: object = None  # the scalar as the format types it (JSON: int, bool, ...)
+    removal: Optional[Span] = None
+
+    @property
+    def name(self) -> Optional[str]:
+        return self.path[-1] if self.path and isinstance(self.path[-1], str) else None
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace a span of the document's text."""
+
+    span: Span
+    text: str
+
+
+class Document:
+    """A parsed file. Formats override the views they have."""
+
+    format: str = ""
+    # What starts a comment (suppression comments use it); None: no comments.
+    comment: Optional[str] = "#"
+    # The language name for examples in the rule docs.
+    language: str = "text"
+
+    def __init__(self, text: str, path: str = "") -> None:
+        self.text = text
+        self.path = path
+        self._line_starts: Optional[list[int]] = None
+
+    def commands(self) -> list[Command]:
+        return []
+
+    def assignments(self) -> list[Assignment]:
+        return []
+
+    def entries(self) -> list[Entry]:
+        return []
+
+    def images(self) -> list[Word]:
+        """Container images named (`FROM image`, `image:` keys)."""
+        return []
+
+    def references(self) -> list[Word]:
+        """Variables read (`$X`, `${X:-1}`): their names."""
+        return []
+
+    def requirements(self) -> list[Word]:
+        return []
+
+    def comment_spans(self) -> list[Span]:
+        return []
+
+    def in_comment(self, offset: int) -> bool:
+        return any(span.start <= offset < span.end for span in self.comment_spans())
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """1-based line and column of a character offset."""
+        if self._line_starts is None:
+            starts = [0]
+            starts += [i + 1 for i, char in enumerate(self.text) if char == "\n"]
+            self._line_starts = starts
+        line = bisect.bisect_right(self._line_starts, offset)
+        return line, offset - self._line_starts[line - 1] + 1
+
+
+@dataclass
+class Applied:
+    text: str
+    used: list[int] = field(default_factory=list)  # indices of the edit groups applied
+
+
+def apply_edits(text: str, groups: list[tuple[Edit, ...]]) -> Applied:
+    """Apply groups of edits (each group is one finding's fix, all or nothing);
+    a group that overlaps one applied before it is left out."""
+    taken: list[Span] = []
+    chosen: list[Edit] = []
+    used: list[int] = []
+    for index, group in enumerate(groups):
+        if any(_overlap(edit.span, other) for edit in group for other in taken):
+            continue
+        taken += [edit.span for edit in group]
+        chosen += group
+        used.append(index)
+    pieces, position = [], 0
+    for edit in sorted(chosen, key=lambda e: (e.span.start, e.span.end)):
+        pieces += [text[position:edit.span.start], edit.text]
+        position = edit.span.end
+    pieces.append(text[position:])
+    return Applied("".join(pieces), used)
+
+
+def _overlap(a: Span, b: Span) -> bool:
+    if a.start == a.end or b.start == b.end:  # insertions collide only at the same place
+        return a.start == b.start or b.start < a.start < b.end or a.start < b.start < a.end
+    return a.start < b.end and b.start < a.end
+
+
+# file type -> module that parses it (imported only when such a file is read).
+_PARSERS = {
+    "shell": "shell",
+    "yaml": "yaml",
+    "json": "json",
+    "dockerfile": "dockerfile",
+    "cmake": "cmake",
+    "cuda": "cuda_source",
+    "requirements": "requirements",
+    "pyproject": "requirements",
+    "setup-cfg": "requirements",
+}
+
+
+def parse(file_type: str, text: str, path: str = "") -> Document:
+    """The document for ``text``; raises FormatError when it does not parse."""
+    module = importlib.import_module(f"{__name__}.{_PARSERS[file_type]}")
+    return module.parse(text, path, file_type)
+
+
+def readable_types() -> tuple[str, ...]:
+    return tuple(_PARSERS)

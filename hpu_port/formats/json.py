@@ -1,0 +1,143 @@
+"""JSON documents, read by a small parser that keeps every value's span.
+
+The standard library's `json` module gives values, not places, so this
+module tokenizes the text itself (strictly: what it accepts, `json.loads`
+accepts too) and records, for each value, its span, its key's span and the
+span that removes the member with its separating comma. JSON has no
+comments: its findings are switched off with `per-file-ignores`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Optional
+
+from hpu_port.formats import Document, Entry, FormatError, Span, Word
+
+_WHITESPACE = re.compile(r"[ \t\r\n]*")
+_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_LITERALS = {"true": True, "false": False, "null": None}
+
+
+class JsonDocument(Document):
+    format = "json"
+    language = "json"
+    comment = None
+
+    def __init__(self, text: str, path: str, entries: list[Entry]) -> None:
+        super().__init__(text, path)
+        self._entries = entries
+
+    def entries(self) -> list[Entry]:
+        return self._entries
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.entries: list[Entry] = []
+
+    def fail(self, position: int, problem: str) -> FormatError:
+        return FormatError(problem, self.text.count("\n", 0, position) + 1)
+
+    def skip(self, position: int) -> int:
+        return _WHITESPACE.match(self.text, position).end()
+
+    def value(self, position: int, path: tuple, key: Optional[Word], removal: Optional[Span]) -> int:
+        """Parse the value at ``position`` (no whitespace before it); return its end."""
+        char = self.text[position:position + 1]
+        if char == "{":
+            return self.container(position, path, key, removal, "}", self.members)
+        if char == "[":
+            return self.container(position, path, key, removal, "]", self.items)
+        match = _STRING.match(self.text, position) if char == '"' else _NUMBER.match(self.text, position)
+        if match is not None:
+            raw = json.loads(match.group())
+            word = Word(raw if isinstance(raw, str) else match.group(), Span(match.start(), match.end()), '"' if char == '"' else "")
+            self.entries.append(Entry(path, key, word, word.span, "scalar", raw, removal))
+            return match.end()
+        for literal, raw in _LITERALS.items():
+            if self.text.startswith(literal, position):
+                word = Word(literal, Span(position, position + len(literal)))
+                self.entries.append(Entry(path, key, word, word.span, "scalar", raw, removal))
+                return position + len(literal)
+        raise self.fail(position, "expected a JSON value")
+
+    def container(self, start, path, key, removal, closer, read_inside) -> int:
+        index = len(self.entries)
+        self.entries.append(None)  # placeholder, filled once the end is known
+        end = read_inside(start + 1, path, closer)
+        kind = "mapping" if closer == "}" else "sequence"
+        self.entries[index] = Entry(path, key, None, Span(start, end), kind, None, removal)
+        return end
+
+    def members(self, position: int, path: tuple, closer: str) -> int:
+        position = self.skip(position)
+        if self.text.startswith(closer, position):
+            return position + 1
+        pending: list[tuple] = []  # (key word, value end, index of first entry) for the removal spans
+        opened = position
+        while True:
+            match = _STRING.match(self.text, position)
+            if match is None:
+                raise self.fail(position, "expected a string key")
+            key = Word(json.loads(match.group()), Span(match.start(), match.end()), '"')
+            position = self.skip(match.end())
+            if not self.text.startswith(":", position):
+                raise self.fail(position, "expected ':'")
+            first = len(self.entries)
+            end = self.value(self.skip(position + 1), path + (key.value,), key, None)
+            pending.append((key, end, first))
+            position = self.skip(end)
+            if self.text.startswith(",", position):
+                position = self.skip(position + 1)
+                continue
+            if self.text.startswith(closer, position):
+                self._set_removals(pending, opened)
+                return position + 1
+            raise self.fail(position, f"expected ',' or '{closer}'")
+
+    def _set_removals(self, pending: list, opened: int) -> None:
+        """A member is removed from its key to the next key; the last one from
+        the end of the member before it (taking that comma along)."""
+        for number, (key, end, first) in enumerate(pending):
+            if number + 1 < len(pending):
+                removal = Span(key.span.start, pending[number + 1][0].span.start)
+            elif number > 0:
+                removal = Span(pending[number - 1][1], end)
+            else:
+                removal = Span(key.span.start, end)
+            entry = self.entries[first]
+            self.entries[first] = Entry(entry.path, entry.key, entry.value, entry.span, entry.kind, entry.raw, removal)
+
+    def items(self, position: int, path: tuple, closer: str) -> int:
+        position = self.skip(position)
+        if self.text.startswith(closer, position):
+            return position + 1
+        index = 0
+        while True:
+            end = self.value(position, path + (index,), None, None)
+            position = self.skip(end)
+            index += 1
+            if self.text.startswith(",", position):
+                position = self.skip(position + 1)
+                continue
+            if self.text.startswith(closer, position):
+                return position + 1
+            raise self.fail(position, f"expected ',' or '{closer}'")
+
+
+def parse(text: str, path: str = "", file_type: str = "json") -> JsonDocument:
+    parser = _Parser(text)
+    start = parser.skip(0)
+    if start == len(text):
+        raise FormatError("empty document", 1)
+    try:
+        end = parser.skip(parser.value(start, (), None, None))
+    except RecursionError:
+        raise FormatError("too deeply nested") from None
+    if end != len(text):
+        raise parser.fail(end, "text after the JSON value")
+    return JsonDocument(text, path, parser.entries)

@@ -1,0 +1,191 @@
+"""Shell and job scripts, parsed with tree-sitter's bash grammar.
+
+tree-sitter gives every node its exact byte range and copes with what real
+scripts hold (arrays, `$(...)`, `$((...))`, here-documents, `case`,
+functions). A script it cannot parse without error is not ported (one line
+says where); nothing is guessed from lines. Job-scheduler directives
+(`#SBATCH --gres=gpu:4`) are comments to bash, so they are read here as
+commands of their own, named after their marker.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, Optional
+
+from hpu_port.formats import Assignment, Command, Document, FormatError, Span, Word
+
+# A command with one of these above it is not a statement of its own: what it
+# prints is read, or its status decides something.
+_CAPTURING = frozenset({"command_substitution", "process_substitution", "pipeline", "test_command", "arithmetic_expansion"})
+_DIRECTIVE = re.compile(r"#(SBATCH|PBS|BSUB|\$)[ \t]+(.*)")
+_SIMPLE_WORD = frozenset({"word", "number"})
+# Children of a command that are not among its words.
+_NOT_WORDS = frozenset({"variable_assignment", "file_redirect", "herestring_redirect", "heredoc_redirect", "comment"})
+
+
+class ShellDocument(Document):
+    format = "shell"
+    language = "sh"
+
+    def __init__(self, text: str, path: str, root, data: bytes) -> None:
+        super().__init__(text, path)
+        self._root = root
+        self._data = data
+        self._chars = _char_offsets(text, data)
+        self._commands: Optional[list[Command]] = None
+        self._assignments: Optional[list[Assignment]] = None
+        self._comments: Optional[list[Span]] = None
+
+    # -- views -----------------------------------------------------------------
+
+    def commands(self) -> list[Command]:
+        if self._commands is None:
+            found = [self._command(node) for node in self._nodes("command")]
+            found += self._directives()
+            self._commands = sorted(found, key=lambda c: c.span.start)
+        return self._commands
+
+    def assignments(self) -> list[Assignment]:
+        if self._assignments is None:
+            found = [self._assignment(node) for node in self._nodes("variable_assignment")]
+            found += [a for command in self.commands() for a in container_env(command)]
+            self._assignments = sorted(found, key=lambda a: a.name.span.start)
+        return self._assignments
+
+    def references(self) -> list[Word]:
+        found = []
+        for node_type in ("simple_expansion", "expansion"):
+            for node in self._nodes(node_type):
+                found += [self._word(c) for c in node.named_children if c.type == "variable_name"]
+        return found
+
+    def comment_spans(self) -> list[Span]:
+        if self._comments is None:
+            self._comments = [self._span(node) for node in self._nodes("comment")]
+        return self._comments
+
+    # -- nodes -----------------------------------------------------------------
+
+    def _nodes(self, node_type: str) -> Iterator:
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            if node.type == node_type:
+                yield node
+            stack.extend(reversed(node.children))
+
+    def _span(self, node) -> Span:
+        return Span(self._chars(node.start_byte), self._chars(node.end_byte))
+
+    def _word(self, node) -> Word:
+        span = self._span(node)
+        raw = self.text[span.start:span.end]
+        if node.type == "raw_string":
+            return Word(raw[1:-1], span, "'")
+        if node.type == "string" and all(c.type in ('"', "string_content") for c in node.children):
+            return Word(raw[1:-1], span, '"')
+        if node.type in _SIMPLE_WORD:
+            return Word(re.sub(r"\\(.)", r"\1", raw), span)
+        return Word(raw, span)  # expansions and concatenations: as written
+
+    def _command(self, node) -> Command:
+        words = [
+            self._word(child.named_children[0] if child.type == "command_name" else child)
+            for child in node.named_children
+            if child.type not in _NOT_WORDS
+        ]
+        return Command(tuple(words), self._span(node), _plain(node))
+
+    def _assignment(self, node) -> Assignment:
+        name = node.child_by_field_name("name")
+        value = node.child_by_field_name("value")
+        return Assignment(self._word(name), self._word(value) if value is not None else None)
+
+    def _directives(self) -> list[Command]:
+        found = []
+        for span in self.comment_spans():
+            match = _DIRECTIVE.match(self.text, span.start, span.end)
+            if match is None:
+                continue
+            words = [Word(match.group(0)[: len(match.group(1)) + 1], Span(span.start, span.start + len(match.group(1)) + 1))]
+            for part in re.finditer(r"\S+", match.group(2)):
+                start = match.start(2) + part.start()
+                if part.group().startswith("#"):
+                    break  # a comment after the directive
+                words.append(Word(part.group(), Span(start, start + len(part.group()))))
+            found.append(Command(tuple(words), span, True))
+        return found
+
+
+def container_env(command: Command) -> list[Assignment]:
+    """`-e NAME=value` / `--env NAME=value` of `docker run` and the like."""
+    if command.program not in ("docker", "podman", "nvidia-docker"):
+        return []
+    found = []
+    words = command.words
+    for index, word in enumerate(words[:-1]):
+        if word.value in ("-e", "--env") and "=" in words[index + 1].value and not words[index + 1].quote:
+            given = words[index + 1]
+            name, value = given.value.split("=", 1)
+            start = given.span.start
+            found.append(Assignment(Word(name, Span(start, start + len(name))), Word(value, Span(start + len(name) + 1, given.span.end))))
+    return found
+
+
+def _plain(node) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.type in _CAPTURING:
+            return False
+        if parent.type == "redirected_statement":
+            return False
+        if parent.type in ("if_statement", "while_statement") and node == parent.child_by_field_name("condition"):
+            return False
+        node, parent = parent, parent.parent
+    return True
+
+
+def _char_offsets(text: str, data: bytes):
+    """Byte offset -> character offset (the identity for ASCII text)."""
+    if len(data) == len(text):
+        return lambda offset: offset
+    table, position = [], 0
+    for char in text:
+        table.extend([position] * len(char.encode("utf-8")))
+        position += 1
+    table.append(position)
+    return lambda offset: table[offset]
+
+
+def _parser():
+    try:
+        import tree_sitter
+        import tree_sitter_bash
+    except ImportError as exc:  # pragma: no cover - the dependency is declared
+        raise FormatError(f"the shell parser is not installed ({exc.name})") from None
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+
+_PARSER = None
+
+
+def parse(text: str, path: str = "", file_type: str = "shell") -> ShellDocument:
+    global _PARSER
+    if _PARSER is None:
+        _PARSER = _parser()
+    data = text.encode("utf-8")
+    tree = _PARSER.parse(data)
+    if tree.root_node.has_error:
+        raise FormatError("syntax the shell parser does not understand", _first_error_line(tree.root_node))
+    return ShellDocument(text, path, tree.root_node, data)
+
+
+def _first_error_line(root) -> Optional[int]:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            return node.start_point[0] + 1
+        stack.extend(reversed([c for c in node.children if c.has_error or c.type == "ERROR" or c.is_missing]))
+    return None

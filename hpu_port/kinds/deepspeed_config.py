@@ -1,0 +1,84 @@
+"""Kind ``deepspeed-config``: the `"fp16"` section of a DeepSpeed JSON config.
+
+A JSON document is a DeepSpeed config when it holds one of ``documents``
+at its top level. Its `"fp16"` section becomes `"bf16"`: the key is renamed
+and the keys only fp16 has (``drop``: loss scaling) are removed with their
+commas, so the output stays valid JSON with its layout. A config that
+already has a `"bf16"` section, or an fp16 section with keys that are not
+known, is reported, never rewritten: no duplicate key, no setting lost.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from hpu_port.formats import Edit, Span
+from hpu_port.kinds import DocumentKind, Match, register_kind, string_list
+
+
+@register_kind
+class DeepSpeedConfig(DocumentKind):
+    name = "deepspeed-config"
+    KEYS = {"section": (str, True), "rename-to": (str, True), "keep": (list, True), "drop": (list, True), "documents": (list, True)}
+    MESSAGE_FIELDS = frozenset({"name", "replacement"})
+    FORMATS = ("json",)
+    EXAMPLE_FILE = "ds_config.json"
+
+    def build_params(self, table):
+        return {
+            "section": table["section"],
+            "rename-to": table["rename-to"],
+            "keep": set(string_list(table["keep"], "keep")),
+            "drop": set(string_list(table["drop"], "drop")),
+            "documents": set(string_list(table["documents"], "documents")),
+        }
+
+    def needles(self, rule) -> tuple[str, ...]:
+        return (f'"{rule.params["section"]}"',)
+
+    def match(self, rule, document, options) -> Iterator[Match]:
+        params = rule.params
+        entries = document.entries()
+        top = {e.path[0]: e for e in entries if len(e.path) == 1}
+        if not params["documents"] & set(top):
+            return
+        section = top.get(params["section"])
+        if section is None or section.kind != "mapping":
+            return
+        members = [e for e in entries if len(e.path) == 2 and e.path[0] == params["section"]]
+        enabled = next((m for m in members if m.name == "enabled"), None)
+        if enabled is not None and enabled.raw is False:
+            return  # switched off: nothing trains in fp16
+        message = rule.message.format(name=params["section"], replacement=params["rename-to"])
+        yield Match(section.key.span, message, self._fix(rule, top, section, members))
+
+    def _fix(self, rule, top: dict, section, members: list) -> tuple:
+        params = rule.params
+        names = {m.name for m in members}
+        if params["rename-to"] in top or not names <= params["keep"] | params["drop"]:
+            return ()
+        edits = [Edit(section.key.inner, params["rename-to"])]
+        edits += removals(members, {m.name for m in members if m.name in params["drop"]})
+        return tuple(edits)
+
+
+def removals(members: list, names: set) -> list[Edit]:
+    """Edits that delete the named members of one JSON object, commas
+    included: each run of removed members goes as one span."""
+    edits, index = [], 0
+    while index < len(members):
+        if members[index].name not in names:
+            index += 1
+            continue
+        last = index
+        while last + 1 < len(members) and members[last + 1].name in names:
+            last += 1
+        if last + 1 < len(members):
+            span = Span(members[index].key.span.start, members[last + 1].key.span.start)
+        elif index > 0:
+            span = Span(members[index - 1].span.end, members[last].span.end)
+        else:
+            span = Span(members[index].key.span.start, members[last].span.end)
+        edits.append(Edit(span, ""))
+        index = last + 1
+    return edits

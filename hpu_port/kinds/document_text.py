@@ -1,0 +1,88 @@
+"""Kinds that read a document's text and names: ``container-image``,
+``text-pattern`` and ``whole-file``.
+
+``container-image``: images named by `FROM` in a Dockerfile or by `image:`
+in YAML (CI jobs, compose services) that fully match one of ``images``.
+
+``text-pattern``: text matching one of ``patterns`` outside comments, in
+documents of ``formats`` (any when not given); ``once`` reports only the
+first match of a file.
+
+``whole-file``: one finding at the top of every file of its formats (a CUDA
+source is a kernel to rewrite as a whole).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from hpu_port.formats import Span
+from hpu_port.kinds import DocumentKind, Match, register_kind, string_list
+from hpu_port.kinds._patterns import full_match, needles_of, patterns
+
+TEXT_FORMATS = ("shell", "yaml", "dockerfile", "cmake", "requirements", "pyproject", "setup-cfg")
+
+
+@register_kind
+class ContainerImage(DocumentKind):
+    name = "container-image"
+    KEYS = {"images": (list, True)}
+    FORMATS = ("dockerfile", "yaml")
+    EXAMPLE_FILE = "Dockerfile"
+
+    def build_params(self, table):
+        return {"images": patterns(table, "images")}
+
+    def needles(self, rule) -> tuple[str, ...]:
+        return needles_of(rule.params["images"])
+
+    def match(self, rule, document, options) -> Iterator[Match]:
+        for image in document.images():
+            if full_match(rule.params["images"], image.value):
+                yield Match(image.span, rule.message.format(name=image.value))
+
+
+@register_kind
+class TextPattern(DocumentKind):
+    name = "text-pattern"
+    KEYS = {"patterns": (list, True), "formats": (list, False), "once": (bool, False)}
+    FORMATS = TEXT_FORMATS
+
+    def build_params(self, table):
+        formats = string_list(table.get("formats", list(TEXT_FORMATS)), "formats")
+        unknown = set(formats) - set(TEXT_FORMATS)
+        if unknown:
+            raise ValueError(f"'formats': unknown {', '.join(sorted(unknown))} (known: {', '.join(TEXT_FORMATS)})")
+        return {"patterns": patterns(table, "patterns"), "formats": set(formats), "once": table.get("once", False)}
+
+    def needles(self, rule) -> tuple[str, ...]:
+        return needles_of(rule.params["patterns"])
+
+    def match(self, rule, document, options) -> Iterator[Match]:
+        if document.format not in rule.params["formats"]:
+            return
+        comments = document.comment_spans()
+        for pattern in rule.params["patterns"]:
+            for found in pattern.finditer(document.text):
+                if any(c.start <= found.start() < c.end for c in comments):
+                    continue
+                yield Match(Span(found.start(), found.end()), rule.message.format(name=found.group()))
+                if rule.params["once"]:
+                    return
+
+
+@register_kind
+class WholeFile(DocumentKind):
+    name = "whole-file"
+    KEYS = {"formats": (list, True)}
+    FORMATS = ("cuda",)
+    EXAMPLE_FILE = "kernel.cu"
+
+    def build_params(self, table):
+        return {"formats": set(string_list(table["formats"], "formats"))}
+
+    def match(self, rule, document, options) -> Iterator[Match]:
+        if document.format in rule.params["formats"]:
+            import os
+
+            yield Match(Span(0, 0), rule.message.format(name=os.path.basename(document.path) or document.format))

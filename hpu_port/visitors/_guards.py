@@ -1,0 +1,95 @@
+"""Checks that test for CUDA, and whether what they guard is NVIDIA-only code.
+
+`if torch.cuda.is_available():` guards two kinds of code: device-generic code
+(move the model to "cuda"), which a port turns into HPU code along with the
+check, and NVIDIA-only code (compute capability, NVML, Triton kernels), which
+must not start running on Gaudi because the check now says yes. A check is
+ported only when what it guards holds none of the NVIDIA-only names.
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from hpu_port.walk import walk
+
+
+def guarded_by(node: cst.CSTNode, around: Iterable[cst.CSTNode]) -> Optional[cst.CSTNode]:
+    """The innermost `if`, `while` or conditional expression among ``around``
+    (outermost first) whose test holds ``node``."""
+    for candidate in reversed(list(around)):
+        test = getattr(candidate, "test", None)
+        if isinstance(candidate, (cst.If, cst.IfExp, cst.While)) and test is not None and _holds(test, node):
+            return candidate
+    return None
+
+
+def nvidia_only_use(guard: cst.CSTNode, ctx, patterns: frozenset) -> Optional[str]:
+    """The first NVIDIA-only name the guarded code uses (as written), or None."""
+    if not patterns:
+        return None
+    finder = _Finder(ctx, patterns)
+    walk(guard, [finder])
+    return finder.found
+
+
+def passed_as(guard: cst.CSTNode, around: list, patterns: frozenset) -> Optional[str]:
+    """``keyword=`` when the guard (a conditional expression) is the value of a
+    keyword argument listed as ``keyword:NAME`` (`map_location=...`)."""
+    for node in around[: around.index(guard)] if guard in around else ():
+        if isinstance(node, cst.Arg) and node.keyword is not None and f"keyword:{node.keyword.value}" in patterns:
+            return f"{node.keyword.value}="
+    return None
+
+
+def _holds(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
+    finder = _Identity(node)
+    walk(tree, [finder])
+    return finder.seen
+
+
+class _Identity:
+    def __init__(self, node: cst.CSTNode) -> None:
+        self.node = node
+        self.seen = False
+
+    def visit_Name(self, node) -> None:
+        self.seen |= node is self.node
+
+    def visit_Attribute(self, node) -> None:
+        self.seen |= node is self.node
+
+    def visit_Comparison(self, node) -> None:
+        self.seen |= node is self.node
+
+    def visit_SimpleString(self, node) -> None:
+        self.seen |= node is self.node
+
+
+class _Finder:
+    def __init__(self, ctx, patterns: frozenset) -> None:
+        self.ctx = ctx
+        self.patterns = patterns
+        self.found: Optional[str] = None
+
+    def visit_Attribute(self, node) -> None:
+        self._check(node)
+
+    def visit_Name(self, node) -> None:
+        self._check(node)
+
+    def visit_Arg(self, node) -> None:
+        # `map_location="cpu" if not torch.cuda.is_available() else None` picks
+        # where a checkpoint's tensors go: neither arm is right on Gaudi as such.
+        if node.keyword is not None and f"keyword:{node.keyword.value}" in self.patterns and self.found is None:
+            self.found = f"{node.keyword.value}="
+
+    def _check(self, node) -> None:
+        if self.found is not None:
+            return
+        hit = self.ctx.qualify(node)
+        if hit is not None and any(fnmatchcase(hit[0], p) for p in self.patterns):
+            self.found = hit[0]

@@ -1,0 +1,95 @@
+"""Files that are not Python: detection, span-keeping edits, errors, suppressions, discovery."""
+
+import json
+
+from hpu_port.engine import port_bytes
+from hpu_port.files import discover
+from hpu_port.filetypes import detect
+from hpu_port.formats import parse
+from hpu_port.model import Options
+from hpu_port.rules import load_rules
+from hpu_port.settings import RuleSet
+
+RULES = load_rules()
+
+
+def ruleset(**options):
+    return RuleSet([r for r in RULES if r.code.startswith("HPU8")], Options(**options))
+
+
+def test_detection_by_name_suffix_and_first_line():
+    assert detect("configs/trainer/gpu.yaml") == "yaml"
+    assert detect("docker/Dockerfile.gaudi") == "dockerfile"
+    assert detect("requirements-dev.txt") == "requirements"
+    assert detect("CMakeLists.txt") == "cmake"
+    assert detect("csrc/kernel.cuh") == "cuda"
+    assert detect("train", b"#!/usr/bin/env bash\necho hi\n") == "shell"
+    assert detect("job", b"#SBATCH --nodes=1\nsrun x\n") == "shell"
+    assert detect("tool", b"#!/usr/bin/python3\n") == "python"
+    assert detect("notes.txt") is None
+
+
+def test_yaml_edit_keeps_every_other_byte_and_crlf():
+    source = b"\xef\xbb\xbftrainer:\r\n  accelerator: 'gpu'   # keep me\r\n  devices: 2\r\n"
+    result = port_bytes("trainer.yaml", source, ruleset(), True)
+    assert result.new_source == source.replace(b"'gpu'", b"'hpu'")
+    again = port_bytes("trainer.yaml", result.new_source, ruleset(), True)
+    assert again.new_source is None
+
+
+def test_bad_yaml_is_one_line_naming_the_place():
+    result = port_bytes("c.yaml", b"accelerator: gpu\n  bad: [\n", ruleset(), True)
+    assert result.error.startswith("cannot parse as YAML: line ")
+    assert result.new_source is None
+
+
+def test_deepspeed_section_next_to_bf16_is_reported_not_duplicated():
+    source = b'{"train_batch_size": 8, "fp16": {"enabled": true}, "bf16": {"enabled": false}}\n'
+    result = port_bytes("ds.json", source, ruleset(fp16_to_bf16=True), True)
+    assert [f.code for f in result.findings] == ["HPU830"]
+    assert result.new_source is None
+
+
+def test_deepspeed_output_is_valid_json_with_the_last_members_dropped():
+    source = b'{\n  "train_batch_size": 8,\n  "fp16": {\n    "enabled": "auto",\n    "loss_scale_window": 1000,\n    "min_loss_scale": 1\n  }\n}\n'
+    result = port_bytes("ds.json", source, ruleset(fp16_to_bf16=True), True)
+    assert json.loads(result.new_source) == {"train_batch_size": 8, "bf16": {"enabled": "auto"}}
+    assert result.new_source == b'{\n  "train_batch_size": 8,\n  "bf16": {\n    "enabled": "auto"\n  }\n}\n'
+
+
+def test_json_parser_rejects_what_json_rejects():
+    for bad in ('{"a": 1,}', '{"a" 1}', "[1, 2", '{"a": tru}', "{} x"):
+        try:
+            parse("json", bad)
+        except Exception as exc:
+            assert type(exc).__name__ == "FormatError"
+        else:
+            raise AssertionError(bad)
+
+
+def test_shell_suppression_comment_and_unparseable_script():
+    source = b"export CUDA_VISIBLE_DEVICES=0  # hpu-port: ignore[HPU801]\nnvidia-smi\n"
+    result = port_bytes("run.sh", source, ruleset(), True)
+    assert [f.code for f in result.findings] == ["HPU805"]
+    broken = port_bytes("run.sh", b"if then fi ((\nnvidia-smi\n", ruleset(), True)
+    assert broken.error.startswith("cannot parse as a shell script")
+
+
+def test_heredoc_bodies_are_data_not_commands():
+    source = b"cat > cfg.txt <<EOF\nnvidia-smi\nCUDA_VISIBLE_DEVICES=1\nEOF\n"
+    assert port_bytes("run.sh", source, ruleset(), True).findings == []
+
+
+def test_build_script_is_reported_never_rewritten():
+    source = b'import torch\nfrom setuptools import setup\nif torch.cuda.is_available():\n    pass\nsetup(name="x")\n'
+    full = RuleSet([r for r in RULES if r.default], Options())
+    assert port_bytes("setup.py", source, full, True).new_source is None
+    assert port_bytes("train.py", source, full, True).new_source is not None
+
+
+def test_discovery_walks_every_type_and_counts_the_rest(tmp_path):
+    for name in ("a.py", "run.sh", "c.yaml", "ds.json", "Dockerfile", "k.cu", "README.md", "logo.png"):
+        (tmp_path / name).write_text("x\n")
+    found = discover([str(tmp_path)])
+    assert sorted(s.file_type for s in found) == ["cuda", "dockerfile", "json", "python", "shell", "yaml"]
+    assert found.passed_over == {".md": 1, ".png": 1}
