@@ -102,7 +102,9 @@ def test_the_guide_snippet_works_as_written(tmp_path, env):
     (tmp_path / "explore.ipynb").write_text(NOTEBOOK)
     (tmp_path / "requirements.txt").write_text("numpy\n")
     (tmp_path / "notes.md").write_text("cuda\n")
-    files = ["train.py", "clean.py", "explore.ipynb", "requirements.txt", "notes.md"]
+    (tmp_path / "launch.sh").write_text("#!/bin/sh\npython train.py --device cuda\n")
+    (tmp_path / "config.yaml").write_text("lr: 0.1\n")
+    files = ["train.py", "clean.py", "explore.ipynb", "requirements.txt", "notes.md", "launch.sh", "config.yaml"]
     subprocess.run(["git", "add", "."], cwd=tmp_path, check=True, env=env)
     # `language: system`: hpu-port as installed where the commit is made.
     path_env = {**env, "PATH": os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")}
