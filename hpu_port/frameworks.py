@@ -3,7 +3,8 @@
 hpu-port ports PyTorch code. A file written for another framework (TensorFlow,
 JAX, MXNet, Paddle) mentions `cuda`, `nccl` and `float16` with other meanings,
 and PyTorch/XLA code has its own device and `mark_step`: such files are left
-alone. The imports are read from the lines of the file, before any parse.
+alone. The imports are read from the lines of the file, before any parse; only
+unconditional, top-level ones decide.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ ALWAYS_FOREIGN = ("torch_xla",)
 # Frameworks whose files are left alone unless they import torch too.
 FOREIGN = ("tensorflow", "jax", "jaxlib", "flax", "mxnet", "paddle", "keras", *ALWAYS_FOREIGN)
 
-_IMPORT = re.compile(rb"^[ \t]*(?:import|from)[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
+# Imports at the top level only: an indented one sits under a condition
+# (`if is_torch_xla_available(): import torch_xla`), in a library that
+# supports several back ends, and does not make the file foreign.
+_IMPORT = re.compile(rb"^(?:import|from)[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
 
 
 def foreign_framework(source: bytes) -> Optional[str]:

@@ -31,3 +31,11 @@ def test_pytorch_code_that_also_imports_tensorflow_is_ported():
 def test_a_mention_in_a_docstring_is_no_import():
     source = '"""Unlike\nimport tensorflow\n"""\nimport torch\nx = torch.zeros(2, device="cuda")\n'
     assert port(source).new_source is not None
+
+
+def test_a_conditional_import_of_another_backend_does_not_make_a_file_foreign():
+    source = (
+        "import torch\nif is_torch_xla_available():\n    import torch_xla.core.xla_model as xm\n"
+        'x = torch.zeros(2, device="cuda")\n'
+    )
+    assert port(source).new_source is not None

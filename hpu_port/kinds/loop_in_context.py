@@ -1,8 +1,9 @@
 """Kind ``loop-in-context``: report loops that run under a given context (report only).
 
 A ``for``/``while`` loop inside ``with <context>():`` or in a function decorated
-with one of the ``contexts`` (``torch.no_grad``, ``torch.inference_mode``) is
-reported once (the outermost such loop), unless it already calls one of the
+with one of the ``contexts`` (``torch.no_grad``, ``torch.inference_mode``), or
+a loop whose body enters the context (``for x in loader: with torch.no_grad():``),
+is reported once (the outermost such loop), unless it already calls one of the
 ``satisfied-by`` functions or one of the ``skip-methods`` (a loop that calls
 ``.backward()`` is training, not inference). A file that calls one of the
 ``file-satisfied-by`` functions anywhere (``wrap_in_hpu_graph(model)``) is
@@ -82,7 +83,7 @@ def _loops_under(tree: ast.AST, last_parts: set[str]):
     stack = [(statement, False) for statement in getattr(tree, "body", [])]
     while stack:
         statement, inside = stack.pop()
-        if isinstance(statement, _LOOPS) and inside:
+        if isinstance(statement, _LOOPS) and (inside or _holds_a_context(statement, last_parts)):
             yield statement
             continue
         if isinstance(statement, _WITHS):
@@ -91,6 +92,15 @@ def _loops_under(tree: ast.AST, last_parts: set[str]):
             inside = inside or any(_ends_in(d, last_parts) for d in statement.decorator_list)
         for child in child_statements(statement):
             stack.append((child, inside))
+
+
+def _holds_a_context(loop: ast.AST, last_parts: set[str]) -> bool:
+    """Whether a `with <context>():` stands inside the loop (`for x in loader:
+    with torch.no_grad(): ...`): the loop is then run under the context too."""
+    return any(
+        isinstance(node, _WITHS) and any(_ends_in(item.context_expr, last_parts) for item in node.items)
+        for node in ast.walk(loop)
+    )
 
 
 def _bound_names(view) -> set:

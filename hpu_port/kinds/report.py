@@ -12,13 +12,21 @@ class Report(Kind):
 
     A name ending in ``.*`` stands for every name under it that no other rule
     rewrote (``"pynvml.*"``). With ``report-imports``, importing one of the
-    modules is reported too (``import flash_attn``), even if nothing uses it.
+    modules is reported too (``import flash_attn``), even if nothing uses it;
+    with ``report-unused-imports``, only an import nothing in the file uses
+    (``import apex_C`` for its side effects): the uses of the others are
+    reported one by one.
     With ``type-checks = false``, a name used only to test a type
     (``isinstance(model, nn.DataParallel)``) is not reported.
     """
 
     name = "report"
-    KEYS = {"names": (dict, True), "report-imports": (bool, False), "type-checks": (bool, False)}
+    KEYS = {
+        "names": (dict, True),
+        "report-imports": (bool, False),
+        "report-unused-imports": (bool, False),
+        "type-checks": (bool, False),
+    }
     MESSAGE_FIELDS = frozenset({"name", "qualified", "advice"})
 
     def build_params(self, table):
@@ -28,6 +36,7 @@ class Report(Kind):
         return {
             "names": names,
             "report-imports": table.get("report-imports", False),
+            "report-unused-imports": table.get("report-unused-imports", False),
             "type-checks": table.get("type-checks", True),
         }
 

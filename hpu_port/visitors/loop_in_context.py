@@ -29,6 +29,8 @@ class _LoopVisitor(cst.BatchableCSTVisitor):
         self.loop_runs_model = False
         self.candidates: list[tuple[cst.CSTNode, str]] = []
         self.file_is_handled = False
+        # Loops entered outside any context: one may enter the context inside.
+        self.plain_loops: list[cst.CSTNode] = []
 
     def _context_name(self, expr) -> Optional[str]:
         func = expr.func if isinstance(expr, cst.Call) else expr
@@ -42,6 +44,9 @@ class _LoopVisitor(cst.BatchableCSTVisitor):
             name = self._context_name(item.item)
             if name:
                 self.context_nodes.append((node, name))
+                if self.loop is None and self.plain_loops:
+                    # `for x in loader: with torch.no_grad(): ...` runs the loop under it.
+                    self._start_loop(self.plain_loops[-1], name)
                 return
 
     def leave_With(self, node: cst.With) -> None:
@@ -69,8 +74,13 @@ class _LoopVisitor(cst.BatchableCSTVisitor):
 
     def _enter_loop(self, node) -> None:
         if self.loop is None and self.context_nodes:
-            self.loop, self.loop_context, self.loop_is_handled = node, self.context_nodes[-1][1], False
-            self.loop_runs_model = not self.params["forward-calls"]
+            self._start_loop(node, self.context_nodes[-1][1])
+        elif self.loop is None:
+            self.plain_loops.append(node)
+
+    def _start_loop(self, node, context: str) -> None:
+        self.loop, self.loop_context, self.loop_is_handled = node, context, False
+        self.loop_runs_model = not self.params["forward-calls"]
 
     def leave_For(self, node) -> None:
         self._leave_loop(node)
@@ -79,6 +89,8 @@ class _LoopVisitor(cst.BatchableCSTVisitor):
         self._leave_loop(node)
 
     def _leave_loop(self, node) -> None:
+        if self.plain_loops and self.plain_loops[-1] is node:
+            self.plain_loops.pop()
         if node is self.loop:
             if not self.loop_is_handled and self.loop_runs_model:
                 self.candidates.append((node, self.loop_context))

@@ -39,7 +39,8 @@ class _ReportVisitor(ReferenceVisitor):
         for binding in self.ctx.scopes.bindings:
             module = binding.module_path
             for name, (rule, advice) in self.table.items():
-                if not rule.params["report-imports"]:
+                unused = rule.params["report-unused-imports"] and binding.uses == 0
+                if not (rule.params["report-imports"] or unused):
                     continue
                 base = name[:-2] if name.endswith(".*") else name
                 if (module == base or module.startswith(base + ".")) and self.ctx.claim(binding.alias):

@@ -1,0 +1,35 @@
+"""Kind ``device-index``: a device given as a bare index (``.to(local_rank)``), report only.
+
+On CUDA an integer device is a GPU index: ``x.to(local_rank)``,
+``torch.device(rank)`` and ``device=args.gpu`` all mean ``cuda:<n>``. A name
+or attribute in a device position (a keyword in ``keywords``, the first
+argument of a method in ``methods`` or of a call in ``calls``) whose name has
+one of the ``words`` as a part is reported: a person decides what it becomes
+on Gaudi (usually ``"hpu"``: each process sees its own card).
+"""
+
+from __future__ import annotations
+
+from hpu_port.kinds import Kind, register_kind, string_list
+from hpu_port.triggers import name_trigger
+
+
+@register_kind
+class DeviceIndex(Kind):
+    name = "device-index"
+    KEYS = {"words": (list, True), "keywords": (list, False), "methods": (list, False), "calls": (list, False)}
+    MESSAGE_FIELDS = frozenset({"name"})
+
+    def build_params(self, table):
+        words = string_list(table["words"], "words")
+        if not words:
+            raise ValueError("'words' must not be empty")
+        return {
+            "words": frozenset(w.lower() for w in words),
+            "keywords": frozenset(string_list(table.get("keywords", []), "keywords")),
+            "methods": frozenset(string_list(table.get("methods", []), "methods")),
+            "calls": frozenset(string_list(table.get("calls", []), "calls")),
+        }
+
+    def triggers(self, rule):
+        return [name_trigger(word) for word in sorted(rule.params["words"])]

@@ -1,0 +1,51 @@
+"""How the ``device-index`` kind matches code (see ``hpu_port.kinds.device_index``)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from hpu_port.context import FileContext
+from hpu_port.kinds.device_string import name_parts
+from hpu_port.model import Rule
+from hpu_port.visitors._references import written
+
+
+def visitor_for_rule(rule: Rule, ctx: FileContext) -> cst.BatchableCSTVisitor:
+    return _DeviceIndexVisitor(ctx, rule)
+
+
+class _DeviceIndexVisitor(cst.BatchableCSTVisitor):
+    def __init__(self, ctx, rule) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.rule = rule
+        self.params = rule.params
+
+    def visit_Call(self, node: cst.Call) -> None:
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in self.params["keywords"]:
+                self._check(arg.value)
+        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        if positional and self._device_call(node.func):
+            self._check(positional[0].value)
+
+    def _device_call(self, func) -> bool:
+        if isinstance(func, cst.Attribute) and func.attr.value in self.params["methods"]:
+            return True
+        hit = self.ctx.qualify(func)
+        return (hit[0] if hit is not None else written(func)) in self.params["calls"]
+
+    def _check(self, value: cst.BaseExpression) -> None:
+        last = _last_name(value)
+        if last is not None and self.params["words"] & name_parts(last) and self.ctx.claim(value):
+            self.ctx.report(self.rule, value, self.rule.message.format(name=written(value)))
+
+
+def _last_name(value) -> Optional[str]:
+    if isinstance(value, cst.Name):
+        return value.value
+    if isinstance(value, cst.Attribute):
+        return value.attr.value
+    return None
