@@ -244,23 +244,10 @@ def _finish_rewrite(summary, writing: bool, verbosity: int, exit_zero: bool = Fa
 
 def _print_fixes(summary, verb: str, counted) -> None:
     """ruff's `--show-fixes`: per file, how many findings of each rule are fixed."""
-    from collections import Counter
+    from hpu_port.planning import fixes_text
 
-    names = {rule.code: rule.name for result in summary.results for rule in result.rules}
-    per_file = {}
-    for result in sorted(summary.results, key=lambda r: r.path):
-        fixed = Counter(f.code for f in result.findings if counted(f))
-        if fixed:
-            per_file[result.path] = fixed
-    total = sum(sum(c.values()) for c in per_file.values())
-    if not total:
-        click.echo(f"hpu-port: no fixes{' to apply' if verb != 'Fixed' else ' applied'}", err=True)
-        return
-    click.echo(f"{verb} {_plural(total, 'finding')}:", err=True)
-    for path, fixed in per_file.items():
-        click.echo(f"- {path}:", err=True)
-        for code, count in sorted(fixed.items()):
-            click.echo(f"    {count} \u00d7 {code} ({names.get(code, '')})", err=True)
+    lines = fixes_text(summary.results, verb, counted)
+    click.echo("\n".join(lines) if lines else f"hpu-port: no fixes{' applied' if verb == 'Fixed' else ' to apply'}", err=True)
 
 
 def _file_types(summary) -> None:

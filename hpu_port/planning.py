@@ -205,3 +205,17 @@ def summary_line(results: list[FileResult], failed: int) -> str:
 
 def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def fixes_text(results: list[FileResult], verb: str, counted) -> list[str]:
+    """``verb`` N findings, then per file the count of each rule's ``counted``
+    findings (as ruff's `--show-fixes` lists them); nothing when there are none."""
+    names = {rule.code: rule.name for result in results for rule in result.rules}
+    lines, total = [], 0
+    for result in sorted(results, key=lambda r: r.path):
+        fixed = Counter(f.code for f in result.findings if counted(f))
+        if fixed:
+            total += sum(fixed.values())
+            lines.append(f"- {result.path}:")
+            lines += [f"    {count} \u00d7 {code} ({names.get(code, '')})" for code, count in sorted(fixed.items())]
+    return [f"{verb} {plural(total, 'finding')}:", *lines] if total else []
