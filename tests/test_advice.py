@@ -66,7 +66,7 @@ def test_rewrite_leaves_advice_alone_unless_it_is_selected(scripts):
     assert chosen.exit_code == 0, chosen.stderr
     after = script.read_text()
     ast.parse(after)
-    assert "optimizer = FusedAdamW(model.parameters(), lr=args.lr, weight_decay=0.01)" in after
+    assert "optimizer = FusedAdamW(model.parameters(), lr=args.lr, weight_decay=0.01, eps=1e-8)" in after
     assert "y = FusedSDPA.apply(q, k, v, mask)" in after
     assert "num_workers=4, pin_memory=True, pin_memory_device=\"hpu\")" in after
     assert "model = DDP(model, gradient_as_bucket_view=True)" in after
