@@ -316,6 +316,7 @@ def _finish_rewrite(summary, writing: bool, verbosity: int) -> None:
             err=True,
         )
         _file_types(summary)
+        _print_modes(summary)
         _summary_table(summary)
     if summary.failed:
         sys.exit(EXIT_ERROR)
@@ -333,6 +334,12 @@ def _file_types(summary) -> None:
         rest = sum(summary.not_examined.values()) - sum(count for _, count in top)
         shown = ", ".join(f"{kind} {count}" for kind, count in top) + (f", other {rest}" if rest else "")
         click.echo(f"hpu-port: not examined: {shown}", err=True)
+
+
+def _print_modes(summary) -> None:
+    from hpu_port.report import mode_summary
+
+    click.echo(mode_summary(summary.results), nl=False, err=True)
 
 
 def _summary_table(summary) -> None:
@@ -394,6 +401,7 @@ def check(paths, output_format, output, stdin_filename, no_color, **kwargs):
             err=True,
         )
         _file_types(summary)
+        _print_modes(summary)
         _summary_table(summary)
     if summary.failed:
         sys.exit(EXIT_ERROR)

@@ -9,9 +9,10 @@ import json
 from typing import Iterable
 
 from hpu_port import __version__
+from hpu_port.model import MODE_IMPLIES
 from hpu_port.report_markdown import render_markdown
 from hpu_port.report_sarif import render_sarif
-from hpu_port.results import FileResult, Finding, all_findings
+from hpu_port.results import FileResult, Finding, all_findings, modes_in
 
 
 def _text(data: bytes, encoding: str) -> str:
@@ -124,6 +125,9 @@ def render_json(results: list[FileResult], rules=()) -> str:
         "tool": "hpu-port",
         "version": __version__,
         "schema_version": JSON_SCHEMA_VERSION,
+        "modes": [
+            {"mode": mode, "files": count, "implies": MODE_IMPLIES[mode]} for mode, count in modes_in(results).items()
+        ],
         "findings": [finding_record(path, f) for path, f in all_findings(results)],
         "files": [
             {"path": r.path, "diff": unified_diff(r)} for r in sorted(results, key=lambda r: r.path) if r.changed
@@ -145,15 +149,28 @@ def files_by_type(results: list[FileResult]) -> dict:
 
 def render_csv(results: list[FileResult], rules=()) -> str:
     out = io.StringIO()
-    fields = ["path", "line", "column", "end_line", "end_column", "code", "category", "fix", "fixable", "message"]
+    fields = ["path", "line", "column", "end_line", "end_column", "code", "category", "fix", "fixable", "message", "mode"]
     writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
+    mode_of = {r.path: r.mode or "" for r in results}
     for path, finding in all_findings(results):
-        writer.writerow(finding_record(path, finding))
+        writer.writerow({**finding_record(path, finding), "mode": mode_of.get(path, "")})
     return out.getvalue()
 
 
 RENDERERS = {"text": render_text, "json": render_json, "csv": render_csv, "sarif": render_sarif, "markdown": render_markdown}
+
+
+def mode_summary(results: list[FileResult]) -> str:
+    """One line per execution mode in effect: which, for how many files, what it implies."""
+    modes = modes_in(results)
+    return "".join(
+        f"hpu-port: mode {mode}{_files_note(count, len(modes))}: {MODE_IMPLIES[mode]}\n" for mode, count in modes.items()
+    )
+
+
+def _files_note(count: int, modes: int) -> str:
+    return f" ({count} file{'s' if count != 1 else ''})" if modes > 1 else ""
 
 
 FORMATS = ("text", "json", "sarif", "markdown", "csv")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from hpu_port import __version__
-from hpu_port.results import FileResult
+from hpu_port.model import MODE_IMPLIES
+from hpu_port.results import FileResult, modes_in
 
 # How much work a manual finding of each category usually is.
 EFFORT = {
@@ -55,6 +56,14 @@ def _by_type(results: list[FileResult]) -> dict:
     return dict(sorted(counts.items())) if len(counts) > 1 else {}
 
 
+def _modes(results: list[FileResult]) -> list[str]:
+    modes = modes_in(results)
+    lines = [
+        f"**Mode: {mode}**{f' ({count} files)' if len(modes) > 1 else ''}: {MODE_IMPLIES[mode]}." for mode, count in modes.items()
+    ]
+    return lines + [""] if lines else []
+
+
 def _categories(results: list[FileResult]) -> list[str]:
     total, manual = Counter(), Counter()
     for result in results:
@@ -89,7 +98,7 @@ def _per_file(results: list[FileResult], manual: bool) -> list[str]:
 
 def render_markdown(results: list[FileResult], rules=()) -> str:
     lines = [f"# Migration report (hpu-port {__version__})", ""]
-    lines += _summary(results) + _categories(results)
+    lines += _modes(results) + _summary(results) + _categories(results)
     failed = [r for r in results if r.failed]
     if failed:
         lines += ["## Files not processed", ""] + [f"- `{r.path}`: {_cell(r.error)}" for r in failed] + [""]
