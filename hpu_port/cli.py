@@ -236,6 +236,7 @@ def _finish_rewrite(summary, writing: bool, verbosity: int, exit_zero: bool = Fa
             err=True,
         )
         _file_types(summary)
+        _print_modes(summary)
         _summary_table(summary)
     if summary.failed:
         sys.exit(EXIT_ERROR)
@@ -261,6 +262,12 @@ def _file_types(summary) -> None:
         rest = sum(summary.not_examined.values()) - sum(count for _, count in top)
         shown = ", ".join(f"{kind} {count}" for kind, count in top) + (f", other {rest}" if rest else "")
         click.echo(f"hpu-port: not examined: {shown}", err=True)
+
+
+def _print_modes(summary) -> None:
+    from hpu_port.report import mode_summary
+
+    click.echo(mode_summary(summary.results), nl=False, err=True)
 
 
 def _summary_table(summary) -> None:
@@ -345,6 +352,7 @@ def check(
 
         click.echo(f"hpu-port: {summary_line(summary.results, len(summary.failed))}", err=True)
         _file_types(summary)
+        _print_modes(summary)
         if toolkit is not None:
             _toolkit_summary(toolkit, verbosity)
         _summary_table(summary)

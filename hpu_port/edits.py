@@ -206,11 +206,12 @@ def _insert_imports(body, imports: list[str], config) -> list:
     """Insert after the docstring, `__future__` imports and the leading import
     block; or, where torch is first imported further down (after code that
     must run before it: environment set-up, `import comet_ml`), after the
-    import block that holds it."""
+    import block that holds it. Environment settings among the imports count
+    as part of the block (they must come before Gaudi's modules load)."""
     index = 0
     if body and _is_docstring(body[0]):
         index = 1
-    while index < len(body) and _is_import_line(body[index]):
+    while index < len(body) and (_is_import_line(body[index]) or _is_environment_line(body[index])):
         index += 1
     torch_at = next((i for i, s in enumerate(body) if _is_import_line(s) and _imports_torch(s)), None)
     if torch_at is not None and torch_at >= index:
@@ -223,6 +224,26 @@ def _insert_imports(body, imports: list[str], config) -> list:
         # Set the new imports apart from the code that follows, as an import block is.
         rest = [rest[0].with_changes(leading_lines=[cst.EmptyLine()]), *rest[1:]]
     return [*body[:index], *new, *rest]
+
+
+def _is_environment_line(statement) -> bool:
+    """`os.environ[...] = ...` or `os.environ.setdefault(...)` on a line of its own."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    small = statement.body[0]
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        target = small.targets[0].target
+        return isinstance(target, cst.Subscript) and _ends_with_environ(target.value)
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        func = small.value.func
+        return isinstance(func, cst.Attribute) and func.attr.value in ("setdefault", "update") and _ends_with_environ(func.value)
+    return False
+
+
+def _ends_with_environ(expr) -> bool:
+    return (isinstance(expr, cst.Attribute) and expr.attr.value == "environ") or (
+        isinstance(expr, cst.Name) and expr.value == "environ"
+    )
 
 
 def _is_docstring(statement) -> bool:

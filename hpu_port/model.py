@@ -11,6 +11,17 @@ from typing import Any, Optional
 
 FIX_SAFETIES = ("safe", "unsafe", "none")
 MODES = ("lazy", "eager")
+# What porting in each mode means, in one line, for the summary and every report.
+MODE_IMPLIES = {
+    "lazy": (
+        "mark_step() is inserted after backward passes and optimizer steps and torch.compile is "
+        "reported; current Gaudi releases default to eager mode, so run with PT_HPU_LAZY_MODE=1"
+    ),
+    "eager": (
+        "no mark_step(); torch.compile gets backend=\"hpu_backend\" (PT_HPU_LAZY_MODE=0, the default "
+        "of current Gaudi releases); code that is not compiled runs op by op"
+    ),
+}
 OPTIONS = ("fp16-to-bf16",)
 
 

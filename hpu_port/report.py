@@ -9,13 +9,14 @@ import json
 from typing import Optional
 
 from hpu_port import __version__
+from hpu_port.model import MODE_IMPLIES
 from hpu_port.planning import make_plan, numbered_findings, rule_names
 from hpu_port.report_ci import render_github, render_gitlab
 from hpu_port.report_ci import render_statistics as statistics_text
 from hpu_port.report_html import render_html
 from hpu_port.report_markdown import render_markdown
 from hpu_port.report_sarif import render_sarif
-from hpu_port.results import FileResult, Finding, all_findings
+from hpu_port.results import FileResult, Finding, all_findings, modes_in
 
 
 def _text(data: bytes, encoding: str) -> str:
@@ -152,6 +153,9 @@ def render_json(results: list[FileResult], rules=(), toolkit: Optional[dict] = N
         "tool": "hpu-port",
         "version": __version__,
         "schema_version": JSON_SCHEMA_VERSION,
+        "modes": [
+            {"mode": mode, "files": count, "implies": MODE_IMPLIES[mode]} for mode, count in modes_in(results).items()
+        ],
         "summary": plan.total.as_dict(),
         "directories": [{"path": path, **tally.as_dict()} for path, tally in plan.directories],
         "findings": [finding_record(path, f, names, item) for path, f, item in numbered_findings(results)],
@@ -175,7 +179,7 @@ def files_by_type(results: list[FileResult]) -> dict:
 
 
 CSV_FIELDS = ["path", "line", "column", "end_line", "end_column", "code", "category", "fix", "fixable", "message",
-              "name", "severity", "item"]
+              "mode", "name", "severity", "item"]
 
 
 def render_csv(results: list[FileResult], rules=()) -> str:
@@ -183,8 +187,9 @@ def render_csv(results: list[FileResult], rules=()) -> str:
     names = rule_names(rules)
     writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
+    mode_of = {r.path: r.mode or "" for r in results}
     for path, finding, item in numbered_findings(results):
-        writer.writerow(finding_record(path, finding, names, item))
+        writer.writerow({**finding_record(path, finding, names, item), "mode": mode_of.get(path, "")})
     return out.getvalue()
 
 
@@ -198,6 +203,18 @@ RENDERERS = {
     "gitlab": render_gitlab,
     "html": render_html,
 }
+
+
+def mode_summary(results: list[FileResult]) -> str:
+    """One line per execution mode in effect: which, for how many files, what it implies."""
+    modes = modes_in(results)
+    return "".join(
+        f"hpu-port: mode {mode}{_files_note(count, len(modes))}: {MODE_IMPLIES[mode]}\n" for mode, count in modes.items()
+    )
+
+
+def _files_note(count: int, modes: int) -> str:
+    return f" ({count} file{'s' if count != 1 else ''})" if modes > 1 else ""
 
 
 FORMATS = tuple(RENDERERS)

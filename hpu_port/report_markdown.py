@@ -8,8 +8,9 @@ from collections import Counter
 from typing import Optional
 
 from hpu_port import __version__
+from hpu_port.model import MODE_IMPLIES
 from hpu_port.planning import EFFORT_ORDER, Item, Tally, effort_of, make_plan, rule_names
-from hpu_port.results import FileResult
+from hpu_port.results import FileResult, modes_in
 
 
 def _cell(text: str) -> str:
@@ -48,6 +49,14 @@ def _summary(total: Tally, results: list[FileResult]) -> list[str]:
 def _effort_text(tally: Tally) -> str:
     parts = [f"{tally.effort[level]} {level}" for level in EFFORT_ORDER if tally.effort[level]]
     return ", ".join(parts) or "none"
+
+
+def _modes(results: list[FileResult]) -> list[str]:
+    modes = modes_in(results)
+    lines = [
+        f"**Mode: {mode}**{f' ({count} files)' if len(modes) > 1 else ''}: {MODE_IMPLIES[mode]}." for mode, count in modes.items()
+    ]
+    return lines + [""] if lines else []
 
 
 def _directories(plan) -> list[str]:
@@ -128,7 +137,7 @@ def render_markdown(results: list[FileResult], rules=(), toolkit: Optional[dict]
     names = rule_names(rules)
     plan = make_plan(results)
     lines = [f"# Migration report (hpu-port {__version__})", ""]
-    lines += _summary(plan.total, results) + _toolkit(toolkit) + _directories(plan) + _categories(plan.items)
+    lines += _modes(results) + _summary(plan.total, results) + _toolkit(toolkit) + _directories(plan) + _categories(plan.items)
     failed = [r for r in results if r.failed]
     if failed:
         lines += ["## Files not processed", ""] + [f"- `{r.path}`: {_cell(r.error)}" for r in failed] + [""]

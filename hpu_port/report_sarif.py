@@ -8,7 +8,8 @@ from pathlib import Path
 
 from hpu_port import __version__
 from hpu_port.kinds import fallback_codes
-from hpu_port.results import FileResult, all_findings
+from hpu_port.model import MODE_IMPLIES
+from hpu_port.results import FileResult, all_findings, modes_in
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -84,5 +85,8 @@ def render_sarif(results: list[FileResult], rules=()) -> str:
         },
         "results": sarif_results,
         "invocations": [{"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}],
+        "properties": {
+            "modes": [{"mode": m, "files": n, "implies": MODE_IMPLIES[m]} for m, n in modes_in(results).items()]
+        },
     }
     return json.dumps({"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"

@@ -82,6 +82,8 @@ class FileResult:
     # fixed, where its replacement stands; what is left, where it now is), for
     # reporting on a file once it has been rewritten in place.
     output_findings: Optional[list[Finding]] = None
+    # The execution mode the file was ported for (None: not ported).
+    mode: Optional[str] = None
 
     @property
     def changed(self) -> bool:
@@ -94,3 +96,12 @@ class FileResult:
 def all_findings(results: Iterable[FileResult]) -> list[tuple[str, Finding]]:
     rows = [(r.path, f) for r in results for f in r.findings]
     return sorted(rows, key=lambda row: (row[0], row[1].sort_key()))
+
+
+def modes_in(results: Iterable[FileResult]) -> dict[str, int]:
+    """The execution modes the files were ported for, with how many files each."""
+    counts: dict[str, int] = {}
+    for result in results:
+        if result.mode is not None:
+            counts[result.mode] = counts.get(result.mode, 0) + 1
+    return dict(sorted(counts.items()))

@@ -153,6 +153,7 @@ def run(
     for result, (entry, ruleset) in zip(results, planned):
         if ruleset is not None:
             result.rules = tuple(ruleset.rules)
+            result.mode = ruleset.options.mode
         result.file_type = entry.file_type
         summary.results.append(result)
     return summary
@@ -299,5 +300,6 @@ def run_stdin(source: bytes, name: Optional[str], ruleset_for: RuleSetFor, apply
     result = parallel.port_one(name or "-", source, ruleset, apply)
     result.source = source
     result.rules = tuple(ruleset.rules)
+    result.mode = ruleset.options.mode
     summary.results.append(result)
     return summary

@@ -242,3 +242,28 @@ def test_double_run_is_stable_on_a_full_loop():
     once = ported(code)
     assert ported(once) == once
     assert once.count(MS) == 3
+
+
+@pytest.mark.parametrize(
+    "guard",
+    [
+        "if args.use_lazy_mode:\n    htcore.mark_step()\n",
+        "if args.use_lazy_mode: htcore.mark_step()\n",
+        "if lazy:\n    htcore.mark_step()\n    log('flushed')\n",
+    ],
+)
+def test_mark_step_under_a_flag_of_the_source_is_recognised(guard):
+    code = "import habana_frameworks.torch.core as htcore\nloss.backward()\n" + guard + "optimizer.step()\n" + guard
+    result = port(code, select=["HPU201"])
+    assert result.new_source is None and result.findings == []
+
+
+def test_a_guard_with_an_else_or_another_first_call_is_not_a_mark_step():
+    code = (
+        "import habana_frameworks.torch.core as htcore\n"
+        "loss.backward()\nif lazy:\n    log('x')\n    htcore.mark_step()\n"
+        "optimizer.step()\nif lazy:\n    htcore.mark_step()\nelse:\n    pass\n"
+    )
+    out = ported(code, select=["HPU201"])
+    assert lines_after(out, "loss.backward()") == [MS]
+    assert lines_after(out, "optimizer.step()") == [MS]

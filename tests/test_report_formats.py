@@ -103,3 +103,27 @@ def test_output_file(project, tmp_path):
     result = CliRunner().invoke(main, ["check", "--format", "sarif", "--output", str(target), str(project / "train.py")])
     assert result.exit_code == 1 and result.stdout == ""
     assert json.loads(target.read_text())["version"] == "2.1.0"
+
+
+def test_every_format_names_the_mode_and_what_it_implies(project):
+    data = json.loads(check(project, "json"))
+    [lazy] = data["modes"]
+    assert lazy["mode"] == "lazy" and lazy["files"] == 2 and "PT_HPU_LAZY_MODE=1" in lazy["implies"]
+    sarif = json.loads(check(project, "sarif"))
+    assert sarif["runs"][0]["properties"]["modes"] == data["modes"]
+    assert "**Mode: lazy**: mark_step()" in check(project, "markdown")
+    rows = list(csv.DictReader(io.StringIO(check(project, "csv"))))
+    assert rows and {row["mode"] for row in rows} == {"lazy"}
+
+
+def test_the_summary_names_each_mode_in_effect(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "train.py").write_text(CODE)
+    (tmp_path / "b" / "train.py").write_text(CODE)
+    (tmp_path / "b" / "pyproject.toml").write_text('[tool.hpu-port]\nmode = "eager"\n')
+    result = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)], catch_exceptions=False)
+    assert "hpu-port: mode eager (2 files): no mark_step()" in result.stderr  # train.py and its pyproject.toml
+    assert "hpu-port: mode lazy (1 file): mark_step() is inserted" in result.stderr
+    alone = CliRunner().invoke(main, ["rewrite", "--dry-run", "--mode", "eager", "--no-cache", str(tmp_path / "a")])
+    assert "hpu-port: mode eager: no mark_step()" in alone.stderr

@@ -53,3 +53,20 @@ def test_dry_run_on_stdin_prints_a_diff():
 def test_stdin_cannot_be_mixed_with_paths(tmp_path):
     result = CliRunner().invoke(main, ["check", "-", str(tmp_path)], input=b"")
     assert result.exit_code == 2 and "cannot be combined" in result.stderr
+
+
+def test_stdin_goes_through_the_same_file_type_dispatch_as_paths():
+    import json
+
+    notebook = {
+        "cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                   "source": ["import torch\n", 'x = torch.zeros(2, device="cuda")\n']}],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    raw = (json.dumps(notebook, indent=1) + "\n").encode()
+    ported = invoke(["rewrite", "-", "--stdin-filename", "train.ipynb"], raw)
+    assert ported.exit_code == 0, ported.stderr
+    assert '\\"hpu\\"' in ported.stdout_bytes.decode()  # still a notebook: JSON-escaped source
+    json.loads(ported.stdout_bytes)
+    requirements = invoke(["check", "-", "--stdin-filename", "requirements.txt"], b"flash-attn==2.5.0\n")
+    assert "requirements.txt:1:" in requirements.stdout

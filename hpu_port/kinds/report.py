@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from hpu_port.kinds import Kind, markdown_table, register_kind, string_table
+import re
+
+from hpu_port.kinds import Kind, last_words, markdown_table, register_kind, string_list, string_table
 from hpu_port.triggers import name_trigger
 
 
@@ -18,6 +20,12 @@ class Report(Kind):
     reported one by one.
     With ``type-checks = false``, a name used only to test a type
     (``isinstance(model, nn.DataParallel)``) is not reported.
+    With ``once-per-file``, only the first use in a file is reported, saying
+    how many there are. ``unless-used`` lists qualified names whose use
+    anywhere in the file means it already does what the rule asks (no
+    finding). ``skip-under`` is a regular expression: uses inside an ``if``
+    whose condition matches it are left alone (``(?i)lazy``: the source
+    already switches on a lazy-mode flag of its own).
     """
 
     name = "report"
@@ -25,6 +33,9 @@ class Report(Kind):
         "names": (dict, True),
         "report-imports": (bool, False),
         "report-unused-imports": (bool, False),
+        "once-per-file": (bool, False),
+        "unless-used": (list, False),
+        "skip-under": (str, False),
         "type-checks": (bool, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "qualified", "advice"})
@@ -33,12 +44,24 @@ class Report(Kind):
         names = string_table(table["names"], "names")
         if not names:
             raise ValueError("'names' must not be empty")
+        skip_under = table.get("skip-under")
+        try:
+            skip = re.compile(skip_under) if skip_under is not None else None
+        except re.error as exc:
+            raise ValueError(f"'skip-under' is not a valid regular expression: {exc}") from None
         return {
             "names": names,
             "report-imports": table.get("report-imports", False),
             "report-unused-imports": table.get("report-unused-imports", False),
+            "once-per-file": table.get("once-per-file", False),
+            "unless-used": set(string_list(table.get("unless-used", []), "unless-used")),
+            "skip-under": skip,
             "type-checks": table.get("type-checks", True),
         }
+
+    def context_words(self, rule):
+        # One use of such a name anywhere in the file is enough.
+        return last_words(rule.params["unless-used"])
 
     def describe(self, rule):
         return markdown_table(("name", "what to do"), rule.params["names"], code_values=False)

@@ -3,6 +3,8 @@
 ``names`` are qualified names (``torch.autocast``, ``torch.bfloat16``); if
 the file refers to one of them anywhere, it is taken as handled. Otherwise the
 first step loop (the innermost loop calling ``.backward()``) is reported once.
+With ``only-with`` (qualified names too), only files that refer to one of
+those count (compiled autograd is advice for files that compile).
 """
 
 from __future__ import annotations
@@ -14,15 +16,18 @@ from hpu_port.triggers import text_trigger
 @register_kind
 class StepLoopWithout(Kind):
     name = "step-loop-without"
-    KEYS = {"names": (list, True)}
+    KEYS = {"names": (list, True), "only-with": (list, False)}
     MESSAGE_FIELDS = frozenset({"name"})
 
     def build_params(self, table):
-        return {"names": set(string_list(table["names"], "names"))}
+        return {
+            "names": set(string_list(table["names"], "names")),
+            "only-with": set(string_list(table.get("only-with", []), "only-with")),
+        }
 
     def triggers(self, rule):
         return [text_trigger(".backward(")]
 
     def context_words(self, rule):
         # One use of a name anywhere in the file is enough.
-        return last_words(rule.params["names"])
+        return last_words(rule.params["names"] | rule.params["only-with"])

@@ -49,6 +49,9 @@ class _CallRewriteVisitor(ReferenceVisitor):
         if target is None:
             self.ctx.report(rule, node, message + f" (not rewritten: `{entry['switch-keyword']}` is not a literal)")
             return
+        dropped = [f"`{name}={written(arguments[name].value)}`" for name in sorted(entry["drop"]) if name in arguments]
+        if dropped:
+            message += f" (drops {', '.join(dropped)}, which `{target.rsplit('.', 1)[-1]}` does not take)"
         spelling = self.ctx.spell(target, from_imports=rule.params["from-import"])
         if spelling is None:
             return

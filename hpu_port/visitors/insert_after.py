@@ -51,8 +51,7 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
         for index, statement in enumerate(statements):
             if isinstance(statement, cst.SimpleStatementLine):
                 following = statements[index + 1] if index + 1 < len(statements) else None
-                first_after = following.body[0] if isinstance(following, cst.SimpleStatementLine) else None
-                self._link_small(statement.body, first_after)
+                self._link_small(statement.body, _first_small(following))
 
     def _link_small(self, smalls, after) -> None:
         for index, small in enumerate(smalls):
@@ -166,6 +165,20 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
         # lacks (`htcore.mark_step()` with no htcore import) still counts.
         name = dotted_name(func)
         return name is not None and name.rsplit(".", 1)[-1] == self.params["function"].rsplit(".", 1)[-1]
+
+
+def _first_small(statement) -> Optional[cst.CSTNode]:
+    """The first small statement of ``statement``; for an ``if`` without
+    ``else`` (``if args.use_lazy_mode: htcore.mark_step()``), the first of its
+    body: a call the source already guards by a flag of its own is there."""
+    if isinstance(statement, cst.SimpleStatementLine):
+        return statement.body[0]
+    if isinstance(statement, cst.If) and statement.orelse is None:
+        body = statement.body.body
+        if isinstance(statement.body, cst.SimpleStatementSuite):
+            return body[0] if body else None
+        return _first_small(body[0]) if body and isinstance(body[0], cst.SimpleStatementLine) else None
+    return None
 
 
 def func_qualified(ctx, func) -> Optional[str]:

@@ -9,7 +9,7 @@ import libcst as cst
 
 from hpu_port.context import FileContext
 from hpu_port.kinds.keyword_args import MISSING
-from hpu_port.model import Rule
+from hpu_port.model import Rule, is_advice
 from hpu_port.visitors._references import NOT_A_LITERAL, literal_value, written
 
 
@@ -22,8 +22,37 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
         super().__init__()
         self.ctx = ctx
         self.rules = rules
+        self.mapping_keys: dict[str, set[str]] = {}  # name -> keys the file puts in it
+        self.through_mapping: list[tuple] = []
+
+    # -- what a `**kwargs` mapping holds ------------------------------------------
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self._note_keys(target.target.value, _display_keys(node.value))
+            elif isinstance(target.target, cst.Subscript) and isinstance(target.target.value, cst.Name):
+                self._note_keys(target.target.value.value, _subscript_key(target.target))
+
+    def _note_keys(self, name: str, keys) -> None:
+        if keys:
+            self.mapping_keys.setdefault(name, set()).update(keys)
+
+    def leave_Module(self, node) -> None:
+        for rule, at, message, mapping, unsure in self.through_mapping:
+            name = mapping.value.value if isinstance(mapping.value, cst.Name) else None
+            held = self.mapping_keys.get(name, set())
+            if all(k in held for k in unsure):
+                continue  # the mapping passes it: the code already does it
+            if name in self.mapping_keys:
+                self.ctx.report(rule, at, message + f" (not rewritten: set it in `{name}`, which this call unpacks)")
+            elif not is_advice(rule):  # a mapping built elsewhere may well pass it: no advice on a guess
+                self.ctx.report(rule, at, message + f" (not rewritten: `**{written(mapping.value)}` may already pass it)")
 
     def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value in ("update", "setdefault"):
+            self._note_keys(func.value.value, _call_keys(node, func.attr.value))
         hit = self.ctx.qualify(node.func)
         if hit is None:
             return
@@ -60,8 +89,9 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
         mapping = next((arg for arg in node.args if arg.star == "**"), None)
         unsure = [k for k in changed if k in rule.params["set"] and k not in present]
         if mapping is not None and unsure:
-            # Adding it beside `**kwargs` that may hold it already is a TypeError.
-            self.ctx.report(rule, report_at or node, message + f" (not rewritten: `**{written(mapping.value)}` may already pass it)")
+            # Adding it beside `**kwargs` that may hold it already is a TypeError;
+            # what the mapping holds is known once the whole file was seen.
+            self.through_mapping.append((rule, report_at or node, message, mapping, unsure))
             return
         params = rule.params
         if report_at is None:
@@ -71,6 +101,37 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
                 report_at, lambda d: d.with_changes(decorator=edit_keywords(cst.Call(func=d.decorator), params))
             )
         self.ctx.report(rule, report_at or node, message, fix)
+
+
+def _display_keys(value) -> set[str]:
+    """The string keys of ``{...}`` or ``dict(...)``."""
+    if isinstance(value, cst.Dict):
+        return {k for k in (_string(e.key) for e in value.elements if isinstance(e, cst.DictElement)) if k}
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict":
+        return {arg.keyword.value for arg in value.args if arg.keyword is not None}
+    return set()
+
+
+def _subscript_key(target: cst.Subscript) -> set[str]:
+    element = target.slice[0].slice if len(target.slice) == 1 else None
+    key = _string(element.value) if isinstance(element, cst.Index) else None
+    return {key} if key else set()
+
+
+def _call_keys(call: cst.Call, method: str) -> set[str]:
+    if method == "setdefault":
+        key = _string(call.args[0].value) if call.args else None
+        return {key} if key else set()
+    keys = {arg.keyword.value for arg in call.args if arg.keyword is not None}
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            keys |= _display_keys(arg.value)
+    return keys
+
+
+def _string(node) -> Optional[str]:
+    value = literal_value(written(node)) if isinstance(node, cst.SimpleString) else None
+    return value if isinstance(value, str) else None
 
 
 def calls_match(qualified: str, patterns) -> bool:

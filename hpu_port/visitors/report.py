@@ -26,6 +26,10 @@ class _ReportVisitor(ReferenceVisitor):
                 self.table.setdefault(name, (rule, advice))
         super().__init__(ctx, set(self.table))
         self.type_tests: set[cst.CSTNode] = set()
+        self.satisfying = {name: rule for rule in rules for name in rule.params["unless-used"]}
+        self.satisfied: set[str] = set()  # codes of rules whose `unless-used` names occur
+        self.held: dict[str, list] = {}  # code -> findings kept until the whole file was seen
+        self.conditions: list[str] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         # The classes in `isinstance(x, A)` / `issubclass(C, (A, B))`.
@@ -35,7 +39,45 @@ class _ReportVisitor(ReferenceVisitor):
             classes = [e.value for e in tested.elements] if isinstance(tested, cst.Tuple) else [tested]
             self.type_tests.update(classes)
 
+    # -- what the source already does ------------------------------------------
+
+    def visit_If(self, node: cst.If) -> None:
+        self.conditions.append(written(node.test))
+
+    def leave_If(self, node: cst.If) -> None:
+        self.conditions.pop()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._note(node)
+        super().visit_Attribute(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._note(node)
+        super().visit_Name(node)
+
+    def _note(self, node) -> None:
+        # Only noted, never claimed: another rule may act on the same name.
+        if self.satisfying:
+            hit = self.ctx.qualify(node)
+            if hit is not None and hit[0] in self.satisfying:
+                self.satisfied.add(self.satisfying[hit[0]].code)
+
     def leave_Module(self, node) -> None:
+        for code, held in self.held.items():
+            if code not in self.satisfied:
+                self._report_held(held)
+        self._report_imports()
+
+    def _report_held(self, held: list) -> None:
+        rule = held[0][0]
+        if not rule.params["once-per-file"]:
+            for _, at, message in held:
+                self.ctx.report(rule, at, message)
+            return
+        _, first, message = held[0]
+        self.ctx.report(rule, first, message + (f" ({len(held)} uses in this file)" if len(held) > 1 else ""))
+
+    def _report_imports(self) -> None:
         for binding in self.ctx.scopes.bindings:
             module = binding.module_path
             for name, (rule, advice) in self.table.items():
@@ -52,5 +94,11 @@ class _ReportVisitor(ReferenceVisitor):
         rule, advice = self.table.get(qualified) or self.table[self.wildcard_for(qualified)]
         if node in self.type_tests and not rule.params["type-checks"]:
             return
-        message = rule.message.format(name=written(node), qualified=qualified, advice=advice)
-        self.ctx.report(rule, node, message.strip())
+        skip = rule.params["skip-under"]
+        if skip is not None and any(skip.search(condition) for condition in self.conditions):
+            return
+        message = rule.message.format(name=written(node), qualified=qualified, advice=advice).strip()
+        if rule.params["once-per-file"] or rule.params["unless-used"]:
+            self.held.setdefault(rule.code, []).append((rule, node, message))
+        else:
+            self.ctx.report(rule, node, message)

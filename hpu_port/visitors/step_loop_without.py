@@ -19,7 +19,7 @@ def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVis
 class _Visitor(RulesVisitor):
     def __init__(self, ctx, rules) -> None:
         super().__init__(ctx, rules)
-        self.names = set().union(*(r.params["names"] for r in rules))
+        self.names = set().union(*(r.params["names"] | r.params["only-with"] for r in rules))
         self.used: set[str] = set()
         self.first_loop = None
         self.loops = StepLoopVisitor(ctx, [], self._step_loop)
@@ -60,6 +60,7 @@ class _Visitor(RulesVisitor):
         if self.first_loop is None:
             return
         for rule in self.rules:
-            if not (self.used & rule.params["names"]):
+            needed = rule.params["only-with"]
+            if not (self.used & rule.params["names"]) and (not needed or self.used & needed):
                 line = self.ctx.module.code_for_node(self.first_loop).splitlines()[0].strip()
                 self.ctx.report(rule, self.first_loop, rule.message.format(name=line))

@@ -1,0 +1,63 @@
+"""Kind ``entry-point``: what a script run as a program must set before torch starts.
+
+An entry point is a module with a top-level ``if __name__ == "__main__":``.
+The rule speaks once per entry point (at that ``if``) when the file imports
+one of ``imports`` (top-level modules: ``torch``, ``habana_frameworks``) and
+none of the ``unless-mentioned`` strings occurs in it as a string literal
+(``"PT_HPU_LAZY_MODE"`` in ``os.environ[...]``, ``setdefault`` or a launch
+command means the script already handles the setting). With ``when-calls``
+(method names such as ``backward``), only scripts that call one of them count
+(training scripts).
+
+``set-env`` (variable -> value) gives the fix: ``os.environ.setdefault(...)``
+for each variable, before the first top-level statement that is neither the
+docstring nor an import of the standard library, so before torch or anything
+that may import it is imported (the Gaudi bridge reads these variables once,
+when it loads). A value given in the environment still wins.
+"""
+
+from __future__ import annotations
+
+from hpu_port.kinds import Kind, register_kind, string_list, string_table
+from hpu_port.triggers import text_trigger
+
+
+@register_kind
+class EntryPoint(Kind):
+    name = "entry-point"
+    KEYS = {
+        "imports": (list, True),
+        "unless-mentioned": (list, False),
+        "when-calls": (list, False),
+        "set-env": (dict, False),
+    }
+    MESSAGE_FIELDS = frozenset({"name"})
+
+    def build_params(self, table):
+        settings = string_table(table.get("set-env", {}), "set-env")
+        for variable in settings:
+            if not variable.replace("_", "").isalnum():
+                raise ValueError(f"'set-env': {variable!r} is not an environment variable name")
+        return {
+            "imports": set(string_list(table["imports"], "imports")),
+            "unless-mentioned": set(string_list(table.get("unless-mentioned", []), "unless-mentioned")),
+            "when-calls": set(string_list(table.get("when-calls", []), "when-calls")),
+            "set-env": settings,
+        }
+
+    def describe(self, rule):
+        settings = rule.params["set-env"]
+        if not settings:
+            return ""
+        lines = ["With `--unsafe-fixes`, before torch is first imported:", "", "```python", "import os"]
+        lines += [f'os.environ.setdefault("{k}", "{v}")' for k, v in settings.items()]
+        return "\n".join(lines + ["```", ""])
+
+    def triggers(self, rule):
+        if rule.params["when-calls"]:
+            return [text_trigger(f".{method}(") for method in sorted(rule.params["when-calls"])]
+        return [text_trigger("__main__")]
+
+    def context_words(self, rule):
+        # The setting may be made in any function (`def setup_env():`).
+        return frozenset(text.encode() for text in rule.params["unless-mentioned"])

@@ -1,0 +1,136 @@
+"""How the ``entry-point`` kind matches and fixes code (see ``hpu_port.kinds.entry_point``)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from hpu_port.context import FileContext
+from hpu_port.model import Rule
+from hpu_port.visitors._references import RulesVisitor, literal_value, written
+
+
+def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
+    return _EntryPointVisitor(ctx, rules)
+
+
+# Importing these runs nothing of torch's, so settings may follow them.
+STANDARD_LIBRARY = frozenset(
+    "__future__ abc argparse ast asyncio atexit base64 bisect builtins collections contextlib copy csv "
+    "dataclasses datetime enum errno functools gc getpass glob gzip hashlib heapq importlib inspect io "
+    "itertools json logging math multiprocessing operator os pathlib pickle platform pprint queue random "
+    "re shutil signal socket string struct subprocess sys tempfile textwrap threading time timeit "
+    "traceback types typing unittest urllib uuid warnings weakref zipfile".split()
+)
+
+
+class _EntryPointVisitor(RulesVisitor):
+    def __init__(self, ctx, rules) -> None:
+        super().__init__(ctx, rules)
+        self.entry: Optional[cst.BaseExpression] = None
+        self.mentioned: set[str] = set()
+        self.called: set[str] = set()
+
+    def visit_If(self, node: cst.If) -> None:
+        if self.entry is None and self.ctx.scope is self.ctx.scopes.module and _is_main_test(node.test):
+            self.entry = node.test
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        value = literal_value(node.value)
+        if isinstance(value, str):
+            self.mentioned.add(value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute):
+            self.called.add(node.func.attr.value)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        if self.entry is None:
+            return
+        imported = {binding.module_path.split(".")[0] for binding in self.ctx.scopes.bindings}
+        for rule in self.rules:
+            params = rule.params
+            if not imported & params["imports"] or self.mentioned & params["unless-mentioned"]:
+                continue
+            if params["when-calls"] and not self.called & params["when-calls"]:
+                continue
+            message = rule.message.format(name=written(self.entry))
+            self.ctx.report(rule, self.entry, message, self._fix(node, params["set-env"]))
+
+    def _fix(self, module: cst.Module, settings: dict):
+        if not settings:
+            return None
+        index = _first_statement_after_setup(module.body)
+        if index is None:
+            return None
+        target = module.body[index]
+        lines = [] if _imports_os(module.body[:index]) else ["import os"]
+        lines += [f"os.environ.setdefault({_quoted(k)}, {_quoted(v)})" for k, v in settings.items()]
+        return self.ctx.replace(target, lambda updated: _preceded_by(updated, lines, module.config_for_parsing))
+
+
+def _is_main_test(test: cst.BaseExpression) -> bool:
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    if not isinstance(target.operator, cst.Equal):
+        return False
+    sides = [test.left, target.comparator]
+    names = [s for s in sides if isinstance(s, cst.Name) and s.value == "__name__"]
+    strings = [s for s in sides if isinstance(s, cst.SimpleString) and literal_value(s.value) == "__main__"]
+    return len(names) == 1 and len(strings) == 1
+
+
+def _first_statement_after_setup(body) -> Optional[int]:
+    """The index of the first statement that is not the docstring nor an
+    import of the standard library (where torch may start loading)."""
+    for index, statement in enumerate(body):
+        if index == 0 and _is_docstring(statement):
+            continue
+        if isinstance(statement, cst.SimpleStatementLine) and all(_standard_import(s) for s in statement.body):
+            continue
+        return index
+    return None
+
+
+def _is_docstring(statement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _standard_import(small) -> bool:
+    if isinstance(small, cst.Import):
+        return all(_root(alias.name) in STANDARD_LIBRARY for alias in small.names)
+    if isinstance(small, cst.ImportFrom):
+        return not small.relative and small.module is not None and _root(small.module) in STANDARD_LIBRARY
+    return False
+
+
+def _root(name) -> str:
+    return written(name).split(".")[0]
+
+
+def _imports_os(statements) -> bool:
+    for statement in statements:
+        for small in getattr(statement, "body", ()):
+            if isinstance(small, cst.Import) and any(
+                written(a.name) == "os" and a.asname is None for a in small.names
+            ):
+                return True
+    return False
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _preceded_by(statement, lines: list[str], config):
+    """``statement`` with ``lines`` before it; they take over the comments and
+    blank lines above it."""
+    new = [cst.parse_statement(line, config=config) for line in lines]
+    new[0] = new[0].with_changes(leading_lines=statement.leading_lines)
+    return cst.FlattenSentinel([*new, statement.with_changes(leading_lines=())])
