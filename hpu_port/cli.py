@@ -373,12 +373,8 @@ def _match_toolkit_logs(summary, logs):
 def _toolkit_summary(matching, verbosity: int) -> None:
     """How many intercepted sites the static port covers; library sites apart."""
     click.echo(f"hpu-port: toolkit log: {matching.summary_line()}", err=True)
-    if verbosity > 0:
-        for title, sites in (("in an installed library", matching.libraries), ("outside the scanned files", matching.elsewhere),
-                             ("its source line changed since the log", matching.stale)):
-            for site in sites:
-                apis = ", ".join(sorted({c.api for c in site.calls}))
-                click.echo(f"  {site.path}:{site.line}: {apis} [{', '.join(site.statuses)}] ({title})", err=True)
+    for line in matching.unmatched_lines() if verbosity > 0 else ():
+        click.echo(f"  {line}", err=True)
 
 
 def _emit_report(text: str, output: Optional[str], colored: bool) -> None:

@@ -191,6 +191,16 @@ class Matching:
             f"since the log; {self.unknown_lines} log lines not understood"
         )
 
+    def unmatched_lines(self) -> list[str]:
+        """The sites not matched to a scanned file, a line each, with why."""
+        groups = (("in an installed library", self.libraries), ("outside the scanned files", self.elsewhere),
+                  ("its source line changed since the log", self.stale))
+        return [
+            f"{site.path}:{site.line}: {', '.join(sorted({c.api for c in site.calls}))} [{', '.join(site.statuses)}] ({why})"
+            for why, sites in groups
+            for site in sites
+        ]
+
     def as_dict(self) -> dict:
         def site(s: Site) -> dict:
             return {"path": s.path, "line": s.line, "statuses": s.statuses, "calls": sorted({c.api for c in s.calls})}
