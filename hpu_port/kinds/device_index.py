@@ -10,7 +10,10 @@ on Gaudi (usually ``"hpu"``: each process sees its own card).
 
 from __future__ import annotations
 
+import ast
+
 from hpu_port.kinds import Kind, register_kind, string_list
+from hpu_port.kinds.device_string import name_parts
 from hpu_port.triggers import name_trigger
 
 
@@ -33,3 +36,23 @@ class DeviceIndex(Kind):
 
     def triggers(self, rule):
         return [name_trigger(word) for word in sorted(rule.params["words"])]
+
+    def screen(self, rule, view):
+        # `rank` and `gpu` are common words: only a call that passes one in a
+        # device position needs the full parse.
+        return any(_passes_an_index(call, rule.params) for call in view.nodes(ast.Call))
+
+
+def _passes_an_index(call: ast.Call, params: dict) -> bool:
+    values = [k.value for k in call.keywords if k.arg in params["keywords"]]
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if call.args and (name in params["methods"] or any(c.rsplit(".", 1)[-1] == name for c in params["calls"])):
+        values.append(call.args[0])
+    return any(_last_part(v) and params["words"] & name_parts(_last_part(v)) for v in values)
+
+
+def _last_part(value: ast.expr) -> str:
+    if isinstance(value, ast.Attribute):
+        return value.attr
+    return value.id if isinstance(value, ast.Name) else ""

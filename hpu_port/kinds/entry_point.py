@@ -18,6 +18,8 @@ when it loads). A value given in the environment still wins.
 
 from __future__ import annotations
 
+import ast
+
 from hpu_port.kinds import Kind, register_kind, string_list, string_table
 from hpu_port.triggers import text_trigger
 
@@ -58,6 +60,17 @@ class EntryPoint(Kind):
             return [text_trigger(f".{method}(") for method in sorted(rule.params["when-calls"])]
         return [text_trigger("__main__")]
 
+    def screen(self, rule, view):
+        # A top-level `if __name__ == "__main__":` in a file that imports one of
+        # the modules; most files that merely mention `__main__` have neither.
+        if not any(_is_main_check(node) for node in view.tree.body):
+            return False
+        return bool(view.imported_names(rule.params["imports"]))
+
     def context_words(self, rule):
         # The setting may be made in any function (`def setup_env():`).
         return frozenset(text.encode() for text in rule.params["unless-mentioned"])
+
+
+def _is_main_check(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and "__main__" in ast.dump(node.test)

@@ -75,8 +75,51 @@ class _Visitor(RulesVisitor):
 
 
 class _Names:
+    """The names an expression computes with: not those only turned into text
+    (an f-string, `str(i)`, `"%d" % i`, `.format(i)`) or used as dict keys,
+    which make no tensor of the loop variable."""
+
     def __init__(self) -> None:
         self.found: set[str] = set()
+        self.quiet = 0
+        self.keys: set[cst.CSTNode] = set()
 
     def visit_Name(self, node: cst.Name) -> None:
-        self.found.add(node.value)
+        if not self.quiet and node not in self.keys:
+            self.found.add(node.value)
+
+    def visit_FormattedString(self, node) -> None:
+        self.quiet += 1
+
+    def leave_FormattedString(self, node) -> None:
+        self.quiet -= 1
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if _makes_text(node):
+            self.quiet += 1
+
+    def leave_Call(self, node: cst.Call) -> None:
+        if _makes_text(node):
+            self.quiet -= 1
+
+    def visit_BinaryOperation(self, node) -> None:
+        if _formats_text(node):
+            self.quiet += 1
+
+    def leave_BinaryOperation(self, node) -> None:
+        if _formats_text(node):
+            self.quiet -= 1
+
+    def visit_DictElement(self, node) -> None:
+        self.keys.add(node.key)
+
+
+def _makes_text(call: cst.Call) -> bool:
+    func = call.func
+    return (isinstance(func, cst.Name) and func.value in ("str", "repr")) or (
+        isinstance(func, cst.Attribute) and func.attr.value == "format"
+    )
+
+
+def _formats_text(node) -> bool:
+    return isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString, cst.FormattedString))
