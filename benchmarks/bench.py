@@ -143,6 +143,12 @@ def startup(args) -> int:
     for key, path in (("plain", plain), ("example", example)):
         commands[key] = (f"hpu-port check --no-cache {path.name}", [*hpu, "--no-cache", str(path)])
         commands[key + "-cached"] = (f"hpu-port check {path.name}", [*hpu, *cache, str(path)])
+        # What a hook pays for a file the commit changed: rules from the cache,
+        # the file itself new (a line is appended before each run).
+        commands[key + "-changed"] = (
+            f"hpu-port check {path.name}, changed",
+            ["sh", "-c", 'echo "# $$" >> "$1" && shift && exec "$@"', "sh", str(path), *hpu, *cache, str(path)],
+        )
         commands[key + "-black"] = (f"black --check {path.name}", [black, "--check", "-q", str(path)])
     # Both keep caches, as a hook runs them: black answers for files it has
     # seen, hpu-port for rule files and files it has seen. Warm them once.
@@ -153,18 +159,20 @@ def startup(args) -> int:
     out = [
         "## Start-up: one small file, as a pre-commit hook runs it",
         "",
-        "| file | hpu-port check --no-cache | hpu-port check (caches warm) | black --check (cache warm) "
-        "| x black, no cache | x black, caches | target | met | libcst imported |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| file | hpu-port check --no-cache | hpu-port, file changed (rules cached) | hpu-port check (caches warm) "
+        "| black --check (cache warm) | x black, no cache | x black, file changed | x black, caches | target "
+        "(file changed) | met | libcst imported |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key, path in (("plain", plain), ("example", example)):
-        cold, warm, theirs = measures[key], measures[key + "-cached"], measures[key + "-black"]
-        ratio = cold.seconds / theirs.seconds
+        cold, changed = measures[key], measures[key + "-changed"]
+        warm, theirs = measures[key + "-cached"], measures[key + "-black"]
+        ratio = changed.seconds / theirs.seconds
         target = STARTUP_TARGETS[key]
         out.append(
-            f"| {path.name} | {cold.seconds:.3f} s | {warm.seconds:.3f} s | {theirs.seconds:.3f} s | {ratio:.2f} "
-            f"| {warm.seconds / theirs.seconds:.2f} | <= {target}x | {'yes' if ratio <= target else 'no'} "
-            f"| {'yes' if imports_libcst([*hpu, '--no-cache', str(path)]) else 'no'} |"
+            f"| {path.name} | {cold.seconds:.3f} s | {changed.seconds:.3f} s | {warm.seconds:.3f} s | {theirs.seconds:.3f} s "
+            f"| {cold.seconds / theirs.seconds:.2f} | {ratio:.2f} | {warm.seconds / theirs.seconds:.2f} | <= {target}x "
+            f"| {'yes' if ratio <= target else 'no'} | {'yes' if imports_libcst([*hpu, '--no-cache', str(path)]) else 'no'} |"
         )
     out += ["", "## Machine", "", machine(0)]
     report = "\n".join(out) + "\n"
