@@ -1,0 +1,313 @@
+"""The labelled precision corpus: pinned real training code, ported in every configuration.
+
+``corpus.toml`` pins each distribution (name, version, file, sha256). This module
+downloads them with ``pip download --no-deps`` into a cache outside the repository
+(``HPU_PORT_CORPUS_DIR``, default ``~/.cache/hpu-port-corpus``), checks the hash,
+unpacks them, runs ``hpu-port check --format json`` over each package in every
+configuration and splits the diffs into hunks.
+
+A hunk here is one contiguous change: a run of removed and added lines with no
+unchanged line in between. Its identity does not depend on line numbers: it is a
+hash of the package, version, file, configuration, the removed and added lines and
+two lines of the original file on either side (taken from the pinned original, so
+a neighbouring change coming or going does not change it). ``change`` is the same
+hash without the configuration: one rewrite seen in several configurations.
+
+Run ``python tests/precision/corpus.py hunks OUT.jsonl`` to write every hunk;
+``labels.jsonl`` beside this file holds the labelled ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib
+
+HERE = Path(__file__).resolve().parent
+MANIFEST = HERE / "corpus.toml"
+LABELS = HERE / "labels.jsonl"
+KNOWN = HERE / "known_hunks.txt"
+
+# The configurations whose rewrites differ; each is a list of command-line options.
+CONFIGS = {
+    "default": [],
+    "eager": ["--mode", "eager"],
+    "fp16-to-bf16": ["--fp16-to-bf16"],
+    "unsafe-fixes": ["--unsafe-fixes"],
+}
+CONTEXT = 2
+GAUDI_IMPORTS = ("import habana_frameworks", "from habana_frameworks")
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str
+    version: str
+    file: str
+    sha256: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}-{self.version}"
+
+
+@dataclass
+class Hunk:
+    id: str
+    change: str
+    package: str
+    version: str
+    file: str
+    line: int
+    options: str
+    removed: list[str]
+    added: list[str]
+    before: list[str]
+    after: list[str]
+    codes: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        return "".join(
+            [f" {line}\n" for line in self.before]
+            + [f"-{line}\n" for line in self.removed]
+            + [f"+{line}\n" for line in self.added]
+            + [f" {line}\n" for line in self.after]
+        )
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("HPU_PORT_CORPUS_DIR", Path.home() / ".cache" / "hpu-port-corpus"))
+
+
+def load_manifest(path: Path = MANIFEST) -> list[Package]:
+    with open(path, "rb") as handle:
+        return [Package(**entry) for entry in tomllib.load(handle)["package"]]
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fetch(package: Package, cache: Path) -> Path:
+    """The package's archive, downloaded once and checked against its pinned hash."""
+    archive = cache / "dl" / package.file
+    if not archive.exists():
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=archive.parent) as scratch:
+            command = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", scratch]
+            if package.file.endswith(".whl"):
+                # Wheels with a CPython tag were pinned for CPython 3.11 on manylinux.
+                command += ["--only-binary", ":all:", "--python-version", "3.11",
+                            "--platform", "manylinux_2_28_x86_64"]
+            else:
+                command += ["--no-binary", ":all:"]
+            subprocess.run(command + [f"{package.name}=={package.version}"], check=True)
+            shutil.move(os.path.join(scratch, package.file), archive)
+    actual = sha256_of(archive)
+    if actual != package.sha256:
+        raise RuntimeError(f"{archive}: sha256 {actual} is not the pinned {package.sha256}")
+    return archive
+
+
+def unpack(package: Package, cache: Path) -> Path:
+    """The unpacked source tree of the package (unpacked once)."""
+    target = cache / "src" / package.key
+    done = target / ".unpacked"
+    if done.exists():
+        return target
+    archive = fetch(package, cache)
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    if package.file.endswith(".whl"):
+        with zipfile.ZipFile(archive) as wheel:
+            wheel.extractall(target)
+    else:
+        with tarfile.open(archive) as sdist:
+            sdist.extractall(target, filter="data") if hasattr(tarfile, "data_filter") else sdist.extractall(target)
+    done.write_text(package.sha256)
+    return target
+
+
+def hpu_port(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "hpu_port", *args]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+
+
+def port_report(source: Path, options: list[str]) -> dict:
+    """``hpu-port check --format json`` over a whole package: findings and diffs."""
+    result = hpu_port(["check", "--format", "json", "--no-cache", "--no-color", "-q", *options, "."], source)
+    if result.returncode not in (0, 1, 2) or not result.stdout:
+        raise RuntimeError(f"hpu-port failed on {source} ({result.returncode}): {result.stderr[-2000:]}")
+    return json.loads(result.stdout)
+
+
+def _digest(parts) -> str:
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+def split_diff(diff: str):
+    """(original line, removed lines, added lines) for each contiguous change of a unified diff."""
+    changes = []
+    original_line = 0
+    removed: list[str] = []
+    added: list[str] = []
+    start = 0
+
+    def close():
+        if removed or added:
+            changes.append((start, list(removed), list(added)))
+        removed.clear()
+        added.clear()
+
+    for line in diff.splitlines():
+        if line.startswith("@@"):
+            close()
+            original_line = int(line.split()[1].lstrip("-").split(",")[0])
+            # A hunk header "-0,0" (empty original) and "-N,0" (insertion after N) count from N + 1.
+            if ",0 " in line.split("+")[0] + " ":
+                original_line += 1
+        elif line.startswith(("---", "+++")) and not (removed or added) and original_line == 0:
+            continue
+        elif line.startswith("\\"):
+            continue
+        elif line.startswith("-"):
+            if not (removed or added):
+                start = original_line
+            removed.append(line[1:])
+            original_line += 1
+        elif line.startswith("+"):
+            if not (removed or added):
+                start = original_line
+            added.append(line[1:])
+        else:
+            close()
+            original_line += 1
+    close()
+    return changes
+
+
+def _codes(findings, start: int, removed: list[str], added: list[str]) -> list[str]:
+    """Rule codes of the fixable findings that produced a change at ``start``."""
+    if added and not removed and all(line.lstrip().startswith(GAUDI_IMPORTS) for line in added):
+        # Imports the file needs are reported once, at its first line.
+        return sorted({f["code"] for f in findings if f["fixable"] and (f["line"], f["column"]) == (1, 1)})
+    if removed:
+        first, last = start, start + len(removed) - 1
+    else:
+        # An insertion follows the statement (or import block) that caused it.
+        first, last = start - 3, start
+    codes = {f["code"] for f in findings if f["fixable"] and f["line"] <= last and f["end_line"] >= first}
+    return sorted(codes)
+
+
+def file_hunks(package: Package, config: str, path: str, diff: str, original: list[str], findings) -> list[Hunk]:
+    hunks = []
+    seen: dict[str, int] = {}
+    for start, removed, added in split_diff(diff):
+        index = start - 1
+        before = original[max(0, index - CONTEXT) : index]
+        after = original[index + len(removed) : index + len(removed) + CONTEXT]
+        content = [package.name, package.version, path, before, removed, added, after]
+        occurrence = seen.get(_digest(content), 0)
+        seen[_digest(content)] = occurrence + 1
+        change = _digest(content + [occurrence])
+        hunks.append(
+            Hunk(
+                id=_digest([change, config]),
+                change=change,
+                package=package.name,
+                version=package.version,
+                file=path,
+                line=start,
+                options=config,
+                removed=removed,
+                added=added,
+                before=before,
+                after=after,
+                codes=_codes(findings, start, removed, added),
+            )
+        )
+    return hunks
+
+
+def read_lines(path: Path) -> list[str]:
+    return path.read_bytes().decode("utf-8", errors="replace").splitlines()
+
+
+def package_hunks(package: Package, source: Path, config: str, report: dict) -> list[Hunk]:
+    findings_by_path: dict[str, list] = {}
+    for finding in report["findings"]:
+        findings_by_path.setdefault(finding["path"], []).append(finding)
+    hunks = []
+    for entry in report["files"]:
+        path = entry["path"]
+        if not entry.get("diff") or not path.endswith(".py"):
+            continue
+        original = read_lines(source / path)
+        hunks += file_hunks(package, config, path, entry["diff"], original, findings_by_path.get(path, []))
+    return hunks
+
+
+def corpus_hunks(configs=CONFIGS, cache: Path | None = None, reports: dict | None = None) -> list[Hunk]:
+    """Every hunk of every package in every configuration (``reports`` collects the raw reports)."""
+    cache = cache or cache_dir()
+    hunks = []
+    for package in load_manifest():
+        source = unpack(package, cache)
+        for config in configs:
+            report = port_report(source, CONFIGS[config])
+            if reports is not None:
+                reports[(package.key, config)] = report
+            hunks += package_hunks(package, source, config, report)
+    return hunks
+
+
+def load_labels(path: Path = LABELS) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def known_hunk_ids(path: Path = KNOWN) -> set[str]:
+    """Ids of every hunk the corpus produced when the labels were made (labelled or not)."""
+    lines = path.read_text().splitlines() if path.exists() else []
+    return {line for line in lines if line and not line.startswith("#")}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] != "hunks":
+        print("usage: corpus.py hunks OUT.jsonl", file=sys.stderr)
+        return 2
+    reports: dict = {}
+    hunks = corpus_hunks(reports=reports)
+    with open(argv[1], "w") as out:
+        for hunk in hunks:
+            out.write(json.dumps(asdict(hunk)) + "\n")
+    report_dir = Path(argv[1]).with_suffix(".reports")
+    report_dir.mkdir(exist_ok=True)
+    for (key, config), report in reports.items():
+        (report_dir / f"{key}.{config}.json").write_text(json.dumps(report))
+    print(f"{len(hunks)} hunks", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
