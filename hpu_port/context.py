@@ -13,6 +13,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from hpu_port.edits import EditPlan, NodeEdit
+from hpu_port.branches import DeviceBranches
 from hpu_port.model import Options, Rule
 from hpu_port.names import (
     ImportBinding,
@@ -51,6 +52,7 @@ class FileContext:
         self.statement_starts: Optional[dict] = None
         self.suppressions = None
         self._claimed: set[cst.CSTNode] = set()
+        self.branches = DeviceBranches(module)
 
     # -- names ------------------------------------------------------------------
 
@@ -127,6 +129,10 @@ class FileContext:
             # top-level import would make an optional dependency mandatory.
             has_fix = False
             message += f" (not rewritten: `{binding.name}` is imported conditionally or locally here)"
+        held = self.branches.held(rule.kind) if has_fix else None
+        if held:
+            has_fix = False
+            message += f" (not rewritten: {held})"
         fixable = has_fix and self.options.fix_enabled(rule)
         hit = Hit(node, rule, message, fix if fixable else None, spelling, binding, has_fix, fixable)
         hit.statement = self.statement
@@ -362,6 +368,12 @@ class ScopeEnter(cst.BatchableCSTVisitor):
         if len(node.quote) == 1:
             self.ctx.quotes[node.quote] += 1
 
+    # Chains that choose between devices: see hpu_port.branches.
+    def visit_If(self, node) -> None:
+        self.ctx.branches.enter(node)
+
+    visit_IfExp = visit_If
+
     def visit_Name(self, node) -> None:
         if node in self.ctx.non_references:
             return
@@ -391,6 +403,11 @@ class ScopeExit(cst.BatchableCSTVisitor):
     def leave_Expr(self, node) -> None:
         if isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
             self.ctx.docstring_depth -= 1
+
+    def leave_If(self, node) -> None:
+        self.ctx.branches.leave(node)
+
+    leave_IfExp = leave_If
 
 
 class _NameCollector:

@@ -24,7 +24,7 @@ FLOORS = [
     ["settings", "rules"],
     ["kinds", "rule_cache"],
     ["context"],
-    ["positions", "cache", "config"],
+    ["positions", "branches", "cache", "config"],
     ["files", "formats"],
     ["model", "filetypes", "results", "_compat", "frameworks", "triggers", "walk", "names", "edits", "suppressions", "splice",
      "notebooks", "gitignore"],

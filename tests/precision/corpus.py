@@ -259,7 +259,8 @@ def package_hunks(package: Package, source: Path, config: str, report: dict) -> 
     hunks = []
     for entry in report["files"]:
         path = entry["path"]
-        if not entry.get("diff") or not path.endswith(".py"):
+        # Notebook diffs are of cell sources, not of the file's lines.
+        if not entry.get("diff") or path.endswith(".ipynb"):
             continue
         original = read_lines(source / path)
         hunks += file_hunks(package, config, path, entry["diff"], original, findings_by_path.get(path, []))

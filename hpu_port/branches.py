@@ -1,0 +1,52 @@
+"""Branches for other devices: code that already chooses the HPU itself.
+
+Multi-device code picks its device in an ``if``/``elif`` chain or a conditional
+expression: ``if is_hpu_available(): ... elif torch.cuda.is_available(): ...``,
+``"hpu" if use_hpu else "cuda"``. Once one test of the chain names the HPU, the
+other arms are written for other devices on purpose: ported, the CUDA arm
+becomes a second HPU arm (duplicate entries, a CUDA fallback that is no longer
+one). A fix inside such a chain is reported, not applied; fixes that only add
+code next to a node (``mark_step``, imports) are not affected.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+NAMES_THE_HPU = re.compile(r"(?<![A-Za-z])(hpu|HPU)(?![A-Za-z])")
+# Kinds whose fixes add code next to a node rather than change it.
+ADDING_KINDS = frozenset({"insert-after", "ensure-import"})
+REASON = "the code already chooses the HPU in another branch; this one is for another device"
+
+
+class DeviceBranches:
+    """Follows the walk into and out of chains that have an HPU arm."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.chains: set[cst.CSTNode] = set()
+        self.depth = 0
+
+    def enter(self, node: cst.CSTNode) -> None:
+        if any(NAMES_THE_HPU.search(self.module.code_for_node(test)) for test in _chain_tests(node)):
+            self.chains.add(node)
+            self.depth += 1
+
+    def leave(self, node: cst.CSTNode) -> None:
+        if node in self.chains:
+            self.depth -= 1
+
+    def held(self, kind: str) -> Optional[str]:
+        """Why a fix made now (by a rule of ``kind``) must not be applied, if it must not."""
+        return REASON if self.depth and kind not in ADDING_KINDS else None
+
+
+def _chain_tests(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    tests = []
+    while isinstance(node, (cst.If, cst.IfExp)):
+        tests.append(node.test)
+        node = node.orelse
+    return tests
