@@ -26,6 +26,30 @@ class _RenameVisitor(ReferenceVisitor):
         super().__init__(ctx, set(self.table))
         # The choices around the node being visited: dicts, ifs, statements.
         self.around: list[cst.CSTNode] = []
+        # Values tested or listed rather than used: operands of a comparison,
+        # items of a list/tuple/set display, the argument of finfo().
+        self.looked_at: set[cst.CSTNode] = set()
+
+    def visit_Comparison(self, node) -> None:
+        self.looked_at.add(node.left)
+        self.looked_at.update(target.comparator for target in node.comparisons)
+        for target in node.comparisons:
+            if isinstance(target.comparator, (cst.List, cst.Tuple, cst.Set)):
+                self.looked_at.update(e.value for e in target.comparator.elements)
+
+    def visit_List(self, node) -> None:
+        self.looked_at.update(e.value for e in node.elements)
+
+    def visit_Tuple(self, node) -> None:
+        self.looked_at.update(e.value for e in node.elements)
+
+    def visit_Set(self, node) -> None:
+        self.looked_at.update(e.value for e in node.elements)
+
+    def visit_Call(self, node) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("finfo", "iinfo") and node.args:
+            self.looked_at.add(node.args[0].value)
 
     def visit_Dict(self, node) -> None:
         self.around.append(node)
@@ -66,7 +90,7 @@ class _RenameVisitor(ReferenceVisitor):
     def on_reference(self, node, qualified, binding) -> None:
         rule, target = self.table[qualified]
         message = rule.message.format(name=written(node), replacement=target)
-        reason = self._kept_for(rule) if rule.params["keep-beside"] else None
+        reason = self._kept_for(rule, node) if rule.params["keep-beside"] else None
         if qualified in rule.params["guards"]:
             reason = reason or self._guards_nvidia_code(node, rule)
         if reason:
@@ -80,8 +104,10 @@ class _RenameVisitor(ReferenceVisitor):
             rule, node, message, self.ctx.replace(node, replace_expression(spelling.code)), spelling, binding
         )
 
-    def _kept_for(self, rule) -> Optional[str]:
+    def _kept_for(self, rule, node) -> Optional[str]:
         """Why this use must keep its name, if it must."""
+        if node in self.looked_at:
+            return "a dtype tested or listed, not one the code computes in; check what it should be on Gaudi"
         if any(isinstance(n, cst.Dict) for n in self.around):
             return "a table of values; check which entry Gaudi should use"
         choice = next((n for n in reversed(self.around) if isinstance(n, (cst.If, cst.IfExp))), None)
