@@ -259,22 +259,29 @@ def _apply(module: cst.Module, plan: EditPlan, source: bytes, result: FileResult
 
 
 def _describe_syntax_error(source: bytes, exc: cst.ParserSyntaxError) -> str:
-    """One line naming the place and the problem, as Python itself would put it."""
+    """One line naming the place and the problem, as Python itself would put
+    it; for code Python reads but libcst does not, libcst's reason."""
     import warnings
 
+    python_reads_it = False
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ast.parse(source)
+        python_reads_it = True
     except SyntaxError as error:
-        where = f"line {error.lineno}" + (f", column {error.offset}" if error.offset else "")
-        return f"syntax error at {where}: {error.msg}"
+        if error.lineno is not None:
+            where = f"line {error.lineno}" + (f", column {error.offset}" if error.offset else "")
+            return f"syntax error at {where}: {error.msg}"
     except (ValueError, RecursionError, MemoryError):
         pass
-    message = _first_line(exc.message)
+    message = re.sub(r"^parser error: error at \d+:\d+: ", "", _first_line(exc.message))
     if len(message) > 120:
         message = message[:117] + "..."
-    return f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {message}"
+    where = f"line {exc.raw_line}, column {exc.raw_column + 1}"
+    if python_reads_it:
+        return f"valid Python that libcst, the parser hpu-port uses, cannot read: {where}: {message}"
+    return f"syntax error at {where}: {message}"
 
 
 def _reparse_problem(new: bytes, old: bytes) -> Optional[str]:
