@@ -22,13 +22,13 @@ import threading
 from typing import Any, Callable, Optional, TypeVar
 
 # Address space reserved for the worker's stack; the system gives it pages
-# only as deep calls touch them.
-STACK_BYTES = 256 * 2**20
+# only as deep calls touch them. Smaller ones are tried where the system
+# refuses it.
+STACK_SIZES = (256 * 2**20, 64 * 2**20, 16 * 2**20)
 # A Python frame that goes through native code takes under 1 KiB of stack;
-# this leaves more than 5 KiB for each.
-RECURSION_LIMIT = 50_000
-# Smaller stacks to try where the system refuses the large one.
-_FALLBACK_STACK_BYTES = (64 * 2**20, 16 * 2**20)
+# the recursion limit leaves five times that to each (about 50,000 frames on
+# the largest stack), so that it is reached before the stack runs out.
+STACK_BYTES_PER_FRAME = 5 * 1024
 
 T = TypeVar("T")
 
@@ -46,9 +46,9 @@ class _Call:
         self.finished = threading.Lock()
         self.finished.acquire()
 
-    def run(self) -> None:
+    def run(self, recursion_limit: int) -> None:
         previous = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(previous, RECURSION_LIMIT))
+        sys.setrecursionlimit(max(previous, recursion_limit))
         try:
             self.result = self.function(*self.args)
         except BaseException as exc:  # handed back to the caller, who raises it
@@ -67,12 +67,12 @@ class _Call:
 class _Worker:
     def __init__(self, stack_bytes: int) -> None:
         self.calls: queue.SimpleQueue = queue.SimpleQueue()
-        self.stack_bytes = stack_bytes
+        self.recursion_limit = stack_bytes // STACK_BYTES_PER_FRAME
         self.thread = threading.Thread(target=self._serve, name="hpu-port-deep-stack", daemon=True)
 
     def _serve(self) -> None:
         while True:
-            self.calls.get().run()
+            self.calls.get().run(self.recursion_limit)
 
 
 _worker: Optional[_Worker] = None
@@ -97,12 +97,6 @@ def call(function: Callable[..., T], *args: Any) -> T:
     return job.outcome()
 
 
-def stack_bytes() -> int:
-    """The stack size of the thread ``call`` uses (0: it runs in the caller)."""
-    worker = _running_worker()
-    return worker.stack_bytes if worker is not None else 0
-
-
 def _running_worker() -> Optional[_Worker]:
     global _worker, _unavailable
     worker = _worker
@@ -117,7 +111,7 @@ def _running_worker() -> Optional[_Worker]:
 
 
 def _start_worker() -> Optional[_Worker]:
-    for size in (STACK_BYTES, *_FALLBACK_STACK_BYTES):
+    for size in STACK_SIZES:
         try:
             previous = threading.stack_size(size)
         except (ValueError, RuntimeError):

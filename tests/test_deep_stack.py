@@ -35,6 +35,14 @@ def test_exceptions_come_back_and_calls_nest():
     assert deep_stack.call(threading.current_thread) is not threading.current_thread()
 
 
+def test_where_no_large_stack_can_be_had_the_caller_runs_the_function(monkeypatch):
+    monkeypatch.setattr(deep_stack, "STACK_SIZES", (1,))  # no system accepts this size
+    monkeypatch.setattr(deep_stack, "_worker", None)
+    monkeypatch.setattr(deep_stack, "_unavailable", False)
+    assert deep_stack.call(threading.current_thread) is threading.current_thread()
+    assert deep_stack.call(depth_of, 10) == 10
+
+
 # Endless recursion, through native calls (map) that use the most stack per
 # frame: the recursion limit must stop it before the stack runs out.
 ENDLESS = """
