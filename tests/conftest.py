@@ -119,3 +119,19 @@ def cached_wheels(requirements: list) -> Path:
 def _wheel_prefix(requirement: str) -> str:
     name, version = requirement.split("==")
     return f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}"
+
+
+def native_recursion_is_capped() -> bool:
+    """True on Pythons that cap recursion through native calls at a fixed
+    depth whatever the stack and limit (3.12.0 and 3.12.1 stop at 1500):
+    there the deepest files cannot be ported."""
+    from hpu_port import deep_stack
+
+    def down(n: int) -> int:
+        return 0 if n == 0 else list(map(down, [n - 1]))[0] + 1
+
+    try:
+        deep_stack.call(down, 3000)
+    except RecursionError:
+        return True
+    return False

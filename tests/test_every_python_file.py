@@ -27,7 +27,7 @@ import pytest
 
 from hpu_port import deep_stack
 from hpu_port.engine import GENERATED_MARKER, GENERATED_SCAN, port_bytes
-from tests.conftest import make_ruleset
+from tests.conftest import make_ruleset, native_recursion_is_capped
 
 CUDA_TAIL = b"import torch\ntorch.cuda.synchronize()\n"
 PORTED_TAIL = b"torch.hpu.synchronize()"
@@ -36,6 +36,7 @@ SAMPLE_ONE_IN = 20
 ALWAYS = [
     "stdlib/pydoc_data/topics.py",  # thousands of implicitly concatenated strings
 ]
+TOO_DEEP = "too deeply nested to process"
 LIBCST_CANNOT_READ = "valid Python that libcst, the parser hpu-port uses, cannot read"
 # The files that fail, with the start of the error they get: test data that
 # is not valid Python on purpose, and valid Python libcst cannot read.
@@ -104,7 +105,11 @@ def _problems_of(name: str, original: bytes) -> list[str]:
     result = port_bytes(name, source, rules(), True)
     if result.error:
         expected = EXPECTED_ERRORS.get(name)
-        return [] if expected is not None and result.error.startswith(expected) else [f"{name}: {result.error}"]
+        if expected is not None and result.error.startswith(expected):
+            return []
+        if result.error == TOO_DEEP and native_recursion_is_capped():
+            return []  # this Python cannot go deep enough for the file
+        return [f"{name}: {result.error}"]
     problems = []
     checked = port_bytes(name, source, rules(), False)
     if checked.error:
