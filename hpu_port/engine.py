@@ -17,9 +17,10 @@ from typing import Optional
 import libcst as cst
 from libcst import CSTNode
 
-from hpu_port import filetypes, notebooks
+from hpu_port import deep_stack, filetypes, notebooks
 from hpu_port.context import FileContext, ScopeEnter, ScopeExit
 from hpu_port.edits import EditPlan, apply_plan
+from hpu_port.files import text_problem
 from hpu_port.documents import port_document
 from hpu_port.frameworks import foreign_framework
 from hpu_port.kinds import fallback_codes
@@ -34,10 +35,18 @@ from hpu_port.walk import walk_module
 
 
 def port_bytes(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
-    """Port one file's bytes with the parser its type needs; an exception
-    becomes a result with an error."""
+    """Port one file's bytes with the parser its type needs, on a stack deep
+    enough for deeply nested code; bytes that are not text and exceptions
+    become a result with an error."""
+    return deep_stack.call(_port_bytes, path, source, ruleset, apply)
+
+
+def _port_bytes(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
+    file_type = filetypes.detect(path, source[: filetypes.HEAD_SIZE]) or filetypes.PYTHON
+    problem = text_problem(source, file_type)
+    if problem is not None:
+        return FileResult(path=path, source=source, error=problem)
     try:
-        file_type = filetypes.detect(path, source[: filetypes.HEAD_SIZE]) or filetypes.PYTHON
         if file_type == filetypes.NOTEBOOK:
             return port_notebook(path, source, ruleset, apply)
         if file_type != filetypes.PYTHON:
@@ -250,22 +259,29 @@ def _apply(module: cst.Module, plan: EditPlan, source: bytes, result: FileResult
 
 
 def _describe_syntax_error(source: bytes, exc: cst.ParserSyntaxError) -> str:
-    """One line naming the place and the problem, as Python itself would put it."""
+    """One line naming the place and the problem, as Python itself would put
+    it; for code Python reads but libcst does not, libcst's reason."""
     import warnings
 
+    python_reads_it = False
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ast.parse(source)
+        python_reads_it = True
     except SyntaxError as error:
-        where = f"line {error.lineno}" + (f", column {error.offset}" if error.offset else "")
-        return f"syntax error at {where}: {error.msg}"
+        if error.lineno is not None:
+            where = f"line {error.lineno}" + (f", column {error.offset}" if error.offset else "")
+            return f"syntax error at {where}: {error.msg}"
     except (ValueError, RecursionError, MemoryError):
         pass
-    message = _first_line(exc.message)
+    message = re.sub(r"^parser error: error at \d+:\d+: ", "", _first_line(exc.message))
     if len(message) > 120:
         message = message[:117] + "..."
-    return f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {message}"
+    where = f"line {exc.raw_line}, column {exc.raw_column + 1}"
+    if python_reads_it:
+        return f"valid Python that libcst, the parser hpu-port uses, cannot read: {where}: {message}"
+    return f"syntax error at {where}: {message}"
 
 
 def _reparse_problem(new: bytes, old: bytes) -> Optional[str]:

@@ -150,6 +150,46 @@ def _inside(path: Path, real_root: Path) -> bool:
     return target == real_root or real_root in target.parents
 
 
+def text_problem(source: bytes, file_type: str) -> Optional[str]:
+    """Why ``source`` is not text of ``file_type`` (a filetypes name), or None.
+
+    Decided from the bytes alone, the same way whether or not the file holds
+    anything a rule looks for. Python is read in the encoding it declares
+    (UTF-8 by default), every other type in UTF-8. Cheap for the usual file:
+    a search for NUL and an ASCII test, both in C; only a file with other
+    bytes is decoded.
+    """
+    if b"\0" in source:
+        return "not a text file: it holds NUL bytes"
+    encoding = "utf-8-sig"  # UTF-8 with or without a BOM
+    if file_type == filetypes.PYTHON:
+        try:
+            encoding = _declared_encoding(source)
+        except SyntaxError as exc:  # an unknown encoding, or one the BOM contradicts
+            return f"cannot decode: {exc.msg}"
+    if source.isascii():
+        return None
+    try:
+        source.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = source.count(b"\n", 0, exc.start) + 1
+        name = "utf-8" if encoding == "utf-8-sig" else encoding
+        return f"cannot decode as {name}: {exc.reason} (byte 0x{source[exc.start]:02x}, line {line})"
+    return None
+
+
+def _declared_encoding(source: bytes) -> str:
+    """The encoding Python reads ``source`` in (PEP 263, with or without a BOM)."""
+    first_two = source[:2048].split(b"\n", 2)[:2]
+    if not any(b"coding" in line for line in first_two):
+        return "utf-8-sig"
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    return encoding
+
+
 def read_source(path: str) -> bytes:
     with open(path, "rb") as handle:
         return handle.read()

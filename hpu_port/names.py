@@ -48,7 +48,10 @@ class Scope:
     is_class: bool = False
     imports: dict[str, ImportBinding] = field(default_factory=dict)
     locals: set[str] = field(default_factory=set)
+    # Names declared `global` (bound in the module) or `nonlocal` (bound in
+    # an enclosing function) here.
     global_names: set[str] = field(default_factory=set)
+    nonlocal_names: set[str] = field(default_factory=set)
 
     def module_scope(self) -> "Scope":
         scope = self
@@ -70,13 +73,22 @@ class Scope:
         """The import binding for ``name``, ``LOCAL`` if shadowed, None if unbound."""
         for scope in self.chain():
             if name in scope.global_names:
-                return scope.module_scope().lookup(name)
-            # An import wins over another binding of the same name in the same
-            # scope: that is the `try: import x / except ImportError: x = None` idiom.
-            if name in scope.imports:
-                return scope.imports[name]
-            if name in scope.locals:
-                return LOCAL
+                return scope.module_scope().binding_here(name)
+            if name in scope.nonlocal_names:
+                continue
+            found = scope.binding_here(name)
+            if found is not None:
+                return found
+        return None
+
+    def binding_here(self, name: str) -> Union[ImportBinding, str, None]:
+        """What binds ``name`` in this scope itself, whatever encloses it."""
+        # An import wins over another binding of the same name in the same
+        # scope: that is the `try: import x / except ImportError: x = None` idiom.
+        if name in self.imports:
+            return self.imports[name]
+        if name in self.locals:
+            return LOCAL
         return None
 
     def visible_imports(self) -> Iterator[ImportBinding]:
@@ -217,8 +229,11 @@ class ScopeIndex:
                 scope.locals.update(target_names(target.target))
         elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
             scope.locals.update(target_names(small.target))
-        elif isinstance(small, (cst.Global, cst.Nonlocal)):
+        elif isinstance(small, cst.Global) and scope.parent is not None:
+            # At module level, `global x` changes nothing: x is global already.
             scope.global_names.update(item.name.value for item in small.names)
+        elif isinstance(small, cst.Nonlocal):
+            scope.nonlocal_names.update(item.name.value for item in small.names)
 
     def _bind_import(self, statement: cst.Import, alias: cst.ImportAlias, scope: Scope) -> None:
         full = dotted_name(alias.name)

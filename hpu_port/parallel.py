@@ -118,6 +118,13 @@ def _start_worker(rulesets: list) -> None:
 
 
 def _port_batch(items: list, apply: bool) -> list[FileResult]:
+    from hpu_port import deep_stack
+
+    # One hand-over to the deep-stack thread for the batch, not one per file.
+    return deep_stack.call(_port_items, items, apply)
+
+
+def _port_items(items: list, apply: bool) -> list[FileResult]:
     port_bytes = _engine().port_bytes
     results = []
     for path, source, number in items:

@@ -11,7 +11,7 @@ from typing import Callable, Optional, Union
 
 from hpu_port import filetypes, parallel
 from hpu_port.cache import Cache
-from hpu_port.files import FileChangedError, discover, read_source, write_atomically
+from hpu_port.files import FileChangedError, discover, read_source, text_problem, write_atomically
 from hpu_port.results import FileResult
 from hpu_port.settings import RuleSet
 from hpu_port.suppressions import code_problems
@@ -211,10 +211,12 @@ def _answer_from_disk(entry, ruleset, apply: bool, cache: Optional[Cache]) -> Un
 
 
 def _needs_parsing(task: "Task") -> bool:
-    """False when no selected rule's trigger text occurs in the file."""
-    if filetypes.detect(task.path, task.source[: filetypes.HEAD_SIZE]) in filetypes.DOCUMENT_TYPES:
+    """False when no selected rule's trigger text occurs in the file (and
+    it is text: the engine names the problem of a file that is not)."""
+    file_type = filetypes.detect(task.path, task.source[: filetypes.HEAD_SIZE]) or filetypes.PYTHON
+    if file_type in filetypes.DOCUMENT_TYPES:
         return True  # documents are screened by their own engine
-    return task.ruleset.for_source(task.source) is not None
+    return task.ruleset.for_source(task.source) is not None or text_problem(task.source, file_type) is not None
 
 
 def interrupt_on_sigterm() -> None:

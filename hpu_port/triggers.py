@@ -364,7 +364,7 @@ def _node_fields(kind: type) -> tuple:
     """The fields of a node type that hold nodes or lists of nodes: not names,
     numbers and flags, and not the context and operator markers (`Load`,
     `Add`), which nothing looks at."""
-    leaves = _LEAF_FIELDS | ({"names"} if kind in (ast.Global, ast.Nonlocal) else set())
+    leaves = _LEAF_FIELDS | _LEAF_FIELDS_OF.get(kind, frozenset())
     return tuple(name for name in kind._fields if name not in leaves)
 
 
@@ -375,6 +375,13 @@ _LEAF_FIELDS = frozenset(
         "type_comment", "is_async", "conversion", "simple", "tag", "rest", "kwd_attrs",
     }
 )
+
+
+# Fields that hold plain values in some node types only: `global` names, and
+# the constant of `case None:` / `case True:`.
+_LEAF_FIELDS_OF = {ast.Global: frozenset({"names"}), ast.Nonlocal: frozenset({"names"})}
+if hasattr(ast, "MatchSingleton"):  # Python 3.10+
+    _LEAF_FIELDS_OF[ast.MatchSingleton] = frozenset({"value"})
 
 
 def _is_bare_string(value: ast.AST) -> bool:

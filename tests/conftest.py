@@ -1,3 +1,8 @@
+import os
+import re
+import subprocess
+import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -66,3 +71,67 @@ def _private_cache_directory(tmp_path_factory, monkeypatch):
     directory = tmp_path_factory.mktemp("hpu-port-cache")
     monkeypatch.setenv("HPU_PORT_CACHE_DIR", str(directory))
     return directory
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--all-files",
+        action="store_true",
+        help="port every Python file of the standard library and site-packages, not a sample",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--all-files"):
+        for item in items:
+            if item.get_closest_marker("corpus"):
+                item.add_marker(pytest.mark.slow)
+
+
+def download_cache_directory() -> Path:
+    """Where tests keep downloads between runs: $HPU_PORT_TEST_CACHE, else the
+    user's cache directory; never the repository."""
+    configured = os.environ.get("HPU_PORT_TEST_CACHE")
+    if configured:
+        return Path(configured)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hpu-port-tests"
+
+
+def cached_wheels(requirements: list) -> Path:
+    """A directory holding the wheels of ``requirements`` (all `name==version`),
+    downloaded only when not there from an earlier run."""
+    directory = download_cache_directory() / "wheels"
+    directory.mkdir(parents=True, exist_ok=True)
+    missing = [r for r in requirements if not any(directory.glob(f"{_wheel_prefix(r)}-*.whl"))]
+    if missing:
+        # Into a directory of its own first, so that a run that stops halfway
+        # (or another run at the same time) never sees a partial wheel.
+        with tempfile.TemporaryDirectory(dir=directory) as download:
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--only-binary=:all:", "-d", download, *missing],
+                check=True,
+            )
+            for wheel in Path(download).glob("*.whl"):
+                os.replace(wheel, directory / wheel.name)
+    return directory
+
+
+def _wheel_prefix(requirement: str) -> str:
+    name, version = requirement.split("==")
+    return f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}"
+
+
+def native_recursion_is_capped() -> bool:
+    """True on Pythons that cap recursion through native calls at a fixed
+    depth whatever the stack and limit (3.12.0 and 3.12.1 stop at 1500):
+    there the deepest files cannot be ported."""
+    from hpu_port import deep_stack
+
+    def down(n: int) -> int:
+        return 0 if n == 0 else list(map(down, [n - 1]))[0] + 1
+
+    try:
+        deep_stack.call(down, 3000)
+    except RecursionError:
+        return True
+    return False

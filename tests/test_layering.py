@@ -27,7 +27,7 @@ FLOORS = [
     ["positions", "branches", "cache", "config"],
     ["files", "formats"],
     ["model", "filetypes", "results", "_compat", "frameworks", "triggers", "walk", "names", "edits", "suppressions", "splice",
-     "notebooks", "gitignore"],
+     "notebooks", "gitignore", "deep_stack"],
 ]
 # A larger number is a lower floor.
 FLOOR = {name: number for number, names in enumerate(FLOORS) for name in names}
@@ -38,7 +38,7 @@ WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runn
                   "config", "results", "model", "triggers", "narrow", "report", "report_sarif", "report_markdown",
                   "report_ci", "report_html", "planning", "toolkit_log",
                   "cli", "options", "rule_listing", "suppressions", "notebooks", "gitignore", "_compat", "documents",
-                  "formats", "filetypes"]
+                  "formats", "filetypes", "deep_stack"]
 
 
 def modules():

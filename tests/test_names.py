@@ -1,7 +1,9 @@
 """Qualified names through every import form, and shadowing."""
 
+import libcst as cst
 import pytest
 
+from hpu_port.names import LOCAL, ScopeIndex
 from tests.conftest import ported
 
 IMPORT_FORMS = [
@@ -76,3 +78,31 @@ def test_nested_function_sees_enclosing_import():
 def test_class_scope_does_not_leak_into_methods():
     code = "import torch\nclass A:\n    torch = None\n    def f(self):\n        torch.cuda.synchronize()\n"
     assert "torch.hpu.synchronize()" in ported(code, select=["HPU101"])
+
+
+def test_module_level_global_declaration_changes_nothing():
+    # `global` at module level is legal and a no-op: name lookup must not
+    # treat the module as deferring to itself.
+    code = "global x\nimport torch\nx = torch.cuda.is_available()\nprint(x)\n"
+    assert "x = torch.hpu.is_available()\nprint(x)\n" in ported(code)
+    module = ScopeIndex(cst.parse_module("global x, torch\nimport torch\nx = 1\n")).module
+    assert module.lookup("x") == LOCAL
+    assert module.lookup("torch").target == "torch"
+    assert module.lookup("y") is None
+
+
+def test_global_declaration_in_a_class_body_sees_module_import():
+    code = "import torch\nclass A:\n    global torch\n    torch.cuda.synchronize()\n"
+    assert "torch.hpu.synchronize()" in ported(code, select=["HPU101"])
+
+
+def test_global_declaration_skips_a_shadowing_enclosing_function():
+    code = "import torch\ndef outer(torch):\n    def inner():\n        global torch\n        torch.cuda.synchronize()\n"
+    assert "torch.hpu.synchronize()" in ported(code, select=["HPU101"])
+
+
+def test_nonlocal_declaration_refers_to_the_enclosing_function():
+    shadowed = "import torch\ndef outer(torch):\n    def inner():\n        nonlocal torch\n        torch.cuda.synchronize()\n"
+    assert ported(shadowed, select=["HPU101"]) == shadowed
+    imported = "def outer():\n    import torch\n    def inner():\n        nonlocal torch\n        torch.cuda.synchronize()\n"
+    assert "torch.hpu.synchronize()" in ported(imported, select=["HPU101"])

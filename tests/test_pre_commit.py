@@ -1,8 +1,15 @@
-"""The repository's pre-commit hooks, run by the real pre-commit in a temporary git repository."""
+"""The repository's pre-commit hooks, run by the real pre-commit in a temporary git repository.
+
+pre-commit installs a hook's environment once per repository and revision
+(`try-repo` does it on every call): the tests run the hooks of one snapshot
+of this repository (a commit of its own, the working tree included) from a
+configuration, as a project using them would, so that it is installed once.
+"""
 
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -28,6 +35,29 @@ def env(tmp_path_factory):
     }
 
 
+@pytest.fixture(scope="module")
+def hooks(tmp_path_factory, env):
+    """A pre-commit configuration using the hooks of this repository as it is now."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO, env=env, capture_output=True, check=True,
+    ).stdout.decode().split("\0")
+    copy = tmp_path_factory.mktemp("hooks-repository")
+    for name in filter(None, listed):
+        if (REPO / name).is_file():  # a file deleted in the working tree is not copied
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, copy / name)
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "--no-verify", "-m", "snapshot"]):
+        subprocess.run(["git", *command], cwd=copy, env=env, check=True)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=copy, env=env, capture_output=True, text=True, check=True)
+    config = tmp_path_factory.mktemp("hooks-config") / ".pre-commit-config.yaml"
+    config.write_text(
+        f"repos:\n- repo: {copy.as_posix()}\n  rev: {commit.stdout.strip()}\n"
+        "  hooks:\n  - id: hpu-port\n  - id: hpu-port-check\n"
+    )
+    return config
+
+
 @pytest.fixture
 def project(tmp_path, env):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, env=env)
@@ -37,9 +67,9 @@ def project(tmp_path, env):
     return tmp_path
 
 
-def try_repo(project, env, hook, *files):
+def run_hook(project, env, hooks, hook, *files):
     return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "try-repo", str(REPO), hook, "--files", *files],
+        [sys.executable, "-m", "pre_commit", "run", "--config", str(hooks), hook, "--files", *files],
         cwd=project,
         env=env,
         capture_output=True,
@@ -48,34 +78,42 @@ def try_repo(project, env, hook, *files):
     )
 
 
-def test_rewrite_hook_ports_the_file_and_then_passes(project, env):
-    first = try_repo(project, env, "hpu-port", "train.py", "clean.py")
+@pytest.mark.slow
+@pytest.mark.network
+def test_rewrite_hook_ports_the_file_and_then_passes(project, env, hooks):
+    first = run_hook(project, env, hooks, "hpu-port", "train.py", "clean.py")
     assert first.returncode == 1, first.stdout + first.stderr  # pre-commit: files were modified
     assert 'device="hpu"' in (project / "train.py").read_text()
     assert (project / "clean.py").read_text() == CLEAN
-    second = try_repo(project, env, "hpu-port", "train.py", "clean.py")
+    second = run_hook(project, env, hooks, "hpu-port", "train.py", "clean.py")
     assert second.returncode == 0, second.stdout + second.stderr
 
 
-def test_check_hook_writes_nothing_and_fails_on_findings(project, env):
-    failing = try_repo(project, env, "hpu-port-check", "train.py")
+@pytest.mark.slow
+@pytest.mark.network
+def test_check_hook_writes_nothing_and_fails_on_findings(project, env, hooks):
+    failing = run_hook(project, env, hooks, "hpu-port-check", "train.py")
     assert failing.returncode == 1
     assert "HPU110" in failing.stdout
     assert (project / "train.py").read_text() == CUDA
-    passing = try_repo(project, env, "hpu-port-check", "clean.py")
+    passing = run_hook(project, env, hooks, "hpu-port-check", "clean.py")
     assert passing.returncode == 0, passing.stdout + passing.stderr
 
 
-def test_config_excludes_apply_to_files_pre_commit_passes(project, env):
+@pytest.mark.slow
+@pytest.mark.network
+def test_config_excludes_apply_to_files_pre_commit_passes(project, env, hooks):
     (project / "pyproject.toml").write_text('[tool.hpu-port]\nexclude = ["train.py"]\n')
-    result = try_repo(project, env, "hpu-port-check", "train.py")
+    result = run_hook(project, env, hooks, "hpu-port-check", "train.py")
     assert result.returncode == 0, result.stdout + result.stderr
     assert (project / "train.py").read_text() == CUDA
 
 
-def test_no_files_is_a_no_op(project, env):
+@pytest.mark.slow
+@pytest.mark.network
+def test_no_files_is_a_no_op(project, env, hooks):
     (project / "notes.md").write_text("cuda\n")
-    result = try_repo(project, env, "hpu-port-check", "notes.md")
+    result = run_hook(project, env, hooks, "hpu-port-check", "notes.md")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -1,4 +1,5 @@
-"""Real corpora: pinned PyPI wheels with heavy CUDA use, downloaded by the test.
+"""Real corpora: pinned PyPI wheels with heavy CUDA use, downloaded by the test
+(once: they are kept in the tests' download cache).
 
 After `rewrite`: no file failed, every output compiles, a second run changes
 nothing, files with no fixable finding are byte-identical, and every code line
@@ -9,8 +10,6 @@ finding from `check` (no silent residue).
 import io
 import json
 import re
-import subprocess
-import sys
 import time
 import tokenize
 import zipfile
@@ -20,19 +19,18 @@ import pytest
 from click.testing import CliRunner
 
 from hpu_port.cli import main
+from tests.conftest import cached_wheels
 
 PACKAGES = ["timm==1.0.15", "accelerate==1.6.0", "diffusers==0.32.2"]
 MENTION = re.compile(r"cuda|nccl", re.IGNORECASE)
 
 
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
+
 @pytest.fixture(scope="module")
-def wheels(tmp_path_factory):
-    target = tmp_path_factory.mktemp("wheels")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--only-binary=:all:", "-d", str(target), *PACKAGES],
-        check=True,
-    )
-    return target
+def wheels():
+    return cached_wheels(PACKAGES)
 
 
 def unpack(wheels: Path, name: str, into: Path) -> Path:

@@ -1,5 +1,6 @@
 """The screens that decide, before the full parse, which rules could act on a file."""
 
+import sys
 import textwrap
 
 import pytest
@@ -53,6 +54,33 @@ def test_comments_and_docstrings_are_blanked_but_code_strings_are_not():
     assert lines[2] == 'y = "a # not a comment cuda"'
     assert "cuda" not in lines[4]
     assert len(view.text.splitlines()) == len(text.splitlines())
+
+
+MATCH_WITH_CONSTANT_PATTERNS = '''
+import torch
+match x:
+    case None | True:  # "cuda" in a comment
+        y = "cuda"
+    case {"k": False, **rest} if z == "a # b":
+        torch.cuda.synchronize()
+    case Point(x=None, y=[1, *others]):
+        pass
+'''
+
+
+def test_match_statements_with_constant_patterns_are_read():
+    text = source(MATCH_WITH_CONSTANT_PATTERNS)
+    view = code_view(text)
+    if sys.version_info < (3, 10):  # this Python cannot parse it: the full parser decides
+        assert view is None
+    else:
+        lines = view.text.decode().splitlines()
+        assert "cuda" not in lines[2]
+        assert lines[3].strip() == 'y = "cuda"'
+        assert '"a # b"' in lines[4]
+    result = port_source("match.py", text, make_ruleset())
+    assert result.error is None
+    assert b"torch.hpu.synchronize()" in result.new_source
 
 
 @pytest.mark.parametrize(
