@@ -42,6 +42,7 @@ class ShellDocument(Document):
     def commands(self) -> list[Command]:
         if self._commands is None:
             found = [self._command(node) for node in self._nodes("command")]
+            found += [self._array(node) for node in self._nodes("array")]
             found += self._directives()
             self._commands = sorted(found, key=lambda c: c.span.start)
         return self._commands
@@ -49,7 +50,7 @@ class ShellDocument(Document):
     def assignments(self) -> list[Assignment]:
         if self._assignments is None:
             found = [self._assignment(node) for node in self._nodes("variable_assignment")]
-            found += [a for command in self.commands() for a in container_env(command)]
+            found += [a for command in self.commands() for a in container_env(command) + env_prefix(command)]
             self._assignments = sorted(found, key=lambda a: a.name.span.start)
         return self._assignments
 
@@ -97,6 +98,16 @@ class ShellDocument(Document):
         ]
         return Command(tuple(words), self._span(node), _plain(node))
 
+    def _array(self, node) -> Command:
+        """A bash array (`ARGS=(--fp16 --output_dir out)`) read as the
+        arguments of a command line whose program is not known (an empty first
+        word): it is usually expanded into one later (`"${ARGS[@]}"`). Not
+        plain: where it ends up is not known here."""
+        span = self._span(node)
+        program = Word("", Span(span.start, span.start))
+        words = [self._word(child) for child in node.named_children if child.type != "comment"]
+        return Command((program, *words), span, False)
+
     def _assignment(self, node) -> Assignment:
         name = node.child_by_field_name("name")
         value = node.child_by_field_name("value")
@@ -127,10 +138,44 @@ def container_env(command: Command) -> list[Assignment]:
     for index, word in enumerate(words[:-1]):
         if word.value in ("-e", "--env") and "=" in words[index + 1].value and not words[index + 1].quote:
             given = words[index + 1]
-            name, value = given.value.split("=", 1)
-            start = given.span.start
-            found.append(Assignment(Word(name, Span(start, start + len(name))), Word(value, Span(start + len(name) + 1, given.span.end))))
+            found.append(_split_assignment(given, given.value.index("=")))
     return found
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_ENV_TAKES_VALUE = frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
+
+
+def env_prefix(command: Command) -> list[Assignment]:
+    """`NAME=value` words that `env` sets for the program it runs
+    (`env CUDA_VISIBLE_DEVICES=0 python train.py`)."""
+    if command.program != "env":
+        return []
+    found, words, index = [], command.words, 1
+    while index < len(words):
+        word = words[index]
+        if word.value in _ENV_TAKES_VALUE:
+            index += 2
+            continue
+        if word.value.startswith("-"):
+            index += 1
+            continue
+        match = _ENV_NAME.match(word.value)
+        if match is None or word.quote:
+            break
+        found.append(_split_assignment(word, match.end() - 1))
+        index += 1
+    return found
+
+
+def _split_assignment(word: Word, equals: int) -> Assignment:
+    """`NAME=value` as a name and a value; the value keeps its quotes (`X="a b"`)."""
+    start = word.span.start
+    name = Word(word.value[:equals], Span(start, start + equals))
+    raw_start = start + equals + 1
+    value = word.value[equals + 1:]
+    quote = value[0] if len(value) > 1 and value[0] in "'\"" and value[-1] == value[0] else ""
+    return Assignment(name, Word(value[1:-1] if quote else value, Span(raw_start, word.span.end), quote))
 
 
 def _plain(node) -> bool:

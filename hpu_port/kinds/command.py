@@ -1,7 +1,7 @@
 """Kinds ``command`` and ``command-flag``: programs run by scripts, and their flags.
 
-Read in shell and job scripts, Dockerfile `RUN` lines and notebook `!`
-lines. A program is named by its file name (`/usr/bin/nvidia-smi` is
+Read in shell and job scripts, Dockerfile `RUN` lines, CI scripts (`run:`,
+`script:`) and notebook `!` lines and `%%bash` cells. A program is named by its file name (`/usr/bin/nvidia-smi` is
 `nvidia-smi`; `python3.10` is `python`), optionally followed by its
 subcommand (`docker run`, `accelerate launch`); it may come after a wrapper
 (`srun`, `env`, `time`).
@@ -29,7 +29,7 @@ from hpu_port.formats import Command, Edit, Span, Word
 from hpu_port.kinds import DocumentKind, Match, markdown_table, register_kind, string_list, string_table
 from hpu_port.kinds._patterns import compile_all, full_match
 
-FORMATS = ("shell", "dockerfile")
+FORMATS = ("shell", "dockerfile", "yaml", "notebook")
 
 
 def program_name(word: str) -> str:

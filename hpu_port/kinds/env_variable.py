@@ -1,4 +1,5 @@
-"""Kind ``env-variable``: environment variables set in scripts, containers and CI configs.
+"""Kinds ``env-variable`` and ``variable-read``: environment variables set
+(and read) in scripts, containers, CI configs and notebooks.
 
 Matches where a variable is given a value: `export X=...`, `X=... cmd`,
 `ENV X=...` in a Dockerfile, `environment:` / `env:` maps and `X=...` list
@@ -22,7 +23,7 @@ class EnvVariable(DocumentKind):
     name = "env-variable"
     KEYS = {"variables": (list, True), "rename": (dict, False), "rename-values": (str, False)}
     MESSAGE_FIELDS = frozenset({"name", "value", "replacement"})
-    FORMATS = ("shell", "dockerfile", "yaml")
+    FORMATS = ("shell", "dockerfile", "yaml", "notebook")
     EXAMPLE_FILE = "run.sh"
 
     def build_params(self, table):
@@ -63,3 +64,27 @@ class EnvVariable(DocumentKind):
         if allowed and not full_match(allowed, assignment.value.value):
             return ()
         return (Edit(assignment.name.span, replacement),)
+
+
+@register_kind
+class VariableRead(DocumentKind):
+    """Kind ``variable-read``: places where a script reads one of
+    ``variables`` (`$CUDA_VISIBLE_DEVICES`, `${NVIDIA_VISIBLE_DEVICES:-all}`).
+    Reported only: what the script does with the value is for a person to
+    change."""
+
+    name = "variable-read"
+    KEYS = {"variables": (list, True)}
+    FORMATS = ("shell", "dockerfile", "yaml", "notebook")
+    EXAMPLE_FILE = "run.sh"
+
+    def build_params(self, table):
+        return {"variables": patterns(table, "variables")}
+
+    def needles(self, rule) -> tuple[str, ...]:
+        return needles_of(rule.params["variables"])
+
+    def match(self, rule, document, options) -> Iterator[Match]:
+        for word in document.references():
+            if full_match(rule.params["variables"], word.value):
+                yield Match(word.span, rule.message.format(name=word.value))
