@@ -29,6 +29,7 @@ FORMAT_NAMES = {
     "requirements": "a requirements file",
     "pyproject": "TOML",
     "setup-cfg": "a setup.cfg file",
+    "notebook": "the shell lines of a notebook",
 }
 
 

@@ -223,6 +223,7 @@ _PARSERS = {
     "requirements": "requirements",
     "pyproject": "requirements",
     "setup-cfg": "requirements",
+    "notebook": "notebook",  # the shell lines and cells of a notebook (see formats.notebook)
 }
 
 

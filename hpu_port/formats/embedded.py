@@ -128,24 +128,24 @@ class EmbeddedShell:
 
 def exact_edit(span: Span, scripts: list[EmbeddedShell], regions: list[Span]) -> bool:
     """Whether an edit of ``span`` in a host text with embedded ``scripts``
-    (spread over ``regions``) lands on the bytes it means: outside every
-    region, or inside one copied piece and clear of words that map inexactly."""
-    inside = [r for r in regions if r.start <= span.start and span.end <= r.end and not span.start == r.end]
+    (spread over ``regions``) lands on the bytes it means: clear of (and not
+    touching) every word that maps inexactly, since kinds place edits relative
+    to a word's span; and outside every region, or inside one copied piece."""
+    if any(_overlaps(span, other) for script in scripts for other in script.inexact()):
+        return False
+    inside = [r for r in regions if r.start <= span.start and span.end <= r.end and span.start != r.end]
     if not inside:
         return not any(r.start < span.end and span.start < r.end for r in regions)
-    for script in scripts:
-        if any(_overlaps(span, other) for other in script.inexact()):
-            return False
-        for part in script.parts:
-            if isinstance(part, Copy) and part.host.start <= span.start and span.end <= part.host.end:
-                return True
-    return False
+    return any(
+        isinstance(part, Copy) and part.host.start <= span.start and span.end <= part.host.end
+        for script in scripts
+        for part in script.parts
+    )
 
 
 def _overlaps(a: Span, b: Span) -> bool:
-    if a.start == a.end or b.start == b.end:
-        return b.start <= a.start <= b.end or a.start <= b.start <= a.end
-    return a.start < b.end and b.start < a.end
+    """Overlapping or touching."""
+    return a.start <= b.end and b.start <= a.end
 
 
 def copied_lines(host_text: str, lines: list[tuple[int, int]], glue_at: Optional[int] = None) -> list[Part]:
