@@ -148,8 +148,9 @@ def new_sources(notebook: Notebook, module_text: str) -> dict[int, str]:
             continue
         index = notebook.code_cells[number]
         old = _cell_source(notebook.data["cells"][index])
-        if new != old.rstrip("\n") and new != old:
-            changed[index] = new + ("\n" if old.endswith("\n") else "")
+        new_source = new + ("\n" if old.endswith("\n") else "")
+        if new_source != old:
+            changed[index] = new_source
     return changed
 
 

@@ -154,3 +154,10 @@ N=$(echo ${NVIDIA_VISIBLE_DEVICES:-all} | wc -l)
     result = port_bytes("run.sh", source, ruleset(), True)
     assert [(f.line, f.code) for f in result.findings] == [(1, "HPU801"), (2, "HPU807"), (4, "HPU811")]
     assert result.new_source == source.replace(b"CUDA_VISIBLE_DEVICES=0", b"HABANA_VISIBLE_MODULES=0").replace(b"--fp16", b"--bf16")
+
+
+def test_dockerfile_run_continuations_are_read_as_docker_hands_them_to_the_shell():
+    source = "FROM x\nRUN pip install \\\n    # a comment line, dropped by Docker\n    timm \\  \n  && nvidia-smi\n"
+    result = port_bytes("Dockerfile", source.encode(), ruleset(), True)
+    assert [(f.line, f.code, f.applied) for f in result.findings] == [(5, "HPU805", True)]
+    assert result.new_source.decode() == source.replace("&& nvidia-smi", "&& hl-smi")

@@ -132,7 +132,7 @@ class DockerfileDocument(Document):
             return
         line = Span(start, arguments.end)
         if body is None:
-            self._embed([Copy(line)], line)
+            self._embed(_as_the_shell_sees_it(self.text, line), line)
             return
         # `RUN <<EOF`, `RUN bash -e <<EOF`, `RUN python3 <<EOF`: the command
         # line is read with the here-document's marker blanked out; the body
@@ -169,6 +169,26 @@ class DockerfileDocument(Document):
         self._references += references
         self._comments += comments
         return script
+
+
+def _as_the_shell_sees_it(text: str, span: Span) -> list:
+    """The parts of a continued `RUN` line that Docker hands to the shell:
+    comment lines inside it are dropped, and blanks after a line's closing
+    `\\` are not passed on (bash would read `\\ ` as an escaped space)."""
+    parts, position = [], span.start
+    while position < span.end:
+        end = min(_line_end(text, position), span.end)
+        line = text[position:end]
+        if position > span.start and line.lstrip().startswith("#"):
+            position = end + 1
+            continue
+        content = line.rstrip()
+        if content.endswith("\\") and end < span.end:
+            parts += [Copy(Span(position, position + len(content))), Glue("\n", position + len(content))]
+        else:
+            parts.append(Copy(Span(position, end)))
+        position = end + 1
+    return parts
 
 
 def _runs_body_as_shell(reader: Optional[EmbeddedShell], body: str) -> bool:
