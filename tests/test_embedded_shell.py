@@ -161,3 +161,19 @@ def test_dockerfile_run_continuations_are_read_as_docker_hands_them_to_the_shell
     result = port_bytes("Dockerfile", source.encode(), ruleset(), True)
     assert [(f.line, f.code, f.applied) for f in result.findings] == [(5, "HPU805", True)]
     assert result.new_source.decode() == source.replace("&& nvidia-smi", "&& hl-smi")
+
+
+def test_packages_named_by_install_commands_are_requirements():
+    script = parse("shell", "sudo python3 -m pip install -U --index-url https://x/simple -r req.txt bitsandbytes 'torch>=2' .[dev]\n")
+    assert [w.value for w in script.requirements()] == ["bitsandbytes", "torch>=2"]
+    conda = parse("shell", "conda install -y -c pytorch -n env pytorch-cuda=12.1\n")
+    assert [w.value for w in conda.requirements()] == ["pytorch-cuda=12.1"]
+    result = port_bytes("nb.ipynb", notebook(["!pip install -q flash-attn\n", "%pip install torch"]), ruleset(), True)
+    assert [(f.line, f.code) for f in result.findings] == [(1, "HPU850"), (2, "HPU713")]
+
+
+def test_a_script_that_looks_for_nvidia_smi_keeps_it():
+    source = b"if command -v nvidia-smi >/dev/null; then\n  nvidia-smi\nfi\n"
+    result = port_bytes("env.sh", source, ruleset(), True)
+    assert [(f.line, f.code, f.applied) for f in result.findings] == [(1, "HPU805", False), (2, "HPU805", False)]
+    assert result.new_source is None

@@ -59,6 +59,11 @@ class DockerfileDocument(Document):
     def images(self) -> list[Word]:
         return self._images
 
+    def requirements(self) -> list[Word]:
+        from hpu_port.formats.shell import installed
+
+        return installed(self._commands)
+
     def comment_spans(self) -> list[Span]:
         return self._comments
 

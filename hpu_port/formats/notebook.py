@@ -127,6 +127,11 @@ class NotebookShellDocument(Document):
     def references(self):
         return self._references
 
+    def requirements(self) -> list[Word]:
+        from hpu_port.formats.shell import installed
+
+        return installed(self._commands)
+
     def comment_spans(self):
         return self._comments
 

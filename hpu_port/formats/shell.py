@@ -61,6 +61,9 @@ class ShellDocument(Document):
                 found += [self._word(c) for c in node.named_children if c.type == "variable_name"]
         return found
 
+    def requirements(self) -> list[Word]:
+        return installed(self.commands())
+
     def comment_spans(self) -> list[Span]:
         if self._comments is None:
             self._comments = [self._span(node) for node in self._nodes("comment")]
@@ -234,3 +237,51 @@ def _first_error_line(root) -> Optional[int]:
             return node.start_point[0] + 1
         stack.extend(reversed([c for c in node.children if c.has_error or c.type == "ERROR" or c.is_missing]))
     return None
+
+
+# `pip install` options that take a value (the next word, unless given with `=`).
+_PIP_VALUED = frozenset({
+    "-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url", "--extra-index-url",
+    "-f", "--find-links", "-t", "--target", "--prefix", "--root", "--upgrade-strategy", "--python-version",
+    "--platform", "--implementation", "--abi", "--no-binary", "--only-binary", "--trusted-host", "--cache-dir",
+    "--src", "-C", "--config-settings", "--global-option", "--log", "--progress-bar", "--proxy", "--timeout",
+    "--retries", "--exists-action", "--cert", "--client-cert", "--python", "--index", "--default-index",
+})
+_CONDA_VALUED = frozenset({"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file"})
+_INSTALLERS = {"pip": _PIP_VALUED, "conda": _CONDA_VALUED, "mamba": _CONDA_VALUED, "micromamba": _CONDA_VALUED}
+
+
+def installed(commands: list[Command]) -> list[Word]:
+    """The packages that `pip install`, `python -m pip install`, `uv pip
+    install` and `conda install` commands name (options and their values,
+    paths and URLs left out)."""
+    found = []
+    for command in commands:
+        words = command.words
+        for index in range(len(words) - 1):
+            tool = _installer(words[index].value)
+            if tool is not None and words[index + 1].value == "install":
+                found += _packages(words[index + 2:], _INSTALLERS[tool])
+                break
+    return found
+
+
+def _installer(word: str) -> Optional[str]:
+    name = word.rsplit("/", 1)[-1]
+    if re.fullmatch(r"pip[0-9.]*", name):
+        return "pip"
+    return name if name in _INSTALLERS else None
+
+
+def _packages(words: tuple, valued: frozenset) -> list[Word]:
+    found, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word.value.startswith("-"):
+            skip = word.value in valued
+            continue
+        if word.value[:1].isalnum() and "://" not in word.value and "/" not in word.value.split("@")[0]:
+            found.append(word)
+    return found

@@ -93,7 +93,8 @@ class YamlDocument(Document):
         return [e.value for e in self._entries if e.name == "image" and e.value is not None]
 
     def requirements(self) -> list[Word]:
-        """A conda environment file's `dependencies`, with its `pip:` list."""
+        """A conda environment file's `dependencies`, with its `pip:` list,
+        and the packages CI scripts install."""
         found = []
         for entry in self._entries:
             path = entry.path
@@ -101,7 +102,9 @@ class YamlDocument(Document):
                 continue
             if len(path) == 2 or (len(path) == 4 and path[2] == "pip"):
                 found.append(entry.value)
-        return found
+        from hpu_port.formats.shell import installed
+
+        return found + installed(self._commands)
 
     def comment_spans(self) -> list[Span]:
         found = [Span(m.start(1), m.end(1)) for m in _COMMENT.finditer(self.text) if not self._inside_scalar(m.start(1))]
