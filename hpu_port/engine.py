@@ -314,6 +314,10 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
         return result
     module_text = notebooks.to_module(notebook)
     shell_findings, shell_cells = _port_notebook_shell(path, notebook, ruleset, apply, result)
+    if not result.error:
+        written_findings, written_cells = _port_written_files(notebook, ruleset, apply, result)
+        shell_findings += written_findings
+        shell_cells.update(written_cells)
     if result.error:
         return result
     ported = FileResult(path=path)
@@ -346,6 +350,28 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
         result.new_source = notebooks.dumps(notebook, changed)
         result.cell_changes = {i + 1: (old[i], changed[i]) for i in changed}
     return result
+
+
+def _port_written_files(notebook, ruleset: RuleSet, apply: bool, result: FileResult) -> tuple[list, dict]:
+    """Port the body of each `%%writefile train.py` cell as the file it writes."""
+    findings, cells = [], {}
+    for number in sorted(notebook.skipped):
+        source = notebook.cell_source(number)
+        name = notebook_shell.written(source)
+        if name is None:
+            continue
+        first, body = source.split("\n", 1)
+        index = notebook.code_cells[number]
+        ported = port_bytes(name, body.encode("utf-8"), ruleset, apply)
+        if ported.error:
+            where = re.sub(r"line (\d+)", lambda m: "line %d" % (int(m.group(1)) + 1), ported.error)
+            result.error = f"cell {index + 1} (%%writefile {name}): {where}"
+            return [], {}
+        placed = ported.findings
+        findings += [dataclasses.replace(f, cell=index + 1, line=f.line + 1, end_line=f.end_line + 1) for f in placed]
+        if ported.new_source is not None:
+            cells[index] = first + "\n" + ported.new_source.decode("utf-8")
+    return findings, cells
 
 
 def _port_notebook_shell(path: str, notebook, ruleset: RuleSet, apply: bool, result: FileResult) -> tuple[list, dict]:

@@ -104,6 +104,16 @@ def cell_magic(line: str) -> str:
     return stripped[2:].split(None, 1)[0] if stripped.startswith("%%") and len(stripped) > 2 else ""
 
 
+def written_file(line: str) -> Optional[str]:
+    """The file a `%%writefile NAME` cell writes (the whole file: not `-a`), or None."""
+    if cell_magic(line) not in ("writefile", "file"):
+        return None
+    arguments = line.split()[1:]
+    if len(arguments) != 1 or arguments[0].startswith("-"):
+        return None
+    return arguments[0].strip("'\"")
+
+
 def _python_start(lines: list[str]) -> "int | None":
     """How many first lines of a cell are Python cell magics (`%%time`); None
     when the cell is under another cell magic (not Python)."""

@@ -60,7 +60,8 @@ def test_python_cell_magics_are_ported_and_other_cell_magics_are_reported():
     result = port_bytes("nb.ipynb", source, ruleset(), True)
     by_code = [(f.cell, f.line, f.code) for f in result.findings if f.code != "HPU001"]
     assert (1, 3, "HPU101") in by_code
-    assert [(c, line) for c, line, code in by_code if code == "HPU870"] == [(2, 1), (4, 1)]
+    assert [(c, line) for c, line, code in by_code if code == "HPU870"] == [(4, 1)]
+    assert (2, 2, "HPU805") in by_code  # the script a `%%writefile run.sh` cell writes
     assert b'"torch.hpu.synchronize()"' in result.new_source and b'"%%time\\n"' in result.new_source
 
 
@@ -177,3 +178,19 @@ def test_a_script_that_looks_for_nvidia_smi_keeps_it():
     result = port_bytes("env.sh", source, ruleset(), True)
     assert [(f.line, f.code, f.applied) for f in result.findings] == [(1, "HPU805", False), (2, "HPU805", False)]
     assert result.new_source is None
+
+
+def test_writefile_cells_are_ported_as_the_file_they_write():
+    source = notebook(
+        ["%%writefile train.py\n", "import torch\n", "x = torch.zeros(2).cuda()\n"],
+        ["%%writefile run.sh\n", "nvidia-smi"],
+        ["%%writefile -a notes.txt\n", "cuda\n"],
+    )
+    result = port_bytes("nb.ipynb", source, ruleset(), True)
+    assert [(f.cell, f.line, f.code) for f in result.findings] == [
+        (1, 2, "HPU001"), (1, 3, "HPU111"), (2, 2, "HPU805"), (3, 1, "HPU870")]
+    cells = json.loads(result.new_source)["cells"]
+    assert "".join(cells[0]["source"]).startswith("%%writefile train.py\nimport torch\nimport habana_frameworks")
+    assert cells[1]["source"] == ["%%writefile run.sh\n", "hl-smi"]
+    broken = port_bytes("nb.ipynb", notebook(["%%writefile t.py\n", "x.cuda(\n"], ["import torch"]), ruleset(), True)
+    assert broken.error.startswith("cell 1 (%%writefile t.py): syntax error at line 2")

@@ -55,6 +55,8 @@ def join(notebook: notebooks.Notebook) -> tuple[str, list[Unit]]:
         units.append((Unit(cell, line_number, key), line))
     for number in sorted(notebook.skipped):
         source = notebook.cell_source(number)
+        if written(source):
+            continue  # ported as the file it writes (see engine.port_notebook)
         text = source[:-1] if source.endswith("\n") else source
         units.append((Unit(number, 1, None, source.endswith("\n")), text))
     units.sort(key=lambda pair: (pair[0].cell, pair[0].line))
@@ -88,6 +90,15 @@ def place(text: str, units: list[Unit], line: int) -> tuple[int, int]:
             unit_index, marker_line = unit_index + 1, number
     unit = units[max(unit_index, 0)]
     return unit.cell, unit.line + max(line - marker_line - 1, 0)
+
+
+def written(source: str) -> Optional[str]:
+    """The file a `%%writefile` cell writes, when hpu-port reads files of its type."""
+    from hpu_port import filetypes
+
+    name = notebooks.written_file(source.split("\n", 1)[0])
+    body = source.split("\n", 1)[1] if "\n" in source else ""
+    return name if name and filetypes.detect(name, body[: filetypes.HEAD_SIZE].encode("utf-8")) else None
 
 
 class NotebookShellDocument(Document):
