@@ -18,7 +18,7 @@ import re
 from typing import Optional
 
 from hpu_port.formats import Assignment, Command, Document, Span, Word
-from hpu_port.formats.embedded import Copy, EmbeddedShell, Glue, exact_edit
+from hpu_port.formats.embedded import Copy, EmbeddedShell, Glue, Scripts
 
 _INSTRUCTION = re.compile(r"[ \t]*([A-Za-z]+)(?:[ \t]+|$)")
 _HEREDOC = re.compile(r"<<-?[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?")
@@ -38,23 +38,22 @@ class DockerfileDocument(Document):
         self._comments: list[Span] = []
         self._images: list[Word] = []
         self._assignments: list[Assignment] = []
-        self._commands: list[Command] = []
+        self._commands: list[Command] = []  # exec forms
         self._references: list[Word] = []
         self._unread: list[Word] = []
-        self._scripts: list[EmbeddedShell] = []
-        self._regions: list[Span] = []
+        self._shell = Scripts(text)
         self._escape = "\\"
         self._posix_shell = True
         self._read()
 
     def commands(self) -> list[Command]:
-        return self._commands
+        return sorted(self._commands + self._shell.commands, key=lambda c: c.span.start)
 
     def assignments(self) -> list[Assignment]:
-        return self._assignments
+        return sorted(self._assignments + self._shell.assignments, key=lambda a: a.name.span.start)
 
     def references(self) -> list[Word]:
-        return self._references
+        return self._references + self._shell.references
 
     def images(self) -> list[Word]:
         return self._images
@@ -62,16 +61,16 @@ class DockerfileDocument(Document):
     def requirements(self) -> list[Word]:
         from hpu_port.formats.shell import installed
 
-        return installed(self._commands)
+        return installed(self.commands())
 
     def comment_spans(self) -> list[Span]:
-        return self._comments
+        return sorted(self._comments + self._shell.comments, key=lambda span: span.start)
 
     def unread(self) -> list[Word]:
-        return self._unread
+        return self._unread + self._shell.unread
 
     def exact(self, span: Span) -> bool:
-        return exact_edit(span, self._scripts, self._regions)
+        return self._shell.exact(span)
 
     def _read(self) -> None:
         text, position, directives = self.text, 0, True
@@ -163,17 +162,7 @@ class DockerfileDocument(Document):
         self._commands.append(Command(tuple(words), span, True))
 
     def _embed(self, parts: list, region: Span) -> EmbeddedShell:
-        script = EmbeddedShell(self.text, parts)
-        commands, assignments, references, comments = script.views()
-        if script.error is not None:
-            self._unread.append(Word("RUN", region))
-        self._scripts.append(script)
-        self._regions.append(region)
-        self._commands += commands
-        self._assignments += assignments
-        self._references += references
-        self._comments += comments
-        return script
+        return self._shell.add(parts, region, "RUN")
 
 
 def _as_the_shell_sees_it(text: str, span: Span) -> list:

@@ -126,6 +126,39 @@ class EmbeddedShell:
         return part.at + min(delta, part.width)
 
 
+class Scripts:
+    """The shell scripts embedded in one host text, with their views
+    gathered in host spans, and the parts the shell parser rejected."""
+
+    def __init__(self, host_text: str) -> None:
+        self.host_text = host_text
+        self.scripts: list[EmbeddedShell] = []
+        self.regions: list[Span] = []
+        self.commands: list[Command] = []
+        self.assignments: list[Assignment] = []
+        self.references: list[Word] = []
+        self.comments: list[Span] = []
+        self.unread: list[Word] = []
+
+    def add(self, parts: list[Part], region: Span, label: str, captured: bool = False) -> EmbeddedShell:
+        """Read the script made of ``parts``, which stands in ``region`` of the
+        host; ``label`` names it when it does not parse."""
+        script = EmbeddedShell(self.host_text, parts, captured)
+        commands, assignments, references, comments = script.views()
+        if script.error is not None:
+            self.unread.append(Word(label, region))
+        self.scripts.append(script)
+        self.regions.append(region)
+        self.commands += commands
+        self.assignments += assignments
+        self.references += references
+        self.comments += comments
+        return script
+
+    def exact(self, span: Span) -> bool:
+        return exact_edit(span, self.scripts, self.regions)
+
+
 def exact_edit(span: Span, scripts: list[EmbeddedShell], regions: list[Span]) -> bool:
     """Whether an edit of ``span`` in a host text with embedded ``scripts``
     (spread over ``regions``) lands on the bytes it means: clear of (and not
@@ -146,13 +179,3 @@ def exact_edit(span: Span, scripts: list[EmbeddedShell], regions: list[Span]) ->
 def _overlaps(a: Span, b: Span) -> bool:
     """Overlapping or touching."""
     return a.start <= b.end and b.start <= a.end
-
-
-def copied_lines(host_text: str, lines: list[tuple[int, int]], glue_at: Optional[int] = None) -> list[Part]:
-    """Parts that copy host ``lines`` (start, end) with newlines between them."""
-    parts: list[Part] = []
-    for index, (start, end) in enumerate(lines):
-        if index:
-            parts.append(Glue("\n", start))
-        parts.append(Copy(Span(start, end)))
-    return parts

@@ -24,7 +24,7 @@ from typing import Optional
 
 from hpu_port import notebooks
 from hpu_port.formats import Document, Span, Word
-from hpu_port.formats.embedded import Copy, EmbeddedShell, Glue, exact_edit
+from hpu_port.formats.embedded import Copy, Glue, Scripts
 
 LINE_MARK = "#@hpu-port line"
 CELL_MARK = "#@hpu-port cell"
@@ -107,8 +107,7 @@ class NotebookShellDocument(Document):
 
     def __init__(self, text: str, path: str) -> None:
         super().__init__(text, path)
-        self._scripts: list[EmbeddedShell] = []
-        self._regions: list[Span] = []
+        self._shell = Scripts(text)
         self._unread: list[Word] = []
         position = 0
         for unit_text in split(text):
@@ -120,41 +119,33 @@ class NotebookShellDocument(Document):
             else:
                 self._line(span)
             position = span.end + 1
-        views = [script.views() for script in self._scripts]
-        self._commands = [c for v in views for c in v[0]]
-        self._assignments = [a for v in views for a in v[1]]
-        self._references = [w for v in views for w in v[2]]
-        self._comments = [s for v in views for s in v[3]]
-        for script, region in zip(self._scripts, self._regions):
-            if script.error is not None:
-                self._unread.append(Word(self.text[region.start:region.end].split("\n", 1)[0].strip()[:40], region))
 
     def commands(self):
-        return self._commands
+        return self._shell.commands
 
     def assignments(self):
-        return self._assignments
+        return self._shell.assignments
 
     def references(self):
-        return self._references
+        return self._shell.references
 
     def requirements(self) -> list[Word]:
         from hpu_port.formats.shell import installed
 
-        return installed(self._commands)
+        return installed(self._shell.commands)
 
     def comment_spans(self):
-        return self._comments
+        return self._shell.comments
 
     def unread(self):
-        return self._unread
+        return self._unread + self._shell.unread
 
     def exact(self, span: Span) -> bool:
-        return exact_edit(span, self._scripts, self._regions)
+        return self._shell.exact(span)
 
     def _embed(self, parts: list, region: Span, captured: bool = False) -> None:
-        self._scripts.append(EmbeddedShell(self.text, parts, captured))
-        self._regions.append(region)
+        label = self.text[region.start:region.end].split("\n", 1)[0].strip()[:40]
+        self._shell.add(parts, region, label, captured)
 
     def _cell(self, span: Span) -> None:
         text = self.text[span.start:span.end]

@@ -14,7 +14,7 @@ import re
 import os
 
 from hpu_port.formats import Assignment, Command, Document, Entry, FormatError, Span, Word
-from hpu_port.formats.embedded import Copy, EmbeddedShell, Glue, exact_edit
+from hpu_port.formats.embedded import Copy, Glue, Scripts
 
 _ENV_KEYS = frozenset({"env", "environment", "variables", "envs"})
 _COMMENT = re.compile(r"(?:^|[ \t])(#.*)$", re.MULTILINE)
@@ -31,45 +31,31 @@ class YamlDocument(Document):
         seen: set[int] = set()
         for root in roots:
             self._walk(root, (), None, seen)
-        self._scripts: list[EmbeddedShell] = []
-        self._regions: list[Span] = []
+        self._shell = Scripts(text)
         self._unread: list[Word] = []
-        self._commands: list[Command] = []
-        self._script_assignments: list[Assignment] = []
-        self._references: list[Word] = []
-        self._script_comments: list[Span] = []
         for entry, shell in ci_scripts(self._entries, path):
             self._embed(entry, shell)
 
     def commands(self) -> list[Command]:
-        return self._commands
+        return self._shell.commands
 
     def references(self) -> list[Word]:
-        return self._references
+        return self._shell.references
 
     def unread(self) -> list[Word]:
-        return self._unread
+        return self._unread + self._shell.unread
 
     def exact(self, span: Span) -> bool:
-        return exact_edit(span, self._scripts, self._regions)
+        return self._shell.exact(span)
 
     def _embed(self, entry: Entry, shell: str) -> None:
         """Read a CI step's script (`run:`, `script:`) as a shell script."""
-        label = Word(str(entry.name or (entry.path[-2] if len(entry.path) > 1 else "script")), entry.span)
+        label = str(entry.name or (entry.path[-2] if len(entry.path) > 1 else "script"))
         if shell not in SHELLS:
-            self._unread.append(label)
+            self._unread.append(Word(label, entry.span))
             return
         parts = _script_parts(self.text, entry, self._styles.get(entry.span.start, ""))
-        script = EmbeddedShell(self.text, _masked(self.text, parts))
-        commands, assignments, references, comments = script.views()
-        if script.error is not None:
-            self._unread.append(label)
-        self._scripts.append(script)
-        self._regions.append(entry.span)
-        self._commands += commands
-        self._script_assignments += assignments
-        self._references += references
-        self._script_comments += comments
+        self._shell.add(_masked(self.text, parts), entry.span, label)
 
     def entries(self) -> list[Entry]:
         return self._entries
@@ -87,7 +73,7 @@ class YamlDocument(Document):
                 name, value = entry.value.value.split("=", 1)
                 start = entry.value.inner.start
                 found.append(Assignment(Word(name, Span(start, start + len(name))), Word(value, Span(start + len(name) + 1, entry.value.inner.end))))
-        return found + self._script_assignments
+        return found + self._shell.assignments
 
     def images(self) -> list[Word]:
         return [e.value for e in self._entries if e.name == "image" and e.value is not None]
@@ -104,11 +90,11 @@ class YamlDocument(Document):
                 found.append(entry.value)
         from hpu_port.formats.shell import installed
 
-        return found + installed(self._commands)
+        return found + installed(self._shell.commands)
 
     def comment_spans(self) -> list[Span]:
         found = [Span(m.start(1), m.end(1)) for m in _COMMENT.finditer(self.text) if not self._inside_scalar(m.start(1))]
-        return sorted(found + self._script_comments, key=lambda span: span.start)
+        return sorted(found + self._shell.comments, key=lambda span: span.start)
 
     def _inside_scalar(self, offset: int) -> bool:
         return any(e.kind == "scalar" and e.span.start < offset < e.span.end for e in self._entries)

@@ -23,28 +23,21 @@ from typing import Iterator
 
 from hpu_port.formats import Span
 from hpu_port.kinds import DocumentKind, Match, register_kind, string_list
-from hpu_port.kinds._patterns import compile_all, full_match, needles_of, patterns
+from hpu_port.kinds._patterns import MatchingWords, compile_all, needles_of, patterns
 
 TEXT_FORMATS = ("shell", "yaml", "dockerfile", "cmake", "requirements", "pyproject", "setup-cfg", "notebook")
 
 
 @register_kind
-class ContainerImage(DocumentKind):
+class ContainerImage(MatchingWords):
     name = "container-image"
     KEYS = {"images": (list, True)}
+    PATTERNS = "images"
     FORMATS = ("dockerfile", "yaml")
     EXAMPLE_FILE = "Dockerfile"
 
-    def build_params(self, table):
-        return {"images": patterns(table, "images")}
-
-    def needles(self, rule) -> tuple[str, ...]:
-        return needles_of(rule.params["images"])
-
-    def match(self, rule, document, options) -> Iterator[Match]:
-        for image in document.images():
-            if full_match(rule.params["images"], image.value):
-                yield Match(image.span, rule.message.format(name=image.value))
+    def words(self, document) -> list:
+        return document.images()
 
 
 @register_kind

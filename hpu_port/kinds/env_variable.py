@@ -15,7 +15,7 @@ from typing import Iterator
 
 from hpu_port.formats import Edit
 from hpu_port.kinds import DocumentKind, Match, markdown_table, register_kind, string_table
-from hpu_port.kinds._patterns import compile_all, full_match, needles_of, patterns
+from hpu_port.kinds._patterns import MatchingWords, compile_all, full_match, needles_of, patterns
 
 
 @register_kind
@@ -67,7 +67,7 @@ class EnvVariable(DocumentKind):
 
 
 @register_kind
-class VariableRead(DocumentKind):
+class VariableRead(MatchingWords):
     """Kind ``variable-read``: places where a script reads one of
     ``variables`` (`$CUDA_VISIBLE_DEVICES`, `${NVIDIA_VISIBLE_DEVICES:-all}`).
     Reported only: what the script does with the value is for a person to
@@ -75,16 +75,9 @@ class VariableRead(DocumentKind):
 
     name = "variable-read"
     KEYS = {"variables": (list, True)}
+    PATTERNS = "variables"
     FORMATS = ("shell", "dockerfile", "yaml", "notebook")
     EXAMPLE_FILE = "run.sh"
 
-    def build_params(self, table):
-        return {"variables": patterns(table, "variables")}
-
-    def needles(self, rule) -> tuple[str, ...]:
-        return needles_of(rule.params["variables"])
-
-    def match(self, rule, document, options) -> Iterator[Match]:
-        for word in document.references():
-            if full_match(rule.params["variables"], word.value):
-                yield Match(word.span, rule.message.format(name=word.value))
+    def words(self, document) -> list:
+        return document.references()
