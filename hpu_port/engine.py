@@ -20,7 +20,7 @@ from libcst import CSTNode
 from hpu_port import filetypes, notebooks
 from hpu_port.context import FileContext, ScopeEnter, ScopeExit
 from hpu_port.edits import EditPlan, apply_plan
-from hpu_port.documents import port_document
+from hpu_port.documents import could_match, document_rules, port_document
 from hpu_port.formats import notebook as notebook_shell
 from hpu_port.frameworks import foreign_framework
 from hpu_port.kinds import fallback_codes
@@ -306,11 +306,14 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
     """Port a Jupyter notebook: its shell lines and cells as shell, its code
     cells as Python; findings and changes name their cell."""
     result = FileResult(path=path, source=raw)
+    python_rules = ruleset.for_source(raw)
+    shell_rules = document_rules(ruleset, filetypes.NOTEBOOK)
+    if python_rules is None and not (shell_rules and could_match(shell_rules, raw.decode("utf-8", "replace"))):
+        return result  # nothing any rule could act on: not even loaded
     try:
         notebook = notebooks.load(raw)
     except ValueError as exc:
-        if ruleset.for_source(raw) is not None:
-            result.error = str(exc)
+        result.error = str(exc)
         return result
     module_text = notebooks.to_module(notebook)
     shell_findings, shell_cells = _port_notebook_shell(path, notebook, ruleset, apply, result)
@@ -321,7 +324,7 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
     if result.error:
         return result
     ported = FileResult(path=path)
-    if ruleset.for_source(raw) is not None:
+    if python_rules is not None:
         ported = port_source(path, module_text.encode("utf-8"), ruleset, apply)
 
     def place(line: int, text: str = module_text) -> tuple[int, int]:

@@ -9,9 +9,8 @@ scalars folded over several lines are read but never edited.
 
 from __future__ import annotations
 
-import re
-
 import os
+import re
 
 from hpu_port.formats import Assignment, Command, Document, Entry, FormatError, Span, Word
 from hpu_port.formats.embedded import Copy, Glue, Scripts
