@@ -24,7 +24,7 @@ MAGIC_MARK = "# hpu-port-magic:"
 # A statement, so that a block whose body is only magics (`for f in files:`
 # over `!wget {f}`) still parses.
 MAGIC_PLACEHOLDER = f"pass  {MAGIC_MARK}"
-MAGIC_LINE = re.compile(r"^\s*(%|!)|^[^#]*\?\s*$|^\s*[A-Za-z_][A-Za-z0-9_.]*(\s*,\s*[A-Za-z_][A-Za-z0-9_.]*)*\s*=\s*(!|%[a-z])")
+MAGIC_LINE = re.compile(r"^\s*(%%?[A-Za-z]|!(?!=))|^[^#]*\?\s*$|^\s*[A-Za-z_][A-Za-z0-9_.]*(\s*,\s*[A-Za-z_][A-Za-z0-9_.]*)*\s*=\s*(!|%[a-z])")
 # Cell magics whose body is Python run by the kernel.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
 

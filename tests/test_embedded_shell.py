@@ -194,3 +194,10 @@ def test_writefile_cells_are_ported_as_the_file_they_write():
     assert cells[1]["source"] == ["%%writefile run.sh\n", "hl-smi"]
     broken = port_bytes("nb.ipynb", notebook(["%%writefile t.py\n", "x.cuda(\n"], ["import torch"]), ruleset(), True)
     assert broken.error.startswith("cell 1 (%%writefile t.py): syntax error at line 2")
+
+
+def test_a_continued_comparison_is_python_not_a_shell_line():
+    source = notebook(["import torch\n", "same = (torch.ones(1).cuda()\n", "        != 1)\n", "!nvidia-smi"])
+    result = port_bytes("nb.ipynb", source, ruleset(), True)
+    assert result.error is None
+    assert {f.code for f in result.findings} >= {"HPU111", "HPU805"}
