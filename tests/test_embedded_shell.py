@@ -201,3 +201,18 @@ def test_a_continued_comparison_is_python_not_a_shell_line():
     result = port_bytes("nb.ipynb", source, ruleset(), True)
     assert result.error is None
     assert {f.code for f in result.findings} >= {"HPU111", "HPU805"}
+
+
+def test_github_actions_default_shell_of_a_job_decides_how_its_steps_are_read():
+    source = b"""jobs:
+  linux:
+    defaults: {run: {shell: bash -l {0}}}
+    steps:
+      - run: nvidia-smi
+  windows:
+    defaults: {run: {shell: pwsh}}
+    steps:
+      - run: nvidia-smi.exe
+"""
+    result = port_bytes(".github/workflows/ci.yml", source, ruleset(), True)
+    assert [(f.line, f.code) for f in result.findings] == [(5, "HPU805"), (9, "HPU870")]

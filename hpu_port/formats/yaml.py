@@ -166,13 +166,17 @@ def _is_step(where: tuple, keys) -> bool:
 
 
 def _step_shell(by_path: dict, step: tuple, key: str) -> str:
+    """The shell a step's script runs in: the step's `shell:`, else the
+    job's or the workflow's `defaults: run: shell:` (GitHub Actions)."""
     if key == "bash":
         return "bash"
-    given = by_path.get(step + ("shell",))
-    if given is None or given.value is None:
-        return "bash"
-    words = given.value.value.split()
-    return words[0].rsplit("/", 1)[-1] if words else "bash"
+    job = step[:-2]  # (..., "steps", index) -> the job
+    for place in (step + ("shell",), job + ("defaults", "run", "shell"), ("defaults", "run", "shell")):
+        given = by_path.get(place)
+        if given is not None and given.value is not None:
+            words = given.value.value.split()
+            return words[0].rsplit("/", 1)[-1] if words else "bash"
+    return "bash"
 
 
 def _script_parts(text: str, entry: Entry, style: str) -> list:
