@@ -206,13 +206,17 @@ def test_a_continued_comparison_is_python_not_a_shell_line():
 def test_github_actions_default_shell_of_a_job_decides_how_its_steps_are_read():
     source = b"""jobs:
   linux:
-    defaults: {run: {shell: bash -l {0}}}
+    defaults:
+      run:
+        shell: bash -l {0}
     steps:
       - run: nvidia-smi
   windows:
-    defaults: {run: {shell: pwsh}}
+    defaults:
+      run:
+        shell: pwsh
     steps:
       - run: nvidia-smi.exe
 """
     result = port_bytes(".github/workflows/ci.yml", source, ruleset(), True)
-    assert [(f.line, f.code) for f in result.findings] == [(5, "HPU805"), (9, "HPU870")]
+    assert [(f.line, f.code) for f in result.findings] == [(7, "HPU805"), (13, "HPU870")]
