@@ -29,6 +29,7 @@ FORMAT_NAMES = {
     "requirements": "a requirements file",
     "pyproject": "TOML",
     "setup-cfg": "a setup.cfg file",
+    "notebook": "the shell lines of a notebook",
 }
 
 
@@ -76,7 +77,7 @@ def port_document(path: str, source: bytes, ruleset, apply: bool, file_type: str
         end = document.line_col(max(match.span.end, match.span.start))
         if suppressions is not None and suppressions.suppresses(rule.code, start[0], end[0]):
             continue
-        has_fix = bool(match.edits) and rule.has_fix
+        has_fix = bool(match.edits) and rule.has_fix and all(document.exact(edit.span) for edit in match.edits)
         fixable = has_fix and ruleset.fix_enabled(rule)
         finding = Finding(
             rule.code, match.message, start[0], start[1], end[0], end[1],

@@ -20,8 +20,9 @@ from libcst import CSTNode
 from hpu_port import deep_stack, filetypes, notebooks
 from hpu_port.context import FileContext, ScopeEnter, ScopeExit
 from hpu_port.edits import EditPlan, apply_plan
+from hpu_port.documents import could_match, document_rules, port_document
 from hpu_port.files import text_problem
-from hpu_port.documents import port_document
+from hpu_port.formats import notebook as notebook_shell
 from hpu_port.frameworks import foreign_framework
 from hpu_port.kinds import fallback_codes
 from hpu_port.narrow import narrow
@@ -318,17 +319,29 @@ def _first_line(text: str) -> str:
 
 
 def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -> FileResult:
-    """Port a Jupyter notebook's code cells; findings and changes name their cell."""
+    """Port a Jupyter notebook: its shell lines and cells as shell, its code
+    cells as Python; findings and changes name their cell."""
     result = FileResult(path=path, source=raw)
-    if ruleset.for_source(raw) is None:
-        return result
+    python_rules = ruleset.for_source(raw)
+    shell_rules = document_rules(ruleset, filetypes.NOTEBOOK)
+    if python_rules is None and not (shell_rules and could_match(shell_rules, raw.decode("utf-8", "replace"))):
+        return result  # nothing any rule could act on: not even loaded
     try:
         notebook = notebooks.load(raw)
     except ValueError as exc:
         result.error = str(exc)
         return result
     module_text = notebooks.to_module(notebook)
-    ported = port_source(path, module_text.encode("utf-8"), ruleset, apply)
+    shell_findings, shell_cells = _port_notebook_shell(path, notebook, ruleset, apply, result)
+    if not result.error:
+        written_findings, written_cells = _port_written_files(notebook, ruleset, apply, result)
+        shell_findings += written_findings
+        shell_cells.update(written_cells)
+    if result.error:
+        return result
+    ported = FileResult(path=path)
+    if python_rules is not None:
+        ported = port_source(path, module_text.encode("utf-8"), ruleset, apply)
 
     def place(line: int, text: str = module_text) -> tuple[int, int]:
         number, within = notebooks.cell_of_line(text, line)
@@ -345,13 +358,67 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
     if ported.error:
         result.error = re.sub(r"line (\d+)", lambda m: "cell %d, line %d" % place(int(m.group(1))), ported.error)
         return result
-    result.findings = in_cells(ported.findings)
+    result.findings = sorted(in_cells(ported.findings) + shell_findings, key=Finding.sort_key)
     if ported.output_findings is not None:
-        result.output_findings = in_cells(ported.output_findings, ported.new_source.decode("utf-8"))
-    if ported.new_source is not None:
-        changed = notebooks.new_sources(notebook, ported.new_source.decode("utf-8"))
-        if changed:
-            old = {i: notebooks._cell_source(notebook.data["cells"][i]) for i in changed}
-            result.new_source = notebooks.dumps(notebook, changed)
-            result.cell_changes = {i + 1: (old[i], changed[i]) for i in changed}
+        placed = in_cells(ported.output_findings, ported.new_source.decode("utf-8"))
+        result.output_findings = sorted(placed + shell_findings, key=Finding.sort_key)
+    final_module = ported.new_source.decode("utf-8") if ported.new_source is not None else module_text
+    changed = {**notebooks.new_sources(notebook, final_module), **shell_cells}
+    if changed:
+        old = {i: notebooks._cell_source(notebook.data["cells"][i]) for i in changed}
+        result.new_source = notebooks.dumps(notebook, changed)
+        result.cell_changes = {i + 1: (old[i], changed[i]) for i in changed}
     return result
+
+
+def _port_written_files(notebook, ruleset: RuleSet, apply: bool, result: FileResult) -> tuple[list, dict]:
+    """Port the body of each `%%writefile train.py` cell as the file it writes."""
+    findings, cells = [], {}
+    for number in sorted(notebook.skipped):
+        source = notebook.cell_source(number)
+        name = notebook_shell.written(source)
+        if name is None:
+            continue
+        first, body = source.split("\n", 1)
+        index = notebook.code_cells[number]
+        ported = port_bytes(name, body.encode("utf-8"), ruleset, apply)
+        if ported.error:
+            where = re.sub(r"line (\d+)", lambda m: "line %d" % (int(m.group(1)) + 1), ported.error)
+            result.error = f"cell {index + 1} (%%writefile {name}): {where}"
+            return [], {}
+        placed = ported.findings
+        findings += [dataclasses.replace(f, cell=index + 1, line=f.line + 1, end_line=f.end_line + 1) for f in placed]
+        if ported.new_source is not None:
+            cells[index] = first + "\n" + ported.new_source.decode("utf-8")
+    return findings, cells
+
+
+def _port_notebook_shell(path: str, notebook, ruleset: RuleSet, apply: bool, result: FileResult) -> tuple[list, dict]:
+    """Port the shell lines and cells of a notebook (``hpu_port.formats.notebook``).
+    The new masked lines go back into ``notebook.magics`` (the Python port
+    restores them); returns the findings, placed in their cells, and the new
+    sources of the whole cells that changed (cell index -> source)."""
+    text, units = notebook_shell.join(notebook)
+    if not units:
+        return [], {}
+    shell = port_document(path, text.encode("utf-8"), ruleset, apply, filetypes.NOTEBOOK)
+    if shell.error:
+        result.error = shell.error
+        return [], {}
+    findings = []
+    for finding in shell.findings:
+        cell, line = notebook_shell.place(text, units, finding.line)
+        _, end_line = notebook_shell.place(text, units, finding.end_line)
+        findings.append(dataclasses.replace(finding, cell=notebook.code_cells[cell] + 1, line=line, end_line=end_line))
+    cells = {}
+    if shell.new_source is not None:
+        new_texts = notebook_shell.split(shell.new_source.decode("utf-8"))
+        if len(new_texts) != len(units):
+            result.error = "internal error: the notebook's shell lines could not be put back; nothing was written"
+            return [], {}
+        for unit, new in zip(units, new_texts):
+            if unit.key is not None:
+                notebook.magics[unit.key] = new
+            elif new + ("\n" if unit.trailing_newline else "") != notebook.cell_source(unit.cell):
+                cells[notebook.code_cells[unit.cell]] = new + ("\n" if unit.trailing_newline else "")
+    return findings, cells

@@ -3,8 +3,11 @@
 The code cells are joined into one Python module, with a marker comment
 between cells, so that an import in one cell resolves names in the next and an
 added import appears once, in the first cell. IPython magics and shell lines
-(`%`, `%%`, `!`, trailing `?`) are masked by placeholder comments and restored
-exactly. Markdown cells, outputs and metadata are not touched. The notebook is
+(`%`, `%%`, `!`, `x = !cmd`, trailing `?`) are masked by placeholder comments
+and restored exactly; each one's place is kept, so that the shell lines
+among them can be read as shell (``hpu_port.formats.notebook``). A cell under
+a Python cell magic (`%%time`, `%%capture`) is Python below its first line;
+cells under other cell magics (`%%bash`, `%%writefile`) are kept whole. Markdown cells, outputs and metadata are not touched. The notebook is
 written back only when its JSON layout can be reproduced exactly, so that the
 cells that did not change stay byte-identical.
 """
@@ -13,12 +16,17 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 CELL_MARK = "# hpu-port-cell:"
 MAGIC_MARK = "# hpu-port-magic:"
-MAGIC_LINE = re.compile(r"^\s*(%|!)|^[^#]*\?\s*$")
+# A statement, so that a block whose body is only magics (`for f in files:`
+# over `!wget {f}`) still parses.
+MAGIC_PLACEHOLDER = f"pass  {MAGIC_MARK}"
+MAGIC_LINE = re.compile(r"^\s*(%%?[A-Za-z]|!(?!=))|^[^#]*\?\s*$|^\s*[A-Za-z_][A-Za-z0-9_.]*(\s*,\s*[A-Za-z_][A-Za-z0-9_.]*)*\s*=\s*(!|%[a-z])")
+# Cell magics whose body is Python run by the kernel.
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
 
 
 @dataclass
@@ -29,6 +37,11 @@ class Notebook:
     code_cells: list  # indices of the code cells in data["cells"]
     magics: dict  # placeholder number -> original line
     skipped: set  # code cells kept whole (cell magics: %%bash, ...)
+    places: dict = field(default_factory=dict)  # placeholder number -> (cell number, line in the cell, 1-based)
+
+    def cell_source(self, number: int) -> str:
+        """The source of code cell ``number`` (counted among code cells)."""
+        return _cell_source(self.data["cells"][self.code_cells[number]])
 
 
 def _cell_source(cell) -> str:
@@ -69,17 +82,47 @@ def to_module(notebook: Notebook) -> str:
     for number, index in enumerate(notebook.code_cells):
         source = _cell_source(notebook.data["cells"][index])
         parts.append(f"{CELL_MARK}{number}\n")
-        if source.lstrip().startswith("%%"):
+        lines = source.splitlines()
+        python_from = _python_start(lines)
+        if python_from is None:
             notebook.skipped.add(number)  # a cell magic: not Python
             continue
-        for line in source.splitlines():
-            if MAGIC_LINE.search(line) and not line.lstrip().startswith("#"):
+        for line_number, line in enumerate(lines, 1):
+            if line_number <= python_from or (MAGIC_LINE.search(line) and not line.lstrip().startswith("#")):
                 key = len(notebook.magics)
                 notebook.magics[key] = line
+                notebook.places[key] = (number, line_number)
                 indent = line[: len(line) - len(line.lstrip())]
-                line = f"{indent}{MAGIC_MARK}{key}"
+                line = f"{indent}{MAGIC_PLACEHOLDER}{key}"
             parts.append(line + "\n")
     return "".join(parts)
+
+
+def cell_magic(line: str) -> str:
+    """The name of the cell magic a cell's first line calls (`%%bash` -> `bash`), or ""."""
+    stripped = line.strip()
+    return stripped[2:].split(None, 1)[0] if stripped.startswith("%%") and len(stripped) > 2 else ""
+
+
+def written_file(line: str) -> Optional[str]:
+    """The file a `%%writefile NAME` cell writes (the whole file: not `-a`), or None."""
+    if cell_magic(line) not in ("writefile", "file"):
+        return None
+    arguments = line.split()[1:]
+    if len(arguments) != 1 or arguments[0].startswith("-"):
+        return None
+    return arguments[0].strip("'\"")
+
+
+def _python_start(lines: list[str]) -> "int | None":
+    """How many first lines of a cell are Python cell magics (`%%time`); None
+    when the cell is under another cell magic (not Python)."""
+    count = 0
+    while count < len(lines) and lines[count].lstrip().startswith("%%"):
+        if cell_magic(lines[count]) not in PYTHON_CELL_MAGICS:
+            return None
+        count += 1
+    return count
 
 
 def cell_of_line(module_text: str, line: int) -> tuple[int, int]:
@@ -101,8 +144,8 @@ def split_cells(notebook: Notebook, module_text: str) -> list[str]:
             cells.append([])
             continue
         stripped = line.strip()
-        if stripped.startswith(MAGIC_MARK):
-            line = notebook.magics[int(stripped[len(MAGIC_MARK):])]
+        if stripped.startswith(MAGIC_PLACEHOLDER):
+            line = notebook.magics[int(stripped[len(MAGIC_PLACEHOLDER):])]
         cells[-1].append(line)
     return ["\n".join(lines) for lines in cells]
 
@@ -115,8 +158,9 @@ def new_sources(notebook: Notebook, module_text: str) -> dict[int, str]:
             continue
         index = notebook.code_cells[number]
         old = _cell_source(notebook.data["cells"][index])
-        if new != old.rstrip("\n") and new != old:
-            changed[index] = new + ("\n" if old.endswith("\n") else "")
+        new_source = new + ("\n" if old.endswith("\n") else "")
+        if new_source != old:
+            changed[index] = new_source
     return changed
 
 

@@ -52,7 +52,7 @@ def test_code_cells_are_ported_and_the_rest_is_kept(tmp_path):
     assert "".join(cells[2]["source"]) == 'import torch\nimport habana_frameworks.torch.core as htcore\n\ndevice = "hpu"'
     assert "".join(cells[3]["source"]) == "x = torch.randn(3).to(device)\ntorch.hpu.synchronize()\nx.sum()?"
     assert cells[3]["outputs"] == NOTEBOOK["cells"][3]["outputs"] and cells[3]["execution_count"] == 3
-    assert cells[4] == NOTEBOOK["cells"][4]  # a %%bash cell is not Python
+    assert cells[4] == {**NOTEBOOK["cells"][4], "source": ["%%bash\n", "hl-smi"]}  # shell, ported as shell
     assert cells[5] == NOTEBOOK["cells"][5]
     assert data["metadata"] == NOTEBOOK["metadata"]
     # Same layout: re-dumping the result with the notebook's own options gives the file back.
@@ -68,7 +68,8 @@ def test_findings_and_diffs_name_the_cell(tmp_path):
     assert f"{path}:cell 4:2:1: HPU101" in check.stdout
     diff = invoke("rewrite", "--dry-run", path).stdout
     assert f"--- {path} (cell 4)\n+++ {path} (cell 4)\n" in diff
-    assert "+torch.hpu.synchronize()" in diff and "nvidia-smi" not in diff
+    assert "+torch.hpu.synchronize()" in diff
+    assert f"--- {path} (cell 5)\n+++ {path} (cell 5)\n" in diff and "-nvidia-smi\n+hl-smi" in diff
 
 
 def test_a_layout_that_cannot_be_reproduced_is_refused(tmp_path):

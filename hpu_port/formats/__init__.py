@@ -156,6 +156,17 @@ class Document:
     def comment_spans(self) -> list[Span]:
         return []
 
+    def unread(self) -> list[Word]:
+        """Parts of the file no parser read (a notebook's `%%html` cell, a CI
+        script the shell parser rejects): what they are, and where."""
+        return []
+
+    def exact(self, span: Span) -> bool:
+        """Whether an edit of ``span`` lands on the bytes it means. False in
+        text read through a transformation that cannot be undone exactly (a
+        folded YAML scalar read as a script): such findings are reported only."""
+        return True
+
     def in_comment(self, offset: int) -> bool:
         return any(span.start <= offset < span.end for span in self.comment_spans())
 
@@ -212,6 +223,7 @@ _PARSERS = {
     "requirements": "requirements",
     "pyproject": "requirements",
     "setup-cfg": "requirements",
+    "notebook": "notebook",  # the shell lines and cells of a notebook (see formats.notebook)
 }
 
 

@@ -1,21 +1,32 @@
 """Dockerfiles (and Containerfiles): instructions with their spans.
 
-`FROM` gives an image, `ENV` and `ARG` give assignments, and the shell form
-of `RUN` is parsed as a shell script (``hpu_port.formats.shell``), its spans
-moved to where the command stands in the Dockerfile. Here-documents (`RUN
-<<EOF`) are kept as bodies, not read as instructions.
+`FROM` gives an image, `ENV` and `ARG` give assignments. The shell form of
+`RUN` is read as a shell script (``hpu_port.formats.embedded``), its spans in
+the Dockerfile; so is the body of a `RUN <<EOF` here-document that a shell
+runs, and the script of an exec form `RUN ["bash", "-c", "..."]` (where its
+JSON string holds escapes, its findings are reported only). Other exec forms
+are commands whose words are never edited. The `# escape=` parser directive
+is obeyed; `RUN` lines under an `escape` other than `\\` or after a `SHELL`
+instruction that picks another shell (PowerShell, cmd) are not read as POSIX
+shell, and are listed as unread.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Optional
 
-from hpu_port.formats import Assignment, Command, Document, FormatError, Span, Word
+from hpu_port.formats import Assignment, Command, Document, Span, Word
+from hpu_port.formats.embedded import Copy, EmbeddedShell, Glue, Scripts
 
 _INSTRUCTION = re.compile(r"[ \t]*([A-Za-z]+)(?:[ \t]+|$)")
 _HEREDOC = re.compile(r"<<-?[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?")
 _KEY_VALUE = re.compile(r"""([A-Za-z_][A-Za-z0-9_.-]*)=("(?:[^"\\]|\\.)*"|'[^']*'|(?:[^\s\\]|\\.)*)""")
+_DIRECTIVE = re.compile(r"#[ \t]*([A-Za-z]+)[ \t]*=[ \t]*(\S*)[ \t]*\r?$")
+_RUN_FLAG = re.compile(r"--[a-z-]+(?:=(?:\"[^\"]*\"|\S)*)?[ \t]+")
+_REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+POSIX_SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh"})
 
 
 class DockerfileDocument(Document):
@@ -27,65 +38,166 @@ class DockerfileDocument(Document):
         self._comments: list[Span] = []
         self._images: list[Word] = []
         self._assignments: list[Assignment] = []
-        self._commands: list[Command] = []
+        self._commands: list[Command] = []  # exec forms
+        self._references: list[Word] = []
+        self._unread: list[Word] = []
+        self._shell = Scripts(text)
+        self._escape = "\\"
+        self._posix_shell = True
         self._read()
 
     def commands(self) -> list[Command]:
-        return self._commands
+        return sorted(self._commands + self._shell.commands, key=lambda c: c.span.start)
 
     def assignments(self) -> list[Assignment]:
-        return self._assignments
+        return sorted(self._assignments + self._shell.assignments, key=lambda a: a.name.span.start)
+
+    def references(self) -> list[Word]:
+        return self._references + self._shell.references
 
     def images(self) -> list[Word]:
         return self._images
 
+    def requirements(self) -> list[Word]:
+        from hpu_port.formats.shell import installed
+
+        return installed(self.commands())
+
     def comment_spans(self) -> list[Span]:
-        return self._comments
+        return sorted(self._comments + self._shell.comments, key=lambda span: span.start)
+
+    def unread(self) -> list[Word]:
+        return self._unread + self._shell.unread
+
+    def exact(self, span: Span) -> bool:
+        return self._shell.exact(span)
 
     def _read(self) -> None:
-        text, position = self.text, 0
+        text, position, directives = self.text, 0, True
         while position < len(text):
             end = _line_end(text, position)
             line = text[position:end]
             if line.lstrip().startswith("#"):
+                directive = _DIRECTIVE.match(line.strip()) if directives else None
+                if directive is None:
+                    directives = False
+                elif directive.group(1).lower() == "escape" and directive.group(2) in ("`", "\\"):
+                    self._escape = directive.group(2)
                 self._comments.append(Span(position + line.index("#"), end))
                 position = end + 1
                 continue
+            directives = False
             match = _INSTRUCTION.match(line)
             if not line.strip() or match is None:
                 position = end + 1
                 continue
-            finish = _instruction_end(text, position)
+            finish = _instruction_end(text, position, self._escape)
             arguments = Span(position + match.end(), finish)
             heredoc = _HEREDOC.search(text, arguments.start, finish)
+            body = marker = None
             if heredoc:
-                finish = _heredoc_end(text, finish, heredoc.group(1))
-            self._instruction(match.group(1).upper(), arguments, heredoc is not None)
+                marker_end = _line_end(text, heredoc.end())
+                finish, body_end = _heredoc_end(text, marker_end, heredoc.group(1))
+                body = Span(min(marker_end + 1, body_end), body_end)
+                marker = Span(heredoc.start(), heredoc.end())
+                arguments = Span(arguments.start, marker_end)
+            self._instruction(match.group(1).upper(), arguments, body, marker)
             position = finish + 1
 
-    def _instruction(self, name: str, arguments: Span, has_heredoc: bool) -> None:
-        body = self.text[arguments.start:arguments.end]
+    def _instruction(self, name: str, arguments: Span, body: Optional[Span], marker: Optional[Span]) -> None:
+        text = self.text[arguments.start:arguments.end]
         if name == "FROM":
-            for part in re.finditer(r"\S+", body):
+            for part in re.finditer(r"\S+", text):
                 if not part.group().startswith("--"):
                     start = arguments.start + part.start()
                     self._images.append(Word(part.group(), Span(start, start + len(part.group()))))
                     break
         elif name in ("ENV", "ARG"):
-            self._assignments += _key_values(body, arguments.start)
-        elif name == "RUN" and not has_heredoc and not body.lstrip().startswith("["):
-            self._run(arguments)
+            self._assignments += _key_values(text, arguments.start)
+            self._references += [_word_at(m, 1, arguments.start) for m in _REFERENCE.finditer(text)]
+        elif name == "SHELL":
+            shell = _exec_form(text)
+            self._posix_shell = bool(shell) and _program(shell[0]) in POSIX_SHELLS
+        elif name == "RUN":
+            self._run(arguments, body, marker)
 
-    def _run(self, arguments: Span) -> None:
-        from hpu_port.formats import shell
+    def _run(self, arguments: Span, body: Optional[Span], marker: Optional[Span]) -> None:
+        flags = _RUN_FLAG.match(self.text, arguments.start, arguments.end)
+        start = flags.end() if flags else arguments.start
+        while flags:  # `--mount=...`, `--network=...`: options of RUN, not of the command
+            start = flags.end()
+            flags = _RUN_FLAG.match(self.text, start, arguments.end)
+        script = Span(start, arguments.end if body is None else body.end)
+        if self._escape != "\\" or not self._posix_shell:
+            self._unread.append(Word("RUN", script))
+            return
+        if self.text.startswith("[", start):
+            self._exec_run(Span(start, arguments.end))
+            return
+        line = Span(start, arguments.end)
+        if body is None:
+            self._embed(_as_the_shell_sees_it(self.text, line), line)
+            return
+        # `RUN <<EOF`, `RUN bash -e <<EOF`, `RUN python3 <<EOF`: the command
+        # line is read with the here-document's marker blanked out; the body
+        # is a script when a shell (or nothing) reads it.
+        blank = Glue(" " * (marker.end - marker.start), marker.start, marker.end - marker.start)
+        command = [Copy(Span(start, marker.start)), blank, Copy(Span(marker.end, arguments.end))]
+        reader = self._embed(command, line) if self.text[start:arguments.end].strip() != self.text[marker.start:marker.end] else None
+        if _runs_body_as_shell(reader, self.text[body.start:body.end]):
+            self._embed([Copy(body)], body)
 
-        try:
-            script = shell.parse(self.text[arguments.start:arguments.end])
-        except FormatError:
-            return  # a RUN line the shell parser cannot read: nothing is matched in it
-        shift = arguments.start
-        self._commands += [_moved_command(c, shift) for c in script.commands() if not c.words[0].value.startswith("#")]
-        self._assignments += [Assignment(_moved(a.name, shift), _moved(a.value, shift)) for a in script.assignments()]
+    def _exec_run(self, span: Span) -> None:
+        """`RUN ["prog", "arg", ...]`: no shell unless the program is one given `-c`."""
+        words = _exec_words(self.text, span)
+        if words is None:
+            self._unread.append(Word("RUN", span))
+            return
+        if len(words) >= 3 and _program(words[0].value) in POSIX_SHELLS and re.fullmatch(r"-[a-z]*c", words[1].value):
+            script = words[2]
+            raw = self.text[script.inner.start:script.inner.end]
+            parts = [Copy(script.inner)] if raw == script.value else [Glue(script.value, script.span.start)]
+            self._embed(parts, script.span)
+            return
+        self._commands.append(Command(tuple(words), span, True))
+
+    def _embed(self, parts: list, region: Span) -> EmbeddedShell:
+        return self._shell.add(parts, region, "RUN")
+
+
+def _as_the_shell_sees_it(text: str, span: Span) -> list:
+    """The parts of a continued `RUN` line that Docker hands to the shell:
+    comment lines inside it are dropped, and blanks after a line's closing
+    `\\` are not passed on (bash would read `\\ ` as an escaped space)."""
+    parts, position = [], span.start
+    while position < span.end:
+        end = min(_line_end(text, position), span.end)
+        line = text[position:end]
+        if position > span.start and line.lstrip().startswith("#"):
+            position = end + 1
+            continue
+        content = line.rstrip()
+        if content.endswith("\\") and end < span.end:
+            parts += [Copy(Span(position, position + len(content))), Glue("\n", position + len(content))]
+        else:
+            parts.append(Copy(Span(position, end)))
+        position = end + 1
+    return parts
+
+
+def _runs_body_as_shell(reader: Optional[EmbeddedShell], body: str) -> bool:
+    """Whether a here-document is the script itself: `RUN <<EOF` alone (or
+    fed to `bash`/`sh`), without a shebang naming another interpreter."""
+    first = body.split("\n", 1)[0]
+    if first.startswith("#!") and not any(re.search(rf"\b{name}\b", first) for name in POSIX_SHELLS):
+        return False
+    if reader is None:
+        return True
+    commands, _, _, _ = reader.views()
+    if reader.error is not None:
+        return False
+    programs = [c.program for c in commands if c.words and c.words[0].value]
+    return not programs or programs[0] in POSIX_SHELLS
 
 
 def _line_end(text: str, position: int) -> int:
@@ -93,21 +205,53 @@ def _line_end(text: str, position: int) -> int:
     return len(text) if end < 0 else end
 
 
-def _instruction_end(text: str, position: int) -> int:
-    """Where an instruction ends: the first line end not escaped by `\\`;
-    comment lines inside a continued instruction do not end it."""
+def _instruction_end(text: str, position: int, escape: str) -> int:
+    """Where an instruction ends: the first line end not escaped by the escape
+    character; comment lines inside a continued instruction do not end it."""
     while True:
         end = _line_end(text, position)
-        if end >= len(text) or not text[position:end].rstrip().endswith("\\"):
+        if end >= len(text) or not text[position:end].rstrip().endswith(escape):
             return end
         position = end + 1
         while position < len(text) and text[position:_line_end(text, position)].lstrip().startswith("#"):
             position = _line_end(text, position) + 1
 
 
-def _heredoc_end(text: str, position: int, marker: str) -> int:
-    match = re.compile(rf"^[ \t]*{re.escape(marker)}[ \t]*\r?$", re.MULTILINE).search(text, position)
-    return match.end() if match else len(text)
+def _heredoc_end(text: str, position: int, marker: str) -> tuple[int, int]:
+    """(end of the terminator line, start of it) of the here-document after ``position``."""
+    match = re.compile(rf"^[ \t]*{re.escape(marker)}[ \t]*\r?$", re.MULTILINE).search(text, position + 1)
+    return (match.end(), match.start()) if match else (len(text), len(text))
+
+
+def _program(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
+
+
+def _exec_form(text: str) -> Optional[list[str]]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
+
+
+def _exec_words(text: str, span: Span) -> Optional[list[Word]]:
+    """The strings of a JSON array with their spans (quoted: never edited in place)."""
+    from hpu_port.formats import FormatError, json as json_format
+
+    try:
+        document = json_format.parse(text[span.start:span.end])
+    except FormatError:
+        return None
+    items = [e for e in document.entries() if len(e.path) == 1 and e.value is not None and isinstance(e.raw, str)]
+    if len(items) != len([e for e in document.entries() if len(e.path) == 1]):
+        return None
+    shift = span.start
+    return [Word(e.value.value, Span(e.span.start + shift, e.span.end + shift), '"') for e in items]
+
+
+def _word_at(match: re.Match, group: int, offset: int) -> Word:
+    return Word(match.group(group), Span(offset + match.start(group), offset + match.end(group)))
 
 
 def _key_values(body: str, offset: int) -> list[Assignment]:
@@ -115,7 +259,7 @@ def _key_values(body: str, offset: int) -> list[Assignment]:
     pairs = list(_KEY_VALUE.finditer(body))
     if pairs:
         for pair in pairs:
-            name = Word(pair.group(1), Span(offset + pair.start(1), offset + pair.end(1)))
+            name = _word_at(pair, 1, offset)
             raw = pair.group(2)
             quote = raw[0] if raw[:1] in ("'", '"') and len(raw) > 1 else ""
             value = raw[1:-1] if quote else raw
@@ -123,21 +267,10 @@ def _key_values(body: str, offset: int) -> list[Assignment]:
         return found
     legacy = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)(?:\s+(.*?))?\s*$", body, re.DOTALL)
     if legacy:  # `ENV NAME value`
-        name = Word(legacy.group(1), Span(offset + legacy.start(1), offset + legacy.end(1)))
-        value = Word(legacy.group(2), Span(offset + legacy.start(2), offset + legacy.end(2))) if legacy.group(2) else None
+        name = _word_at(legacy, 1, offset)
+        value = _word_at(legacy, 2, offset) if legacy.group(2) else None
         found.append(Assignment(name, value))
     return found
-
-
-def _moved(word: Optional[Word], shift: int) -> Optional[Word]:
-    if word is None:
-        return None
-    return Word(word.value, Span(word.span.start + shift, word.span.end + shift), word.quote)
-
-
-def _moved_command(command: Command, shift: int) -> Command:
-    words = tuple(_moved(w, shift) for w in command.words)
-    return Command(words, Span(command.span.start + shift, command.span.end + shift), command.plain)
 
 
 def parse(text: str, path: str = "", file_type: str = "dockerfile") -> DockerfileDocument:

@@ -42,6 +42,7 @@ class ShellDocument(Document):
     def commands(self) -> list[Command]:
         if self._commands is None:
             found = [self._command(node) for node in self._nodes("command")]
+            found += [self._array(node) for node in self._nodes("array")]
             found += self._directives()
             self._commands = sorted(found, key=lambda c: c.span.start)
         return self._commands
@@ -49,7 +50,7 @@ class ShellDocument(Document):
     def assignments(self) -> list[Assignment]:
         if self._assignments is None:
             found = [self._assignment(node) for node in self._nodes("variable_assignment")]
-            found += [a for command in self.commands() for a in container_env(command)]
+            found += [a for command in self.commands() for a in container_env(command) + env_prefix(command)]
             self._assignments = sorted(found, key=lambda a: a.name.span.start)
         return self._assignments
 
@@ -59,6 +60,9 @@ class ShellDocument(Document):
             for node in self._nodes(node_type):
                 found += [self._word(c) for c in node.named_children if c.type == "variable_name"]
         return found
+
+    def requirements(self) -> list[Word]:
+        return installed(self.commands())
 
     def comment_spans(self) -> list[Span]:
         if self._comments is None:
@@ -97,6 +101,16 @@ class ShellDocument(Document):
         ]
         return Command(tuple(words), self._span(node), _plain(node))
 
+    def _array(self, node) -> Command:
+        """A bash array (`ARGS=(--fp16 --output_dir out)`) read as the
+        arguments of a command line whose program is not known (an empty first
+        word): it is usually expanded into one later (`"${ARGS[@]}"`). Not
+        plain: where it ends up is not known here."""
+        span = self._span(node)
+        program = Word("", Span(span.start, span.start))
+        words = [self._word(child) for child in node.named_children if child.type != "comment"]
+        return Command((program, *words), span, False)
+
     def _assignment(self, node) -> Assignment:
         name = node.child_by_field_name("name")
         value = node.child_by_field_name("value")
@@ -127,10 +141,44 @@ def container_env(command: Command) -> list[Assignment]:
     for index, word in enumerate(words[:-1]):
         if word.value in ("-e", "--env") and "=" in words[index + 1].value and not words[index + 1].quote:
             given = words[index + 1]
-            name, value = given.value.split("=", 1)
-            start = given.span.start
-            found.append(Assignment(Word(name, Span(start, start + len(name))), Word(value, Span(start + len(name) + 1, given.span.end))))
+            found.append(_split_assignment(given, given.value.index("=")))
     return found
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_ENV_TAKES_VALUE = frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
+
+
+def env_prefix(command: Command) -> list[Assignment]:
+    """`NAME=value` words that `env` sets for the program it runs
+    (`env CUDA_VISIBLE_DEVICES=0 python train.py`)."""
+    if command.program != "env":
+        return []
+    found, words, index = [], command.words, 1
+    while index < len(words):
+        word = words[index]
+        if word.value in _ENV_TAKES_VALUE:
+            index += 2
+            continue
+        if word.value.startswith("-"):
+            index += 1
+            continue
+        match = _ENV_NAME.match(word.value)
+        if match is None or word.quote:
+            break
+        found.append(_split_assignment(word, match.end() - 1))
+        index += 1
+    return found
+
+
+def _split_assignment(word: Word, equals: int) -> Assignment:
+    """`NAME=value` as a name and a value; the value keeps its quotes (`X="a b"`)."""
+    start = word.span.start
+    name = Word(word.value[:equals], Span(start, start + equals))
+    raw_start = start + equals + 1
+    value = word.value[equals + 1:]
+    quote = value[0] if len(value) > 1 and value[0] in "'\"" and value[-1] == value[0] else ""
+    return Assignment(name, Word(value[1:-1] if quote else value, Span(raw_start, word.span.end), quote))
 
 
 def _plain(node) -> bool:
@@ -189,3 +237,51 @@ def _first_error_line(root) -> Optional[int]:
             return node.start_point[0] + 1
         stack.extend(reversed([c for c in node.children if c.has_error or c.type == "ERROR" or c.is_missing]))
     return None
+
+
+# `pip install` options that take a value (the next word, unless given with `=`).
+_PIP_VALUED = frozenset({
+    "-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url", "--extra-index-url",
+    "-f", "--find-links", "-t", "--target", "--prefix", "--root", "--upgrade-strategy", "--python-version",
+    "--platform", "--implementation", "--abi", "--no-binary", "--only-binary", "--trusted-host", "--cache-dir",
+    "--src", "-C", "--config-settings", "--global-option", "--log", "--progress-bar", "--proxy", "--timeout",
+    "--retries", "--exists-action", "--cert", "--client-cert", "--python", "--index", "--default-index",
+})
+_CONDA_VALUED = frozenset({"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file"})
+_INSTALLERS = {"pip": _PIP_VALUED, "conda": _CONDA_VALUED, "mamba": _CONDA_VALUED, "micromamba": _CONDA_VALUED}
+
+
+def installed(commands: list[Command]) -> list[Word]:
+    """The packages that `pip install`, `python -m pip install`, `uv pip
+    install` and `conda install` commands name (options and their values,
+    paths and URLs left out)."""
+    found = []
+    for command in commands:
+        words = command.words
+        for index in range(len(words) - 1):
+            tool = _installer(words[index].value)
+            if tool is not None and words[index + 1].value == "install":
+                found += _packages(words[index + 2:], _INSTALLERS[tool])
+                break
+    return found
+
+
+def _installer(word: str) -> Optional[str]:
+    name = word.rsplit("/", 1)[-1]
+    if re.fullmatch(r"pip[0-9.]*", name):
+        return "pip"
+    return name if name in _INSTALLERS else None
+
+
+def _packages(words: tuple, valued: frozenset) -> list[Word]:
+    found, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word.value.startswith("-"):
+            skip = word.value in valued
+            continue
+        if word.value[:1].isalnum() and "://" not in word.value and "/" not in word.value.split("@")[0]:
+            found.append(word)
+    return found

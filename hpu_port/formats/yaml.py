@@ -9,9 +9,11 @@ scalars folded over several lines are read but never edited.
 
 from __future__ import annotations
 
+import os
 import re
 
-from hpu_port.formats import Document, Entry, FormatError, Span, Word, Assignment
+from hpu_port.formats import Assignment, Command, Document, Entry, FormatError, Span, Word
+from hpu_port.formats.embedded import Copy, Glue, Scripts
 
 _ENV_KEYS = frozenset({"env", "environment", "variables", "envs"})
 _COMMENT = re.compile(r"(?:^|[ \t])(#.*)$", re.MULTILINE)
@@ -24,9 +26,35 @@ class YamlDocument(Document):
     def __init__(self, text: str, path: str, roots: list) -> None:
         super().__init__(text, path)
         self._entries: list[Entry] = []
+        self._styles: dict[int, str] = {}  # scalar start -> its style (`|`, `>`, quotes)
         seen: set[int] = set()
         for root in roots:
             self._walk(root, (), None, seen)
+        self._shell = Scripts(text)
+        self._unread: list[Word] = []
+        for entry, shell in ci_scripts(self._entries, path):
+            self._embed(entry, shell)
+
+    def commands(self) -> list[Command]:
+        return self._shell.commands
+
+    def references(self) -> list[Word]:
+        return self._shell.references
+
+    def unread(self) -> list[Word]:
+        return self._unread + self._shell.unread
+
+    def exact(self, span: Span) -> bool:
+        return self._shell.exact(span)
+
+    def _embed(self, entry: Entry, shell: str) -> None:
+        """Read a CI step's script (`run:`, `script:`) as a shell script."""
+        label = str(entry.name or (entry.path[-2] if len(entry.path) > 1 else "script"))
+        if shell not in SHELLS:
+            self._unread.append(Word(label, entry.span))
+            return
+        parts = _script_parts(self.text, entry, self._styles.get(entry.span.start, ""))
+        self._shell.add(_masked(self.text, parts), entry.span, label)
 
     def entries(self) -> list[Entry]:
         return self._entries
@@ -44,13 +72,14 @@ class YamlDocument(Document):
                 name, value = entry.value.value.split("=", 1)
                 start = entry.value.inner.start
                 found.append(Assignment(Word(name, Span(start, start + len(name))), Word(value, Span(start + len(name) + 1, entry.value.inner.end))))
-        return found
+        return found + self._shell.assignments
 
     def images(self) -> list[Word]:
         return [e.value for e in self._entries if e.name == "image" and e.value is not None]
 
     def requirements(self) -> list[Word]:
-        """A conda environment file's `dependencies`, with its `pip:` list."""
+        """A conda environment file's `dependencies`, with its `pip:` list,
+        and the packages CI scripts install."""
         found = []
         for entry in self._entries:
             path = entry.path
@@ -58,10 +87,13 @@ class YamlDocument(Document):
                 continue
             if len(path) == 2 or (len(path) == 4 and path[2] == "pip"):
                 found.append(entry.value)
-        return found
+        from hpu_port.formats.shell import installed
+
+        return found + installed(self._shell.commands)
 
     def comment_spans(self) -> list[Span]:
-        return [Span(m.start(1), m.end(1)) for m in _COMMENT.finditer(self.text) if not self._inside_scalar(m.start(1))]
+        found = [Span(m.start(1), m.end(1)) for m in _COMMENT.finditer(self.text) if not self._inside_scalar(m.start(1))]
+        return sorted(found + self._shell.comments, key=lambda span: span.start)
 
     def _inside_scalar(self, offset: int) -> bool:
         return any(e.kind == "scalar" and e.span.start < offset < e.span.end for e in self._entries)
@@ -74,6 +106,7 @@ class YamlDocument(Document):
         seen.add(id(node))
         span = Span(node.start_mark.index, node.end_mark.index)
         if isinstance(node, yaml.ScalarNode):
+            self._styles[span.start] = node.style or ""
             self._entries.append(Entry(path, key, self._word(node), span, "scalar", node.value))
         elif isinstance(node, yaml.MappingNode):
             self._entries.append(Entry(path, key, None, span, "mapping"))
@@ -92,6 +125,127 @@ class YamlDocument(Document):
         if node.style in ("|", ">") or raw != node.value:
             quote = quote or "?"  # the source is not the value: never edited
         return Word(node.value, span, quote)
+
+
+SHELLS = frozenset({"bash", "sh"})
+# Keys whose value is a script, in CI files that list steps (GitHub Actions,
+# CircleCI, Azure Pipelines) and in those whose jobs hold scripts (GitLab CI, Travis CI).
+_STEP_KEYS = frozenset({"run", "script", "bash"})
+_JOB_SCRIPT_KEYS = frozenset({"script", "before_script", "after_script"})
+_TRAVIS_KEYS = frozenset({"install", "before_install", "script", "before_script", "after_success", "after_failure", "after_script", "before_deploy"})
+_EXPRESSION = re.compile(r"\$\{\{.*?\}\}")
+
+
+def ci_scripts(entries: list[Entry], path: str) -> list[tuple[Entry, str]]:
+    """The scalars of a CI file that are shell scripts, each with the shell
+    that runs it (a step's `shell:` may pick `pwsh` or `python`)."""
+    by_path = {entry.path: entry for entry in entries}
+    name = os.path.basename(path)
+    gitlab = "gitlab-ci" in name or ".gitlab/" in path.replace(os.sep, "/") or any(e.path == ("stages",) for e in entries)
+    travis = name == ".travis.yml"
+    found = []
+    for entry in entries:
+        if entry.value is None:
+            continue
+        where = entry.path[:-1] if entry.path and isinstance(entry.path[-1], int) else entry.path
+        key = where[-1] if where else None
+        if _is_step(where, _STEP_KEYS):
+            shell = _step_shell(by_path, where[:-1], key)
+        elif len(where) >= 2 and where[-1] == "command" and _is_step(where[:-1], {"run"}):
+            shell = "bash"  # CircleCI's `- run: {command: ...}`
+        elif (gitlab and key in _JOB_SCRIPT_KEYS and len(where) == 2) or (travis and key in _TRAVIS_KEYS and len(where) == 1):
+            shell = "bash"
+        else:
+            continue
+        found.append((entry, shell))
+    return found
+
+
+def _is_step(where: tuple, keys) -> bool:
+    return len(where) >= 3 and where[-1] in keys and isinstance(where[-2], int) and where[-3] == "steps"
+
+
+def _step_shell(by_path: dict, step: tuple, key: str) -> str:
+    """The shell a step's script runs in: the step's `shell:`, else the
+    job's or the workflow's `defaults: run: shell:` (GitHub Actions)."""
+    if key == "bash":
+        return "bash"
+    job = step[:-2]  # (..., "steps", index) -> the job
+    for place in (step + ("shell",), job + ("defaults", "run", "shell"), ("defaults", "run", "shell")):
+        given = by_path.get(place)
+        if given is not None and given.value is not None:
+            words = given.value.value.split()
+            return words[0].rsplit("/", 1)[-1] if words else "bash"
+    return "bash"
+
+
+def _script_parts(text: str, entry: Entry, style: str) -> list:
+    """The parts a script scalar is read from: its lines where the source
+    holds the value exactly (plain, quoted without escapes, literal `|`
+    blocks); else its value, for findings reported at its first line."""
+    word = entry.value
+    if style in ("", "'", '"') and word.quote in ("", "'", '"') and "\n" not in word.value:
+        return [Copy(word.inner)]
+    if style == "|":
+        lines = _literal_lines(text, entry.span, word.value)
+        if lines is not None:
+            parts = []
+            for index, (start, end) in enumerate(lines):
+                if index:
+                    parts.append(Glue("\n", parts[-1].host.end if isinstance(parts[-1], Copy) else start))
+                parts.append(Copy(Span(start, end)))
+            return parts
+    return [Glue(_EXPRESSION.sub(lambda m: "_" * len(m.group()), word.value), entry.span.start)]
+
+
+def _literal_lines(text: str, span: Span, value: str):
+    """(start, end) in ``text`` of each line of a literal block scalar's value,
+    or None when the source does not hold them as they are."""
+    header_end = text.find("\n", span.start, span.end)
+    header = text[span.start:header_end] if header_end >= 0 else ""
+    if header_end < 0 or re.match(r"\|[+-]?[0-9]", header):
+        return None  # an explicit indentation indicator: not worth the risk
+    lines = value.split("\n")
+    while lines and lines[-1] == "":
+        lines.pop()
+    position, indent, found = header_end + 1, None, []
+    for line in lines:
+        end = text.find("\n", position)
+        end = len(text) if end < 0 else end
+        source = text[position:end].rstrip("\r")
+        if line == "":
+            if source.strip():
+                return None
+            found.append((position, position))
+        else:
+            if indent is None:
+                indent = len(source) - len(source.lstrip(" "))
+            if source[indent:] != line or source[:indent].strip():
+                return None
+            found.append((position + indent, position + len(source)))
+        position = end + 1
+    return found
+
+
+def _masked(text: str, parts: list) -> list:
+    """Parts with each GitHub Actions `${{ ... }}` expression in a copied
+    piece put under a mask of the same length (the shell cannot parse them;
+    words that touch a mask are never edited)."""
+    masked = []
+    for part in parts:
+        if not isinstance(part, Copy):
+            masked.append(part)
+            continue
+        position = part.host.start
+        for match in _EXPRESSION.finditer(text, part.host.start, part.host.end):
+            if match.start() > position:
+                masked.append(Copy(Span(position, match.start())))
+            width = match.end() - match.start()
+            masked.append(Glue("_" * width, match.start(), width))
+            position = match.end()
+        if position < part.host.end or position == part.host.start:
+            masked.append(Copy(Span(position, part.host.end)))
+    return masked
 
 
 def editable(word: Word) -> bool:

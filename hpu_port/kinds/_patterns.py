@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from hpu_port.kinds import string_list
+from hpu_port.kinds import DocumentKind, Match, string_list
 
 
 def compile_all(patterns: Iterable[str], key: str) -> tuple[re.Pattern, ...]:
@@ -36,3 +36,24 @@ def needles_of(compiled: Iterable[re.Pattern]) -> tuple[str, ...]:
             return ()  # a pattern without literal text: read every document
         found.append(re.sub(r"\\(.)", r"\1", literal.group()).lower())
     return tuple(found)
+
+
+class MatchingWords(DocumentKind):
+    """A kind that reports the words of one view of a document (``words``)
+    that fully match one of the rule's patterns (under ``PATTERNS``)."""
+
+    PATTERNS = ""
+
+    def build_params(self, table):
+        return {self.PATTERNS: patterns(table, self.PATTERNS)}
+
+    def needles(self, rule) -> tuple[str, ...]:
+        return needles_of(rule.params[self.PATTERNS])
+
+    def words(self, document) -> list:
+        raise NotImplementedError
+
+    def match(self, rule, document, options):
+        for word in self.words(document):
+            if full_match(rule.params[self.PATTERNS], word.value):
+                yield Match(word.span, rule.message.format(name=word.value))

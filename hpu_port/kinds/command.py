@@ -1,7 +1,7 @@
 """Kinds ``command`` and ``command-flag``: programs run by scripts, and their flags.
 
-Read in shell and job scripts, Dockerfile `RUN` lines and notebook `!`
-lines. A program is named by its file name (`/usr/bin/nvidia-smi` is
+Read in shell and job scripts, Dockerfile `RUN` lines, CI scripts (`run:`,
+`script:`) and notebook `!` lines and `%%bash` cells. A program is named by its file name (`/usr/bin/nvidia-smi` is
 `nvidia-smi`; `python3.10` is `python`), optionally followed by its
 subcommand (`docker run`, `accelerate launch`); it may come after a wrapper
 (`srun`, `env`, `time`).
@@ -29,7 +29,7 @@ from hpu_port.formats import Command, Edit, Span, Word
 from hpu_port.kinds import DocumentKind, Match, markdown_table, register_kind, string_list, string_table
 from hpu_port.kinds._patterns import compile_all, full_match
 
-FORMATS = ("shell", "dockerfile")
+FORMATS = ("shell", "dockerfile", "yaml", "notebook")
 
 
 def program_name(word: str) -> str:
@@ -70,14 +70,26 @@ class CommandKind(DocumentKind):
         return markdown_table(("program", "on Gaudi"), rename, code_values=True) if rename else ""
 
     def match(self, rule, document, options) -> Iterator[Match]:
-        for command in document.commands():
+        commands = document.commands()
+        probed = set()
+        for command in commands:
+            for word in _probed_programs(command):
+                name = program_name(word.value)
+                if name in rule.params["programs"]:
+                    probed.add(name)
+                    replacement = rule.params["rename"].get(name, "")
+                    yield Match(word.span, rule.message.format(name=name, replacement=replacement))
+        for command in commands:
             word = command.words[0] if command.words else None
             if word is None or program_name(word.value) not in rule.params["programs"]:
                 continue
             name = program_name(word.value)
             replacement = rule.params["rename"].get(name, "")
             message = rule.message.format(name=name, replacement=replacement)
-            yield Match(word.span, message, self._fix(rule, command, word, replacement))
+            # A script that looks for the program (`command -v nvidia-smi`)
+            # chooses its path by it: a person decides what Gaudi takes.
+            fix = () if name in probed else self._fix(rule, command, word, replacement)
+            yield Match(word.span, message, fix)
 
     def _fix(self, rule, command: Command, word: Word, replacement: str) -> tuple:
         if not replacement or not command.plain or word.quote:
@@ -146,6 +158,20 @@ class CommandFlag(DocumentKind):
         if new_value and not value.quote:
             return (Edit(Span(value.span.end - len(value.value), value.span.end), new_value),)
         return ()
+
+
+_PROBES = {"command": ("-v", "-V"), "which": (), "type": (), "hash": ()}
+
+
+def _probed_programs(command: Command) -> list[Word]:
+    """The programs a command looks for: `command -v X`, `which X`, `type X`."""
+    options = _PROBES.get(command.program)
+    if options is None:
+        return []
+    arguments = command.words[1:]
+    if options and not any(w.value in options for w in arguments):
+        return []
+    return [w for w in arguments if not w.value.startswith("-")]
 
 
 def _flag_of(text: str) -> str:

@@ -3,7 +3,9 @@
 Read in `requirements*.txt` files, in `pyproject.toml` (`[project]`
 dependencies, optional dependencies and dependency groups, Poetry
 dependencies), in `setup.cfg` (`install_requires`, `extras_require`), in conda
-environment files (`dependencies`, with their `pip:` list) and in the
+environment files (`dependencies`, with their `pip:` list), in the packages
+that `pip install` / `conda install` commands name (scripts, Dockerfile `RUN`
+lines, CI scripts, notebook `!pip` lines) and in the
 ``keywords`` of a `setup()` call in Python (``install_requires``,
 ``extras_require``). Package names are compared as pip compares them (case,
 ``-``, ``_`` and ``.`` do not matter); a name may end in ``*`` (``nvidia-*``).
@@ -42,7 +44,7 @@ class Dependency(DocumentKind):
     name = "dependency"
     KEYS = {"packages": ((list, dict), True), "keywords": (list, False)}
     MESSAGE_FIELDS = frozenset({"name", "file", "advice"})
-    FORMATS = ("requirements", "pyproject", "setup-cfg", "yaml")
+    FORMATS = ("requirements", "pyproject", "setup-cfg", "yaml", "shell", "dockerfile", "notebook")
 
     def build_params(self, table):
         packages = table["packages"]

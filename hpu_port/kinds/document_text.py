@@ -10,36 +10,34 @@ first match of a file.
 
 ``whole-file``: one finding at the top of every file of its formats (a CUDA
 source is a kernel to rewrite as a whole).
+
+``unread-part``: parts of a file that no parser read (a notebook's `%%html`
+or `%%writefile` cell, a CI script or `RUN` line the shell parser rejects),
+when their text matches one of ``mentions``: not examined, so a person must.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 from hpu_port.formats import Span
 from hpu_port.kinds import DocumentKind, Match, register_kind, string_list
-from hpu_port.kinds._patterns import full_match, needles_of, patterns
+from hpu_port.kinds._patterns import MatchingWords, compile_all, needles_of, patterns
 
-TEXT_FORMATS = ("shell", "yaml", "dockerfile", "cmake", "requirements", "pyproject", "setup-cfg")
+TEXT_FORMATS = ("shell", "yaml", "dockerfile", "cmake", "requirements", "pyproject", "setup-cfg", "notebook")
 
 
 @register_kind
-class ContainerImage(DocumentKind):
+class ContainerImage(MatchingWords):
     name = "container-image"
     KEYS = {"images": (list, True)}
+    PATTERNS = "images"
     FORMATS = ("dockerfile", "yaml")
     EXAMPLE_FILE = "Dockerfile"
 
-    def build_params(self, table):
-        return {"images": patterns(table, "images")}
-
-    def needles(self, rule) -> tuple[str, ...]:
-        return needles_of(rule.params["images"])
-
-    def match(self, rule, document, options) -> Iterator[Match]:
-        for image in document.images():
-            if full_match(rule.params["images"], image.value):
-                yield Match(image.span, rule.message.format(name=image.value))
+    def words(self, document) -> list:
+        return document.images()
 
 
 @register_kind
@@ -86,3 +84,26 @@ class WholeFile(DocumentKind):
             import os
 
             yield Match(Span(0, 0), rule.message.format(name=os.path.basename(document.path) or document.format))
+
+
+@register_kind
+class UnreadPart(DocumentKind):
+    name = "unread-part"
+    KEYS = {"mentions": (list, True)}
+    MESSAGE_FIELDS = frozenset({"name", "mention"})
+    FORMATS = ("dockerfile", "yaml", "notebook")
+    EXAMPLE_FILE = "Dockerfile"
+
+    def build_params(self, table):
+        mentions = string_list(table["mentions"], "mentions")
+        return {"mentions": tuple(re.compile(m, re.IGNORECASE) for m in compile_all(mentions, "mentions") and mentions)}
+
+    def needles(self, rule) -> tuple[str, ...]:
+        return needles_of(rule.params["mentions"])
+
+    def match(self, rule, document, options) -> Iterator[Match]:
+        for part in document.unread():
+            text = document.text[part.span.start:part.span.end]
+            found = next((m for p in rule.params["mentions"] for m in [p.search(text)] if m), None)
+            if found is not None:
+                yield Match(Span(part.span.start, part.span.start), rule.message.format(name=part.value, mention=found.group()))

@@ -1,4 +1,5 @@
-"""Kind ``env-variable``: environment variables set in scripts, containers and CI configs.
+"""Kinds ``env-variable`` and ``variable-read``: environment variables set
+(and read) in scripts, containers, CI configs and notebooks.
 
 Matches where a variable is given a value: `export X=...`, `X=... cmd`,
 `ENV X=...` in a Dockerfile, `environment:` / `env:` maps and `X=...` list
@@ -14,7 +15,7 @@ from typing import Iterator
 
 from hpu_port.formats import Edit
 from hpu_port.kinds import DocumentKind, Match, markdown_table, register_kind, string_table
-from hpu_port.kinds._patterns import compile_all, full_match, needles_of, patterns
+from hpu_port.kinds._patterns import MatchingWords, compile_all, full_match, needles_of, patterns
 
 
 @register_kind
@@ -22,7 +23,7 @@ class EnvVariable(DocumentKind):
     name = "env-variable"
     KEYS = {"variables": (list, True), "rename": (dict, False), "rename-values": (str, False)}
     MESSAGE_FIELDS = frozenset({"name", "value", "replacement"})
-    FORMATS = ("shell", "dockerfile", "yaml")
+    FORMATS = ("shell", "dockerfile", "yaml", "notebook")
     EXAMPLE_FILE = "run.sh"
 
     def build_params(self, table):
@@ -63,3 +64,20 @@ class EnvVariable(DocumentKind):
         if allowed and not full_match(allowed, assignment.value.value):
             return ()
         return (Edit(assignment.name.span, replacement),)
+
+
+@register_kind
+class VariableRead(MatchingWords):
+    """Kind ``variable-read``: places where a script reads one of
+    ``variables`` (`$CUDA_VISIBLE_DEVICES`, `${NVIDIA_VISIBLE_DEVICES:-all}`).
+    Reported only: what the script does with the value is for a person to
+    change."""
+
+    name = "variable-read"
+    KEYS = {"variables": (list, True)}
+    PATTERNS = "variables"
+    FORMATS = ("shell", "dockerfile", "yaml", "notebook")
+    EXAMPLE_FILE = "run.sh"
+
+    def words(self, document) -> list:
+        return document.references()
