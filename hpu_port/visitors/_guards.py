@@ -17,6 +17,49 @@ import libcst as cst
 from hpu_port.walk import walk
 
 
+class Surroundings:
+    """Keeps ``self.around``: the conditionals, loops, arguments, dicts and
+    statements that enclose the node being visited, outermost first."""
+
+    around: list
+
+    def visit_If(self, node) -> None:
+        self.around.append(node)
+
+    def leave_If(self, node) -> None:
+        self.around.pop()
+
+    def visit_IfExp(self, node) -> None:
+        self.around.append(node)
+
+    def leave_IfExp(self, node) -> None:
+        self.around.pop()
+
+    def visit_While(self, node) -> None:
+        self.around.append(node)
+
+    def leave_While(self, node) -> None:
+        self.around.pop()
+
+    def visit_Arg(self, node) -> None:
+        self.around.append(node)
+
+    def leave_Arg(self, node) -> None:
+        self.around.pop()
+
+    def visit_Dict(self, node) -> None:
+        self.around.append(node)
+
+    def leave_Dict(self, node) -> None:
+        self.around.pop()
+
+    def visit_SimpleStatementLine(self, node) -> None:
+        self.around.append(node)
+
+    def leave_SimpleStatementLine(self, node) -> None:
+        self.around.pop()
+
+
 def guarded_by(node: cst.CSTNode, around: Iterable[cst.CSTNode]) -> Optional[cst.CSTNode]:
     """The innermost `if`, `while` or conditional expression among ``around``
     (outermost first) whose test holds ``node``."""

@@ -9,7 +9,7 @@ import libcst as cst
 from hpu_port.context import FileContext
 from hpu_port.kinds.device_string import name_parts
 from hpu_port.model import Rule
-from hpu_port.visitors._guards import guarded_by, nvidia_only_use, passed_as
+from hpu_port.visitors._guards import Surroundings, guarded_by, nvidia_only_use, passed_as
 from hpu_port.visitors._references import literal_value, written
 
 ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
@@ -23,7 +23,7 @@ def visitor_for_rule(rule: Rule, ctx: FileContext) -> cst.BatchableCSTVisitor:
     return _DeviceStringVisitor(ctx, rule)
 
 
-class _DeviceStringVisitor(cst.BatchableCSTVisitor):
+class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
     def __init__(self, ctx, rule) -> None:
         super().__init__()
         self.ctx = ctx
@@ -37,30 +37,9 @@ class _DeviceStringVisitor(cst.BatchableCSTVisitor):
         # Enclosing checks and arguments, for strings in a device test.
         self.around: list[cst.CSTNode] = []
 
-    def visit_If(self, node) -> None:
-        self.around.append(node)
-
-    def leave_If(self, node) -> None:
-        self.around.pop()
-
     def visit_IfExp(self, node) -> None:
-        self.around.append(node)
+        super().visit_IfExp(node)
         self._beside_a_sibling([node.body, node.orelse])
-
-    def leave_IfExp(self, node) -> None:
-        self.around.pop()
-
-    def visit_While(self, node) -> None:
-        self.around.append(node)
-
-    def leave_While(self, node) -> None:
-        self.around.pop()
-
-    def visit_Arg(self, node) -> None:
-        self.around.append(node)
-
-    def leave_Arg(self, node) -> None:
-        self.around.pop()
 
     # -- where a string stands --------------------------------------------------
 
@@ -77,6 +56,7 @@ class _DeviceStringVisitor(cst.BatchableCSTVisitor):
             self.in_role.update(_strings_in(expr))
 
     def visit_Dict(self, node: cst.Dict) -> None:
+        super().visit_Dict(node)
         for element in node.elements:
             if isinstance(element, cst.DictElement):
                 self.dict_keys.add(element.key)

@@ -9,7 +9,7 @@ import libcst as cst
 from hpu_port.context import FileContext
 from hpu_port.edits import replace_expression
 from hpu_port.model import Rule
-from hpu_port.visitors._guards import guarded_by, nvidia_only_use, passed_as
+from hpu_port.visitors._guards import Surroundings, guarded_by, nvidia_only_use, passed_as
 from hpu_port.visitors._references import ReferenceVisitor, written
 
 
@@ -17,7 +17,7 @@ def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVis
     return _RenameVisitor(ctx, rules)
 
 
-class _RenameVisitor(ReferenceVisitor):
+class _RenameVisitor(Surroundings, ReferenceVisitor):
     def __init__(self, ctx, rules) -> None:
         self.table = {}
         for rule in rules:
@@ -50,42 +50,6 @@ class _RenameVisitor(ReferenceVisitor):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in ("finfo", "iinfo") and node.args:
             self.looked_at.add(node.args[0].value)
-
-    def visit_Dict(self, node) -> None:
-        self.around.append(node)
-
-    def leave_Dict(self, node) -> None:
-        self.around.pop()
-
-    def visit_If(self, node) -> None:
-        self.around.append(node)
-
-    def leave_If(self, node) -> None:
-        self.around.pop()
-
-    def visit_IfExp(self, node) -> None:
-        self.around.append(node)
-
-    def leave_IfExp(self, node) -> None:
-        self.around.pop()
-
-    def visit_Arg(self, node) -> None:
-        self.around.append(node)
-
-    def leave_Arg(self, node) -> None:
-        self.around.pop()
-
-    def visit_While(self, node) -> None:
-        self.around.append(node)
-
-    def leave_While(self, node) -> None:
-        self.around.pop()
-
-    def visit_SimpleStatementLine(self, node) -> None:
-        self.around.append(node)
-
-    def leave_SimpleStatementLine(self, node) -> None:
-        self.around.pop()
 
     def on_reference(self, node, qualified, binding) -> None:
         rule, target = self.table[qualified]
