@@ -17,6 +17,7 @@ costs microseconds, where starting a thread with such a stack would cost more.
 from __future__ import annotations
 
 import queue
+import signal
 import sys
 import threading
 from typing import Any, Callable, Optional, TypeVar
@@ -71,8 +72,25 @@ class _Worker:
         self.thread = threading.Thread(target=self._serve, name="hpu-port-deep-stack", daemon=True)
 
     def _serve(self) -> None:
+        _leave_signals_to_the_main_thread()
         while True:
             self.calls.get().run(self.recursion_limit)
+
+
+# Signals a fault raises in the thread that caused it; the others are sent to
+# the process, which hands each to some thread that does not block it.
+_FAULTS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGTRAP", "SIGSYS", "SIGABRT")
+
+
+def _leave_signals_to_the_main_thread() -> None:
+    # The main thread blocks SIGINT and SIGTERM while it replaces a file, so
+    # that they arrive once the file is whole (hpu_port.files); were this
+    # thread to take them meanwhile, the interrupt would reach the main
+    # thread in the middle of the write.
+    if not hasattr(signal, "pthread_sigmask"):  # no POSIX signal masks here
+        return
+    faults = {getattr(signal, name) for name in _FAULTS if hasattr(signal, name)}
+    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - faults)
 
 
 _worker: Optional[_Worker] = None

@@ -1,6 +1,7 @@
 """Deeply nested code ports: files go through a thread with a deep stack and a
 raised recursion limit, and going deeper still ends in an error, not a crash."""
 
+import signal
 import subprocess
 import sys
 import threading
@@ -34,6 +35,15 @@ def test_exceptions_come_back_and_calls_nest():
         deep_stack.call(fail)
     assert deep_stack.call(deep_stack.call, depth_of, 5) == 5
     assert deep_stack.call(threading.current_thread) is not threading.current_thread()
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="no POSIX signal masks on this system")
+def test_interrupts_are_left_to_the_main_thread():
+    # The main thread defers SIGINT and SIGTERM while it writes a file; the
+    # deep-stack thread must not take them meanwhile.
+    blocked = deep_stack.call(signal.pthread_sigmask, signal.SIG_BLOCK, [])
+    assert {signal.SIGINT, signal.SIGTERM} <= blocked
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
 
 
 def test_where_no_large_stack_can_be_had_the_caller_runs_the_function(monkeypatch):
