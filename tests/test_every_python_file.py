@@ -32,7 +32,7 @@ from tests.conftest import make_ruleset, native_recursion_is_capped
 CUDA_TAIL = b"import torch\ntorch.cuda.synchronize()\n"
 PORTED_TAIL = b"torch.hpu.synchronize()"
 # About one file in this many runs by default; the files below always do.
-SAMPLE_ONE_IN = 20
+SAMPLE_ONE_IN = 25
 ALWAYS = [
     "stdlib/pydoc_data/topics.py",  # thousands of implicitly concatenated strings
 ]
