@@ -15,15 +15,15 @@ runs all of them. Files are ported in one process per CPU.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import os
 import sysconfig
-import warnings
 from pathlib import Path
 
 import libcst as cst
 import pytest
+
+from tests.test_properties import parses
 
 from hpu_port import deep_stack, filetypes
 from hpu_port.engine import GENERATED_MARKER, GENERATED_SCAN, port_bytes
@@ -138,13 +138,7 @@ def _parse_problems(source: bytes, output: bytes) -> list[str]:
 
 
 def _python_parses(code: bytes) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(code)
-        return True
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
+    return parses(code)
 
 
 def _problems_of_item(item: tuple) -> list[str]:
