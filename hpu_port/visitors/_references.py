@@ -90,3 +90,9 @@ def literal_value(code: str):
         return ast.literal_eval(code)
     except (ValueError, SyntaxError):
         return NOT_A_LITERAL
+
+
+def same_literal(a, b) -> bool:
+    """Equal literals of one type: Python finds ``1 == True`` and ``1 == 1.0``,
+    but ``padding=1`` is not ``padding=True``."""
+    return type(a) is type(b) and a == b

@@ -13,6 +13,7 @@ from hpu_port.visitors._references import (
     NOT_A_LITERAL,
     ReferenceVisitor,
     literal_value,
+    same_literal,
     written,
 )
 
@@ -166,7 +167,7 @@ def _target(arguments, entry) -> Optional[str]:
     if value is NOT_A_LITERAL:
         return None
     for code, target in entry["switch"].items():
-        if literal_value(code) == value:
+        if same_literal(literal_value(code), value):
             return target
     return entry["to"]
 

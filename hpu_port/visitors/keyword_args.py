@@ -10,7 +10,7 @@ import libcst as cst
 from hpu_port.context import FileContext
 from hpu_port.kinds.keyword_args import MISSING
 from hpu_port.model import Rule, is_advice
-from hpu_port.visitors._references import NOT_A_LITERAL, literal_value, written
+from hpu_port.visitors._references import NOT_A_LITERAL, literal_value, same_literal, written
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
@@ -185,9 +185,12 @@ ANY = "*"
 
 
 def same_value(code: str, candidates: list[str]) -> bool:
-    """Compare Python literals by value ('x' equals "x"); other code by its text."""
+    """Compare Python literals by value ('x' equals "x"); other code by its text.
+
+    Literals of different types differ, though Python finds ``1 == True``:
+    ``padding=1`` is a convolution's width, not ``padding=True``."""
     value = literal_value(code)
-    return any(code == c or (value is not NOT_A_LITERAL and value == literal_value(c)) for c in candidates)
+    return any(code == c or (value is not NOT_A_LITERAL and same_literal(value, literal_value(c))) for c in candidates)
 
 
 def edit_keywords(call: cst.Call, params) -> cst.Call:
