@@ -1,11 +1,18 @@
 """What differs between the Python versions hpu-port runs on."""
 
 import sys
+from types import ModuleType
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on older interpreters only
-    import tomli as tomllib
+
+def toml() -> ModuleType:
+    """The TOML reader (``tomllib``), imported when a TOML file is to be read:
+    a run with its rules cached and no configuration file never needs it."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on older interpreters only
+        import tomli as tomllib
+    return tomllib
+
 
 try:
     # The interpreter's own BLAKE2: importing hashlib also loads OpenSSL, which
@@ -14,4 +21,4 @@ try:
 except ImportError:  # pragma: no cover - interpreters without the built-in module
     from hashlib import blake2b
 
-__all__ = ["blake2b", "tomllib"]
+__all__ = ["blake2b", "toml"]

@@ -14,13 +14,12 @@ import base64
 import json
 import os
 import sys
-import tempfile
 import time
 from dataclasses import astuple
 from pathlib import Path
 from typing import Optional
 
-from hpu_port import __version__, filetypes
+from hpu_port import __version__, filetypes, tempfiles
 from hpu_port._compat import blake2b
 from hpu_port.results import FileResult, Finding
 
@@ -91,7 +90,7 @@ class Cache:
         tag = self.directory / "CACHEDIR.TAG"
         if not tag.exists():  # backup tools skip directories that carry this tag
             tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n# The hpu-port cache; safe to delete.\n")
-        handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
+        handle, temporary = tempfiles.mkstemp(self.directory, ".tmp-", ".json")
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 json.dump(data, out, separators=(",", ":"))

@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
-from hpu_port._compat import tomllib
+from hpu_port._compat import toml
 
 TABLE = "tool.hpu-port"
 
@@ -247,8 +247,15 @@ def _merge(parent: dict, child: dict) -> dict:
 def _hpu_port_table(path: str) -> Optional[dict]:
     try:
         with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+            text = handle.read()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read configuration: {exc}") from None
+    if b"hpu-port" not in text:
+        return None  # every spelling of the table names it; most pyproject.toml files do not
+    tomllib = toml()
+    try:
+        data = tomllib.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read configuration: {exc}") from None
     return data.get("tool", {}).get("hpu-port")
 

@@ -15,7 +15,7 @@ from typing import Optional
 
 from hpu_port import formats
 from hpu_port.formats import Document, FormatError, apply_edits
-from hpu_port.kinds import DocumentKind, Match, get_kind
+from hpu_port.kinds import Match, get_kind, screening
 from hpu_port.results import FileResult, Finding
 from hpu_port.suppressions import scan_lines
 
@@ -35,12 +35,7 @@ FORMAT_NAMES = {
 
 def document_rules(ruleset, file_type: str) -> list:
     """The selected rules whose kind reads files of ``file_type``."""
-    found = []
-    for rule in ruleset.rules:
-        kind = get_kind(rule.kind)
-        if isinstance(kind, DocumentKind) and file_type in kind.FORMATS:
-            found.append(rule)
-    return found
+    return [rule for rule in ruleset.rules if file_type in screening(rule).document_types]
 
 
 def could_match(rules: list, text: str) -> bool:

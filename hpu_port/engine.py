@@ -117,7 +117,7 @@ def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) 
     nothing changes: a second run over the result is then a no-op.
     """
     with _cycle_collector_paused():
-        return _port_until_stable(path, source, ruleset, apply)
+        return _port_until_stable(path, source, ruleset.python_rules, apply)
 
 
 def _port_until_stable(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
@@ -331,7 +331,7 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
     from hpu_port.documents import could_match, document_rules
 
     result = FileResult(path=path, source=raw)
-    python_rules = ruleset.for_source(raw)
+    python_rules = ruleset.python_rules.for_source(raw)
     shell_rules = document_rules(ruleset, filetypes.NOTEBOOK)
     if python_rules is None and not (shell_rules and could_match(shell_rules, raw.decode("utf-8", "replace"))):
         return result  # nothing any rule could act on: not even loaded

@@ -6,13 +6,12 @@ import contextlib
 import os
 import signal
 import stat
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
-from hpu_port import filetypes
+from hpu_port import filetypes, tempfiles
 
 # Directories that never hold the user's own source.
 SKIPPED_DIRS = frozenset(
@@ -213,7 +212,7 @@ def write_atomically(path: str, data: bytes, expected: Optional[bytes] = None, n
         raise FileChangedError(f"{path} changed on disk while it was being ported")
     mode = stat.S_IMODE(os.stat(target).st_mode) if new_mode is None or target.exists() else new_mode
     with _signals_deferred():
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".hpu-port")
+        handle, temporary = tempfiles.mkstemp(target.parent, f".{target.name}.", ".hpu-port")
         try:
             with os.fdopen(handle, "wb") as out:
                 out.write(data)

@@ -62,10 +62,32 @@ class Rule:
     remove_imports_of: tuple[str, ...] = ()
     triggers: tuple[str, ...] = ()
     raw_params: dict = field(default_factory=dict, hash=False, compare=False)
+    # Derived from the rest by the rule's kind when the rule is loaded, and
+    # kept with the loaded rules: see ``Screening``.
+    screening: Optional["Screening"] = field(default=None, hash=False, compare=False, repr=False)
 
     @property
     def has_fix(self) -> bool:
         return self.fix != "none"
+
+
+@dataclass(frozen=True)
+class Screening:
+    """What a rule's kind tells about the files the rule could act on,
+    derived once when the rule is loaded: deciding that a file needs no
+    parse then imports no kind (a pre-commit run on a Python file never
+    loads the kinds that read YAML or shell scripts)."""
+
+    # Alternatives (``hpu_port.triggers.Trigger``) of which one must occur; none:
+    # the rule only acts along with others.
+    triggers: tuple = ()
+    # The document types the kind reads (YAML, shell scripts...).
+    document_types: frozenset = frozenset()
+    reads_python: bool = True
+    reads_comments: bool = False
+    fallback: bool = False
+    # Words the rule consults away from where it reports (``Kind.context_words``).
+    context_words: frozenset = frozenset()
 
 
 DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024

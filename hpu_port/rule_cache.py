@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import os
 import pickle
-import tempfile
 from pathlib import Path
 from typing import Optional
 
-from hpu_port import __version__
+from hpu_port import __version__, tempfiles
 from hpu_port._compat import blake2b
 from hpu_port.cache import code_stamp
 
@@ -52,7 +51,7 @@ def write(directory: Path, name: Optional[str], rules: list) -> None:
     directory = directory / SUBDIRECTORY
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".pickle")
+        handle, temporary = tempfiles.mkstemp(directory, ".tmp-", ".pickle")
         with os.fdopen(handle, "wb") as out:
             pickle.dump(rules, out, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(temporary, directory / f"{name}.pickle")

@@ -7,13 +7,14 @@ the keys its kind declares, and examples. Every problem is reported as
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import Iterable, Optional
 
 from hpu_port import rule_cache
-from hpu_port._compat import tomllib
-from hpu_port.kinds import get_kind, kind_names
+from hpu_port._compat import toml
+from hpu_port.kinds import derive_screening, get_kind, kind_names
 from hpu_port.model import FIX_SAFETIES, MODES, OPTIONS, Example, Rule
 
 CODE_PATTERN = re.compile(r"^[A-Z]{2,8}[0-9]{3,4}$")
@@ -98,6 +99,7 @@ def _load_all(paths: list[Path]) -> list[Rule]:
 
 
 def load_rule_file(path: Path) -> Rule:
+    tomllib = toml()
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -154,12 +156,10 @@ def parse_rule(data: dict, source: str) -> Rule:
         triggers=tuple(common.get("triggers", ())),
         raw_params={k: v for k, v in data.items() if k not in COMMON_KEYS},
     )
-    if not rule.triggers:
-        try:
-            kind.triggers(rule)
-        except ValueError as exc:
-            raise fail(str(exc)) from None
-    return rule
+    try:
+        return dataclasses.replace(rule, screening=derive_screening(rule))
+    except ValueError as exc:
+        raise fail(str(exc)) from None
 
 
 def _check_common_keys(data: dict, kind_keys: set[str], fail) -> dict:

@@ -216,7 +216,7 @@ def _needs_parsing(task: "Task") -> bool:
     file_type = filetypes.detect(task.path, task.source[: filetypes.HEAD_SIZE]) or filetypes.PYTHON
     if file_type in filetypes.DOCUMENT_TYPES:
         return True  # documents are screened by their own engine
-    return task.ruleset.for_source(task.source) is not None or text_problem(task.source, file_type) is not None
+    return task.ruleset.python_rules.for_source(task.source) is not None or text_problem(task.source, file_type) is not None
 
 
 def interrupt_on_sigterm() -> None:

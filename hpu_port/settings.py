@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Optional
 
-from hpu_port.kinds import Kind, get_kind
+from hpu_port.kinds import Kind, get_kind, screening
 from hpu_port.model import Options, Rule
-from hpu_port.triggers import CodeView, Trigger, TriggerIndex, code_view, text_trigger
+from hpu_port.triggers import CodeView, TriggerIndex, code_view
 
 
 @dataclass
@@ -43,8 +43,17 @@ class RuleSet:
         return frozenset(m for rule in self.rules for m in rule.remove_imports_of)
 
     @cached_property
+    def python_rules(self) -> "RuleSet":
+        """The rules whose kind reads Python (those of the kinds that read
+        shell scripts, YAML or JSON never act on Python code)."""
+        chosen = [rule for rule in self.rules if screening(rule).reads_python]
+        if len(chosen) == len(self.rules):
+            return self
+        return self._subset(chosen) or RuleSet([], self.options)
+
+    @cached_property
     def trigger_index(self) -> TriggerIndex:
-        return TriggerIndex((rule, rule_triggers(rule) or None) for rule in self.rules)
+        return TriggerIndex((rule, list(screening(rule).triggers) or None) for rule in self.rules)
 
     @cached_property
     def comment_trigger_index(self) -> Optional[TriggerIndex]:
@@ -57,7 +66,7 @@ class RuleSet:
     @cached_property
     def context_words(self) -> frozenset:
         """Words that rules consult away from where they report (see ``Kind.context_words``)."""
-        return frozenset(w for rule in self.rules for w in get_kind(rule.kind).context_words(rule))
+        return frozenset(w for rule in self.rules for w in screening(rule).context_words)
 
     def reads(self, file_type: str) -> bool:
         """Whether a selected rule reads files of ``file_type`` (Python: always)."""
@@ -67,7 +76,7 @@ class RuleSet:
 
     @cached_property
     def _document_types(self) -> frozenset:
-        return frozenset(t for r in self.rules for t in getattr(get_kind(r.kind), "FORMATS", ()))
+        return frozenset(t for r in self.rules for t in screening(r).document_types)
 
     def reporting_only(self) -> "RuleSet":
         """The same rules, with every fix switched off (build scripts are
@@ -78,7 +87,7 @@ class RuleSet:
 
     @cached_property
     def _comment_rules(self) -> list[Rule]:
-        return [rule for rule in self.rules if get_kind(rule.kind).READS_COMMENTS]
+        return [rule for rule in self.rules if screening(rule).reads_comments]
 
     def for_source(self, source: bytes) -> Optional["RuleSet"]:
         """The rules that could act on ``source``, judged from its raw bytes;
@@ -126,11 +135,3 @@ class RuleSet:
 def _ids(rules) -> set[int]:
     return {id(rule) for rule in rules}
 
-
-def rule_triggers(rule: Rule) -> list[Trigger]:
-    """What a file must contain for ``rule`` to act on it (any of these): the
-    rule's own ``triggers`` (pieces of text) if it names them, else what its
-    kind derives from its data."""
-    if rule.triggers:
-        return [text_trigger(text) for text in rule.triggers]
-    return get_kind(rule.kind).triggers(rule)

@@ -165,3 +165,21 @@ def test_config_lists_the_rules_in_effect(tmp_path):
     listed = [line.split()[1] for line in shown.splitlines() if line.startswith("#   HPU")]
     assert listed and all(code.startswith("HPU1") and not code.startswith("HPU19") for code in listed)
     assert "#   HPU110  cuda-device-string  (device, safe fix)" in shown
+
+
+def test_a_table_written_as_a_dotted_key_or_quoted_is_read(tmp_path):
+    for name, text in [("dotted", '[tool]\nhpu-port.select = ["HPU101"]\n'), ("quoted", '[tool."hpu-port"]\nselect = ["HPU101"]\n')]:
+        root = project(tmp_path, "", name)
+        (root / "pyproject.toml").write_text(text)
+        assert codes(invoke("check", root).stdout) == {"HPU101"}
+
+
+def test_a_pyproject_toml_without_the_table_is_not_read(tmp_path):
+    # Another tool's broken file is that tool's problem: the run goes on with defaults.
+    root = project(tmp_path, "")
+    (root / "pyproject.toml").write_text("[project\nname = 'x'\n")
+    result = invoke("check", root)
+    assert "HPU101" in codes(result.stdout) and "cannot read configuration" not in result.output
+    named = project(tmp_path, "", "named")
+    (named / "pyproject.toml").write_text("[project\n[tool.hpu-port]\n")
+    assert "cannot read configuration" in invoke("check", named).output

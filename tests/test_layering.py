@@ -29,7 +29,7 @@ FLOORS = [
     ["positions", "branches", "cache", "config"],
     ["files", "formats"],
     ["model", "filetypes", "results", "_compat", "frameworks", "triggers", "walk", "names", "edits", "suppressions", "splice",
-     "notebooks", "gitignore", "deep_stack"],
+     "notebooks", "gitignore", "deep_stack", "tempfiles"],
 ]
 # A larger number is a lower floor.
 FLOOR = {name: number for number, names in enumerate(FLOORS) for name in names}
@@ -40,7 +40,7 @@ WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runn
                   "config", "results", "model", "triggers", "narrow", "report", "report_sarif", "report_markdown",
                   "report_ci", "report_html", "planning", "toolkit_log",
                   "cli", "terminal", "options", "rule_listing", "suppressions", "notebooks", "gitignore", "_compat", "documents",
-                  "formats", "filetypes", "deep_stack"]
+                  "formats", "filetypes", "deep_stack", "tempfiles"]
 
 
 def modules():
@@ -135,3 +135,17 @@ def test_every_kind_is_found_in_the_module_named_for_it():
 
     for name in kinds.kind_names():
         assert type(kinds.get_kind(name)).__module__ == kinds.declaring_module(name), name
+
+
+def test_a_kind_with_a_visitor_module_says_it_reads_python():
+    """Python files are screened with the rules whose kind says it reads
+    Python: a visitor of a kind that does not say so would never run."""
+    from hpu_port import kinds
+
+    for name in kinds.kind_names():
+        kind = kinds.get_kind(name)
+        module = type(kind).__module__.rsplit(".", 1)[1]
+        if (PACKAGE / "visitors" / f"{module}.py").exists():
+            assert kind.READS_PYTHON, name
+        if not kind.READS_PYTHON:
+            assert isinstance(kind, kinds.DocumentKind), name

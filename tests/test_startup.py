@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -35,13 +36,30 @@ def test_a_file_with_cuda_code_does_load_it(tmp_path):
     assert "libcst" in modules_loaded_by(tmp_path, CUDA, "--no-cache")
 
 
+def test_a_python_file_never_loads_the_kinds_that_read_documents(tmp_path):
+    # What a kind tells about the files it reads is kept with the cached rules.
+    cache = str(tmp_path / "cache")
+    modules_loaded_by(tmp_path, CUDA, "--cache-dir", cache)
+    (tmp_path / "module.py").write_text(CUDA + "y = 1\n")
+    loaded = modules_loaded_by(tmp_path, CUDA + "y = 1\n", "--cache-dir", cache)
+    assert "libcst" in loaded and "hpu_port.kinds.device_string" in loaded
+    assert not loaded & {"hpu_port.formats", "hpu_port.documents", "hpu_port.kinds.config_value", "hpu_port.kinds.command"}
+
+
+def test_loaded_rules_carry_what_their_kind_tells_of_the_files_they_read():
+    by_code = {rule.code: rule for rule in load_rules()}
+    assert by_code["HPU110"].screening.reads_python and by_code["HPU110"].screening.triggers
+    assert not by_code["HPU821"].screening.reads_python
+    assert "yaml" in by_code["HPU821"].screening.document_types
+
+
 def test_rules_come_from_the_cache_the_second_time(tmp_path, monkeypatch):
     first = load_rules(cache_dir=tmp_path)
 
     def no_toml(*args, **kwargs):
         raise AssertionError("a rule file was read again")
 
-    monkeypatch.setattr(rules.tomllib, "loads", no_toml)
+    monkeypatch.setattr(rules, "toml", lambda: SimpleNamespace(loads=no_toml))
     assert load_rules(cache_dir=tmp_path) == first
 
 

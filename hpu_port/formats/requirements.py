@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from hpu_port._compat import tomllib
+from hpu_port._compat import toml
 from hpu_port.formats import Document, FormatError, Span, Word
 
 _POETRY_ENTRY = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*=")
@@ -69,6 +69,7 @@ def _requirements_txt(text: str) -> tuple[list[Word], list[Span]]:
 
 
 def _pyproject(text: str) -> tuple[list[Word], list[Span]]:
+    tomllib = toml()
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

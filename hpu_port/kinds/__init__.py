@@ -18,8 +18,8 @@ import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from hpu_port.model import Rule
-from hpu_port.triggers import CodeView, Trigger
+from hpu_port.model import Rule, Screening
+from hpu_port.triggers import CodeView, Trigger, text_trigger
 
 if TYPE_CHECKING:  # pragma: no cover - typing only: the contract's libcst side, the documents' types
     import libcst as cst
@@ -58,6 +58,9 @@ class Kind:
     MESSAGE_FIELDS: frozenset[str] = frozenset({"name"})
     # The file name a rule's examples stand for, unless an example names one.
     EXAMPLE_FILE = "example.py"
+    # Whether the kind has a side that matches Python (its module in
+    # ``hpu_port.visitors``); the kinds of documents mostly do not.
+    READS_PYTHON = True
 
     def param_keys(self) -> set[str]:
         return set(self.KEYS)
@@ -156,6 +159,7 @@ class DocumentKind(Kind):
     """
 
     FORMATS: tuple[str, ...] = ()
+    READS_PYTHON = False
 
     def match(self, rule: "Rule", document: Document, options: Any) -> Iterable[Match]:
         return ()
@@ -221,9 +225,29 @@ def _import_declaring_module(name: str) -> None:
             raise
 
 
+def derive_screening(rule: Rule) -> Screening:
+    """What ``rule``'s kind tells about the files it could act on (raises
+    ValueError for rule data the kind cannot make triggers of)."""
+    kind = get_kind(rule.kind)
+    triggers = [text_trigger(text) for text in rule.triggers] if rule.triggers else kind.triggers(rule)
+    return Screening(
+        triggers=tuple(triggers),
+        document_types=frozenset(getattr(kind, "FORMATS", ())),
+        reads_python=kind.READS_PYTHON,
+        reads_comments=kind.READS_COMMENTS,
+        fallback=kind.FALLBACK,
+        context_words=frozenset(kind.context_words(rule)),
+    )
+
+
+def screening(rule: Rule) -> Screening:
+    """The rule's screening as loaded, or derived now (a rule made in code)."""
+    return rule.screening or derive_screening(rule)
+
+
 def fallback_codes(rules) -> set[str]:
     """The codes of ``rules`` whose kind only speaks where no other rule did."""
-    return {rule.code for rule in rules if getattr(get_kind(rule.kind), "FALLBACK", False)}
+    return {rule.code for rule in rules if screening(rule).fallback}
 
 
 def kind_names() -> list[str]:

@@ -45,6 +45,7 @@ class Dependency(DocumentKind):
     KEYS = {"packages": ((list, dict), True), "keywords": (list, False)}
     MESSAGE_FIELDS = frozenset({"name", "file", "advice"})
     FORMATS = ("requirements", "pyproject", "setup-cfg", "yaml", "shell", "dockerfile", "notebook")
+    READS_PYTHON = True  # `install_requires` in setup.py
 
     def build_params(self, table):
         packages = table["packages"]

@@ -1,0 +1,25 @@
+"""A new file to write before renaming it over another (atomic replacement).
+
+The standard ``tempfile`` module does this too, but importing it (with
+``shutil`` and ``random``) costs a pre-commit run more than the writes it
+serves; only its ``mkstemp`` is needed, and that takes a few lines.
+"""
+
+from __future__ import annotations
+
+import os
+
+_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+_ATTEMPTS = 100
+
+
+def mkstemp(directory: "os.PathLike[str] | str", prefix: str, suffix: str) -> tuple[int, str]:
+    """Create a file no one else can have opened, readable only by its owner:
+    its open descriptor and its path."""
+    for _ in range(_ATTEMPTS):
+        path = os.path.join(directory, f"{prefix}{os.urandom(6).hex()}{suffix}")
+        try:
+            return os.open(path, _FLAGS, 0o600), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary file name in {directory}")
