@@ -12,7 +12,7 @@ code next to a node (``mark_step``, imports) are not affected.
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -53,23 +53,36 @@ def _chain_tests(node: cst.CSTNode) -> list[cst.BaseExpression]:
 
 
 class OtherBackendCode:
-    """Modules, classes and functions written for another device or an
-    NVIDIA-only library (DeepSpeed's CUDA accelerator, a Triton kernel module,
-    a function that drives TensorRT): what a rule would fix inside them is
-    reported, not applied, and the unit itself is reported once (see the
-    ``other-backend`` kind). The whole module, when it is such a unit, is held
-    from the start; classes and functions while the walk is inside them."""
+    """Modules, classes, functions and branches written for another device or
+    an NVIDIA-only library (DeepSpeed's CUDA accelerator, a Triton kernel
+    module, a function that drives TensorRT, the `if format == "coreml":` arm
+    of an exporter): what a rule would fix inside them is reported, not
+    applied, and the unit itself is reported once (see the ``other-backend``
+    kind). The whole module, when it is such a unit, is held from the start;
+    the others while the walk is inside them."""
 
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self.units: dict[cst.CSTNode, str] = {}
+        # How a unit is named in its finding, and the node it is reported at,
+        # when that is not the unit itself (a branch: its test).
+        self.names: dict[cst.CSTNode, tuple[str, cst.CSTNode]] = {}
         self.open: list[cst.CSTNode] = []
         self.held_count: dict[cst.CSTNode, int] = {}
+        # Marks the arm of an `if` that is for another device, as the walk
+        # reaches the `if` (set by the ``other-backend`` kind).
+        self.branch_watcher: Optional[Callable[[cst.If], None]] = None
 
-    def mark(self, node: cst.CSTNode, reason: str) -> None:
+    def enter_if(self, node: cst.If) -> None:
+        if self.branch_watcher is not None:
+            self.branch_watcher(node)
+
+    def mark(self, node: cst.CSTNode, reason: str, name: Optional[str] = None, at: Optional[cst.CSTNode] = None) -> None:
         if node in self.units:
             return
         self.units[node] = reason
+        if name is not None:
+            self.names[node] = (name, at if at is not None else node)
         if node is self.module:
             self.open.insert(0, node)
 
@@ -89,6 +102,13 @@ class OtherBackendCode:
         self.held_count[unit] = self.held_count.get(unit, 0) + 1
         return f"{self.units[unit]}; it is not ported"
 
-    def reported(self) -> list[tuple[cst.CSTNode, str, int]]:
-        """The units in which fixes were held: (unit, why, how many)."""
-        return [(unit, self.units[unit], count) for unit, count in self.held_count.items()]
+    def reported(self) -> list[tuple[cst.CSTNode, str, str, int]]:
+        """The units in which fixes were held: (where to report, name, why, how many)."""
+        found = []
+        for unit, count in self.held_count.items():
+            name, at = self.names[unit] if unit in self.names else (self._name(unit), unit)
+            found.append((at, name, self.units[unit], count))
+        return found
+
+    def _name(self, unit: cst.CSTNode) -> str:
+        return "this module" if unit is self.module else f"`{unit.name.value}`"

@@ -378,6 +378,11 @@ class ScopeEnter(cst.BatchableCSTVisitor):
     # Chains that choose between devices: see hpu_port.branches.
     def visit_If(self, node) -> None:
         self.ctx.branches.enter(node)
+        if isinstance(node, cst.If):
+            self.ctx.other_backend.enter_if(node)
+
+    def visit_IndentedBlock(self, node) -> None:
+        self.ctx.other_backend.enter(node)  # the arm of a branch for another device
 
     visit_IfExp = visit_If
 
@@ -415,6 +420,9 @@ class ScopeExit(cst.BatchableCSTVisitor):
 
     def leave_If(self, node) -> None:
         self.ctx.branches.leave(node)
+
+    def leave_IndentedBlock(self, node) -> None:
+        self.ctx.other_backend.leave(node)
 
     leave_IfExp = leave_If
 

@@ -18,7 +18,19 @@ is such code when:
   imports triton is still ported.)
 - ``path-names``: the file's directory, its name or a word of its name
   (split at `_`) is one of these (`quantizers/bitsandbytes/`,
-  `precision/transformer_engine.py`, `spec_aug_numba.py`).
+  `precision/transformer_engine.py`, `spec_aug_numba.py`);
+- ``libraries`` again: a function calls one of these through a name the
+  module imported from it, at top level or under `if`/`try`
+  (`cudart.cudaStreamGetCaptureInfo(...)` after `from cuda.bindings import
+  runtime as cudart`): the function;
+- ``definition-names``: a word of a class's or function's name (split at `_`
+  and where the case changes) is one of these (`AttnProcessorNPU`,
+  `XLAFlashAttnProcessor`, `_triton_matmul`): the class or function;
+- ``branch-names``: an `if` whose test holds only for one of these devices or
+  export formats (`format == "coreml"`, `device.type in ("mps", "xpu")`,
+  `is_torch_npu_available()`, `torch.backends.mps.is_available()`, a flag
+  `use_xla`; also joined by `and`): its arm (the `else` arm of a negated
+  test).
 
 What any rule would fix inside a unit is reported instead (with the reason), and
 the unit itself is reported once. The kind matches nothing by itself: it only
@@ -38,6 +50,8 @@ class OtherBackend(Kind):
         "kernel-decorators": (list, False),
         "libraries": (list, False),
         "path-names": (list, False),
+        "definition-names": (list, False),
+        "branch-names": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "reason", "count"})
 
@@ -47,6 +61,8 @@ class OtherBackend(Kind):
             "kernel-decorators": tuple(string_list(table.get("kernel-decorators", []), "kernel-decorators")),
             "libraries": frozenset(string_list(table.get("libraries", []), "libraries")),
             "path-names": frozenset(string_list(table.get("path-names", []), "path-names")),
+            "definition-names": frozenset(string_list(table.get("definition-names", []), "definition-names")),
+            "branch-names": frozenset(string_list(table.get("branch-names", []), "branch-names")),
         }
 
     def describe(self, rule):
@@ -56,6 +72,8 @@ class OtherBackend(Kind):
             "kernel-decorators": "Kernel decorators",
             "libraries": "Libraries imported by a function",
             "path-names": "Path names",
+            "definition-names": "Words of class and function names",
+            "branch-names": "Devices and export formats a branch is for",
         }
         for key, title in titles.items():
             values = sorted(rule.params[key])
@@ -64,7 +82,6 @@ class OtherBackend(Kind):
         return "\n".join(lines)
 
     def finish(self, rules, ctx):
-        for unit, reason, count in ctx.other_backend.reported():
+        for at, name, reason, count in ctx.other_backend.reported():
             for rule in rules:
-                name = "this module" if unit is ctx.module else f"`{unit.name.value}`"
-                ctx.report(rule, unit, rule.message.format(name=name, reason=reason, count=count))
+                ctx.report(rule, at, rule.message.format(name=name, reason=reason, count=count))

@@ -6,6 +6,7 @@ them are held as the walk reaches them (``FileContext.other_backend``).
 
 from __future__ import annotations
 
+import re
 from fnmatch import fnmatchcase
 from typing import Iterator, Optional
 
@@ -15,23 +16,176 @@ from hpu_port.context import FileContext
 from hpu_port.filetypes import path_words
 from hpu_port.model import Rule
 from hpu_port.visitors._references import written
+from hpu_port.walk import walk
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> None:
     for rule in rules:
-        reason = _module_reason(ctx, rule.params)
+        params = rule.params
+        reason = _module_reason(ctx, params)
         if reason is not None:
             ctx.other_backend.mark(ctx.module, reason)
             continue  # the whole module is reported as one
+        bound = _library_bindings(ctx.module.body, params["libraries"])
         for function in _functions(ctx.module.body):
-            library = _imported_library(_body(function), rule.params["libraries"])
+            library = _imported_library(_body(function), params["libraries"]) or _called_library(function, bound)
             if library is not None:
                 ctx.other_backend.mark(function, f"it uses `{library}`, which only runs on NVIDIA GPUs")
         for node in _classes(ctx.module.body):
-            base = _matching_base(ctx, node, rule.params["class-bases"])
+            base = _matching_base(ctx, node, params["class-bases"])
             if base is not None:
                 ctx.other_backend.mark(node, _implements(node, base))
+        for node in _defs(ctx.module.body):
+            word = _named_for(node.name.value, params["definition-names"])
+            if word is not None:
+                ctx.other_backend.mark(node, f"its name says it is for `{word}`, another device or an NVIDIA-only library")
+        if params["branch-names"]:
+            ctx.other_backend.branch_watcher = lambda node, names=params["branch-names"]: _mark_arm(ctx, node, names)
     return None
+
+
+def _named_for(name: str, words: frozenset) -> Optional[str]:
+    """The first of ``words`` that is a word of ``name`` (`AttnProcessorNPU`, `_xla_step`)."""
+    return next((word for word in name_words(name) if word in words), None)
+
+
+def name_words(name: str) -> list[str]:
+    """The words of an identifier, lower-cased: split at `_` and where the case
+    changes (`XLAFlashAttnProcessor2_0`: xla, flash, attn, processor, 2, 0)."""
+    return [word.lower() for word in _WORDS.findall(name)]
+
+
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def _mark_arm(ctx: FileContext, node: cst.If, names: frozenset) -> None:
+    """Hold the arm of ``node`` that runs only for another device or export
+    format: the body of `if format == "coreml":`, the `else` of `if not
+    is_npu_available():`."""
+    found = _names_another_device(node.test, names)
+    if found is None:
+        return
+    name, positive = found
+    arm = node.body if positive else (node.orelse.body if isinstance(node.orelse, cst.Else) else None)
+    if arm is None:
+        return
+    test = written(node.test)
+    shown = test if len(test) <= 60 else test[:57] + "..."
+    ctx.other_backend.mark(
+        arm,
+        f"it runs only for `{name}`, another device or export format",
+        name=f"the branch of `{shown}`" if positive else f"the `else` branch of `{shown}`",
+        at=node.test,
+    )
+
+
+def _names_another_device(test: cst.BaseExpression, names: frozenset) -> Optional[tuple[str, bool]]:
+    """(the device or format, whether the test is true for it) when ``test``
+    holds only for another device or export format."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _names_another_device(test.expression, names)
+        return (inner[0], not inner[1]) if inner is not None else None
+    if isinstance(test, cst.BooleanOperation):
+        left, right = (_names_another_device(side, names) for side in (test.left, test.right))
+        if isinstance(test.operator, cst.And):
+            # True only for that device if either side is (`format == "coreml" and hasattr(F, ...)`).
+            return next((side for side in (left, right) if side is not None and side[1]), None)
+        return left if left is not None and left == right else None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        return _compared_device(test, names)
+    if isinstance(test, cst.Call):
+        return _availability_probe(test.func, names)
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        words = name_words(written(test).rsplit(".", 1)[-1])
+        device = next((w for w in words if w in names), None)
+        return (device, True) if device is not None and words[0] in _FLAG_WORDS else None
+    return None
+
+
+# `is_npu`, `use_xla`, `on_tpu`: a flag that says the code runs on that device.
+_FLAG_WORDS = frozenset({"is", "use", "on", "using", "has"})
+
+
+def _compared_device(test: cst.Comparison, names: frozenset) -> Optional[tuple[str, bool]]:
+    target = test.comparisons[0]
+    operator = target.operator
+    values = [_string(test.left), *_strings(target.comparator)] if isinstance(operator, (cst.In, cst.NotIn)) else [
+        _string(test.left), _string(target.comparator)]
+    compared = [value.split(":")[0].lower() for value in values if value is not None]
+    if not compared or not all(value in names for value in compared):
+        return None
+    if isinstance(operator, (cst.Equal, cst.Is, cst.In)):
+        return compared[0], True
+    if isinstance(operator, (cst.NotEqual, cst.IsNot, cst.NotIn)):
+        return compared[0], False
+    return None
+
+
+def _string(node) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _strings(node) -> list:
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        values = [_string(element.value) for element in node.elements]
+        return values if all(value is not None for value in values) else [None]
+    return [_string(node)]
+
+
+def _availability_probe(func: cst.BaseExpression, names: frozenset) -> Optional[tuple[str, bool]]:
+    """`is_torch_npu_available()`, `torch.backends.mps.is_available()`: true on that device."""
+    parts = written(func).split(".")
+    if not parts[-1].startswith("is_") or not parts[-1].endswith("available"):
+        return None
+    device = next((word for part in parts for word in name_words(part) if word in names), None)
+    return (device, True) if device is not None else None
+
+
+def _library_bindings(body, libraries: frozenset) -> dict[str, str]:
+    """Names the module binds to imports of ``libraries`` (at top level, also
+    under `if`/`try`): `from cuda.bindings import runtime as cudart` binds
+    cudart to cuda.bindings.runtime."""
+    bound = {}
+    for statement in _statements_outside_defs(body):
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            for name, module in _bindings(small):
+                if module.split(".")[0] in libraries:
+                    bound[name] = module
+    return bound
+
+
+def _statements_outside_defs(body) -> Iterator[cst.CSTNode]:
+    for statement in body:
+        yield statement
+        if isinstance(statement, (cst.If, cst.Try)):
+            for block in _blocks(statement):
+                yield from _statements_outside_defs(block)
+
+
+def _bindings(small) -> list[tuple[str, str]]:
+    if isinstance(small, cst.Import):
+        return [(written(alias.asname.name) if alias.asname else written(alias.name).split(".")[0],
+                 written(alias.name) if alias.asname else written(alias.name).split(".")[0]) for alias in small.names]
+    if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None and not isinstance(small.names, cst.ImportStar):
+        module = written(small.module)
+        return [(written(alias.asname.name) if alias.asname else written(alias.name), f"{module}.{written(alias.name)}")
+                for alias in small.names]
+    return []
+
+
+def _called_library(function: cst.FunctionDef, bound: dict[str, str]) -> Optional[str]:
+    """The library a function calls through a name the module imported from
+    it (`cudart.cudaStreamGetCaptureInfo(...)`): code built on that library."""
+    if not bound:
+        return None
+    calls = _RootCalls(bound)
+    walk(function.body, [calls])
+    return calls.found
 
 
 def _module_reason(ctx: FileContext, params: dict) -> Optional[str]:
@@ -147,3 +301,18 @@ def _defs(body) -> Iterator[cst.CSTNode]:
         elif isinstance(statement, cst.BaseCompoundStatement):
             for block in _blocks(statement):
                 yield from _defs(block)
+
+
+class _RootCalls:
+    """Finds a call whose callee starts with one of ``bound``'s names."""
+
+    def __init__(self, bound: dict[str, str]) -> None:
+        self.bound = bound
+        self.found: Optional[str] = None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        root = node.func
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if self.found is None and isinstance(root, cst.Name) and root.value in self.bound:
+            self.found = self.bound[root.value]

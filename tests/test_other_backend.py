@@ -1,0 +1,119 @@
+"""Code for another device inside a file that is otherwise ported: held, reported once."""
+
+import textwrap
+
+from hpu_port.visitors.other_backend import name_words
+from tests.conftest import port
+
+SELECT = ("HPU615", "HPU101", "HPU102", "HPU103", "HPU110", "HPU703")
+
+
+def rewritten(code: str, **options) -> tuple[str, list]:
+    result = port(textwrap.dedent(code), select=SELECT, **options)
+    return (result.new_source or result.source).decode(), result.findings
+
+
+def test_the_words_of_a_name():
+    assert name_words("XLAFlashAttnProcessor2_0") == ["xla", "flash", "attn", "processor", "2", "0"]
+    assert name_words("AttnProcessorNPU") == ["attn", "processor", "npu"]
+    assert name_words("is_torch_npu_available") == ["is", "torch", "npu", "available"]
+
+
+def test_an_export_formats_arm_is_held_and_the_other_arm_ported():
+    code, findings = rewritten(
+        """
+        import torch.nn.functional as F
+
+        def attention(self, q, k, v):
+            if self.format == "coreml" and hasattr(F, "scaled_dot_product_attention"):
+                return F.scaled_dot_product_attention(q, k, v)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        """,
+        unsafe_fixes=True,
+    )
+    assert "return F.scaled_dot_product_attention(q, k, v)\n" in code
+    assert "return FusedSDPA.apply(q, k, v, None, 0.0, True)" in code
+    [unit] = [f for f in findings if f.code == "HPU615"]
+    assert unit.line == 4 and "the branch of `self.format == \"coreml\"" in unit.message and "(changes reported instead: 1)" in unit.message
+
+
+def test_another_devices_arm_and_the_else_of_a_test_ruling_it_out():
+    code, _ = rewritten(
+        """
+        import torch
+
+        def empty_cache(device):
+            if device.type in ("mps", "xpu"):
+                torch.cuda.synchronize()
+            elif device.type == "cuda":
+                torch.cuda.synchronize()
+            if not is_torch_npu_available():
+                x = torch.zeros(1, device="cuda")
+            else:
+                torch.cuda.synchronize()
+            if torch.backends.mps.is_available():
+                torch.cuda.synchronize()
+        """
+    )
+    assert code.count("torch.cuda.synchronize()") == 3
+    assert 'elif device.type == "hpu":\n        torch.hpu.synchronize()' in code
+    assert 'x = torch.zeros(1, device="hpu")' in code
+
+
+def test_branches_for_the_cpu_or_for_several_devices_are_ported():
+    code, findings = rewritten(
+        """
+        import torch
+
+        def move(x, device):
+            if device.type == "cpu":
+                torch.cuda.synchronize()
+            if device.type in ("mps", "cpu"):
+                torch.cuda.synchronize()
+            if device.type == "mps" or use_cuda:
+                torch.cuda.synchronize()
+        """
+    )
+    assert "torch.cuda" not in code
+    assert not [f for f in findings if f.code == "HPU615"]
+
+
+def test_classes_and_functions_named_for_another_device():
+    code, _ = rewritten(
+        """
+        import torch
+
+        class AttnProcessorNPU:
+            def __call__(self, hidden_states):
+                return hidden_states.to("cuda")
+
+        def _xla_device():
+            return torch.device("cuda")
+
+        def device():
+            return torch.device("cuda")
+        """
+    )
+    assert code.count('"cuda"') == 2 and 'return torch.device("hpu")' in code
+
+
+def test_a_function_calling_a_library_the_module_imports_optionally():
+    code, findings = rewritten(
+        """
+        import torch
+
+        if CUDA_PYTHON_AVAILABLE:
+            from cuda.bindings import runtime as cudart
+
+        def capture_status():
+            stream = torch.cuda.current_stream()
+            return cudart.cudaStreamGetCaptureInfo(stream.cuda_stream)
+
+        def sync():
+            torch.cuda.current_stream().synchronize()
+        """
+    )
+    assert "stream = torch.cuda.current_stream()" in code
+    assert "torch.hpu.current_stream().synchronize()" in code
+    [unit] = [f for f in findings if f.code == "HPU615"]
+    assert "`capture_status`" in unit.message and "cuda.bindings.runtime" in unit.message
