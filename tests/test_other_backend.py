@@ -117,3 +117,49 @@ def test_a_function_calling_a_library_the_module_imports_optionally():
     assert "torch.hpu.current_stream().synchronize()" in code
     [unit] = [f for f in findings if f.code == "HPU615"]
     assert "`capture_status`" in unit.message and "cuda.bindings.runtime" in unit.message
+
+
+def test_flags_named_for_a_device_or_format():
+    code, _ = rewritten(
+        """
+        import torch
+
+        def load(w, onnx, coreml, pt):
+            if pt:
+                torch.cuda.synchronize()
+            elif onnx:
+                torch.cuda.synchronize()
+            elif self.use_xla:
+                torch.cuda.synchronize()
+            if is_tpu or coreml:
+                torch.cuda.synchronize()
+        """
+    )
+    assert code.count("torch.cuda.synchronize()") == 3 and code.count("torch.hpu.synchronize()") == 1
+
+
+def test_a_library_with_a_fallback_or_called_in_one_branch_is_used_not_built_on():
+    code, findings = rewritten(
+        """
+        import torch
+
+        try:
+            from transformer_engine.pytorch.optimizers import multi_tensor_applier
+            from transformer_engine.pytorch.module.base import get_dummy_wgrad
+            HAVE_TE = True
+        except ImportError:
+            multi_tensor_applier = local_multi_tensor_applier
+            HAVE_TE = False
+
+        def norm(grads):
+            multi_tensor_applier(grads)
+            return torch.zeros(1, device="cuda")
+
+        def backward(shape):
+            if HAVE_TE:
+                return get_dummy_wgrad(shape)
+            return torch.zeros(shape, device="cuda")
+        """
+    )
+    assert '"cuda"' not in code
+    assert not [f for f in findings if f.code == "HPU615"]

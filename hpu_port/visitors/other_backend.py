@@ -90,13 +90,17 @@ def _names_another_device(test: cst.BaseExpression, names: frozenset) -> Optiona
         if isinstance(test.operator, cst.And):
             # True only for that device if either side is (`format == "coreml" and hasattr(F, ...)`).
             return next((side for side in (left, right) if side is not None and side[1]), None)
-        return left if left is not None and left == right else None
+        # True only for other devices if both sides are (`is_tpu or coreml`).
+        return left if left is not None and right is not None and left[1] and right[1] else None
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         return _compared_device(test, names)
     if isinstance(test, cst.Call):
         return _availability_probe(test.func, names)
     if isinstance(test, (cst.Name, cst.Attribute)):
-        words = name_words(written(test).rsplit(".", 1)[-1])
+        name = written(test).rsplit(".", 1)[-1]
+        if name.lower() in names:
+            return name.lower(), True  # a flag named for the format: `elif coreml:`
+        words = name_words(name)
         device = next((w for w in words if w in names), None)
         return (device, True) if device is not None and words[0] in _FLAG_WORDS else None
     return None
@@ -148,7 +152,7 @@ def _library_bindings(body, libraries: frozenset) -> dict[str, str]:
     """Names the module binds to imports of ``libraries`` (at top level, also
     under `if`/`try`): `from cuda.bindings import runtime as cudart` binds
     cudart to cuda.bindings.runtime."""
-    bound = {}
+    bound, elsewhere = {}, set()
     for statement in _statements_outside_defs(body):
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
@@ -156,7 +160,18 @@ def _library_bindings(body, libraries: frozenset) -> dict[str, str]:
             for name, module in _bindings(small):
                 if module.split(".")[0] in libraries:
                     bound[name] = module
-    return bound
+                else:
+                    elsewhere.add(name)
+            if isinstance(small, (cst.Assign, cst.AnnAssign)):
+                elsewhere.update(_assigned_names(small))
+    # A name with a fallback (`except ImportError: multi_tensor_applier =
+    # local_multi_tensor_applier`) may not be the library's at all.
+    return {name: module for name, module in bound.items() if name not in elsewhere}
+
+
+def _assigned_names(small) -> set[str]:
+    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+    return {written(target) for target in targets if isinstance(target, cst.Name)}
 
 
 def _statements_outside_defs(body) -> Iterator[cst.CSTNode]:
@@ -304,15 +319,27 @@ def _defs(body) -> Iterator[cst.CSTNode]:
 
 
 class _RootCalls:
-    """Finds a call whose callee starts with one of ``bound``'s names."""
+    """Finds a call whose callee starts with one of ``bound``'s names, outside
+    choices: a call under `if HAVE_TE:` or `try:` is one branch of a function
+    that also works without the library."""
 
     def __init__(self, bound: dict[str, str]) -> None:
         self.bound = bound
         self.found: Optional[str] = None
+        self.choices = 0
 
     def visit_Call(self, node: cst.Call) -> None:
         root = node.func
         while isinstance(root, cst.Attribute):
             root = root.value
-        if self.found is None and isinstance(root, cst.Name) and root.value in self.bound:
+        if self.found is None and not self.choices and isinstance(root, cst.Name) and root.value in self.bound:
             self.found = self.bound[root.value]
+
+    def visit_If(self, node) -> None:
+        self.choices += 1
+
+    def leave_If(self, node) -> None:
+        self.choices -= 1
+
+    visit_IfExp = visit_Try = visit_If
+    leave_IfExp = leave_Try = leave_If
