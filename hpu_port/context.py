@@ -55,8 +55,10 @@ class FileContext:
         self._claimed: set[cst.CSTNode] = set()
         self.branches = DeviceBranches(module)
         self.other_backend = OtherBackendCode(module)
-        # The file's path as the run names it (some rules read its directory names).
+        # The file's path as the run names it (some rules read its directory names),
+        # and its bytes (a cheap screen before a kind looks closer).
         self.path = ""
+        self.source = b""
 
     # -- names ------------------------------------------------------------------
 

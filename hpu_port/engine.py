@@ -73,6 +73,7 @@ def port_module(
     applied. ``tree``: the standard parser's tree of the same lines, if made."""
     ctx = FileContext(module, ruleset.options, apply)
     ctx.path = path
+    ctx.source = source
     ctx.statement_starts = statement_starts(module, tree) if tree is not None else None
     ctx.suppressions = scan_suppressions(source, module.encoding) if source else None
     visitors: list[cst.BatchableCSTVisitor] = [ScopeEnter(ctx)]

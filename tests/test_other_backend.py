@@ -8,8 +8,8 @@ from tests.conftest import port
 SELECT = ("HPU615", "HPU101", "HPU102", "HPU103", "HPU110", "HPU703")
 
 
-def rewritten(code: str, **options) -> tuple[str, list]:
-    result = port(textwrap.dedent(code), select=SELECT, **options)
+def rewritten(code: str, select=SELECT, **options) -> tuple[str, list]:
+    result = port(textwrap.dedent(code), select=select, **options)
     return (result.new_source or result.source).decode(), result.findings
 
 
@@ -163,3 +163,32 @@ def test_a_library_with_a_fallback_or_called_in_one_branch_is_used_not_built_on(
     )
     assert '"cuda"' not in code
     assert not [f for f in findings if f.code == "HPU615"]
+
+
+def test_a_function_using_cuda_internals_is_held_whole():
+    code, findings = rewritten(
+        """
+        import torch
+        from torch import _C
+        from torch.cuda import _lazy_call
+
+        def _set_cuda_rng_state(new_state, device=-1):
+            if device == -1:
+                device = torch.device("cuda")
+
+            def cb():
+                idx = torch.cuda.current_device()
+                torch.cuda.default_generators[idx].set_state(new_state)
+
+            _lazy_call(cb)
+
+        def seed(value):
+            torch.cuda.manual_seed(value)
+            return torch.device("cuda")
+        """,
+        select=SELECT + ("HPU104",),
+    )
+    assert 'device = torch.device("cuda")' in code and "idx = torch.cuda.current_device()" in code
+    assert 'torch.hpu.manual_seed(value)\n    return torch.device("hpu")' in code
+    [unit] = [f for f in findings if f.code == "HPU615"]
+    assert "`_set_cuda_rng_state`" in unit.message and "CUDA's own implementation internals" in unit.message

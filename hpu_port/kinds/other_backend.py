@@ -26,6 +26,11 @@ is such code when:
 - ``definition-names``: a word of a class's or function's name (split at `_`
   and where the case changes) is one of these (`AttnProcessorNPU`,
   `XLAFlashAttnProcessor`, `_triton_matmul`): the class or function;
+- ``internal-names``: a function (or method; nested functions count for
+  the one around them) uses one of these qualified names (shell-style
+  patterns), CUDA's own implementation internals (`torch.cuda._lazy_call`,
+  `torch.cuda.default_generators`, `torch._C._cuda_setRNGState`): the
+  function, whose other CUDA calls are its internals too;
 - ``branch-names``: an `if` whose test holds only for one of these devices or
   export formats (`format == "coreml"`, `device.type in ("mps", "xpu")`,
   `is_torch_npu_available()`, `torch.backends.mps.is_available()`, a flag
@@ -52,6 +57,7 @@ class OtherBackend(Kind):
         "path-names": (list, False),
         "definition-names": (list, False),
         "branch-names": (list, False),
+        "internal-names": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "reason", "count"})
 
@@ -63,6 +69,7 @@ class OtherBackend(Kind):
             "path-names": frozenset(string_list(table.get("path-names", []), "path-names")),
             "definition-names": frozenset(string_list(table.get("definition-names", []), "definition-names")),
             "branch-names": frozenset(string_list(table.get("branch-names", []), "branch-names")),
+            "internal-names": tuple(string_list(table.get("internal-names", []), "internal-names")),
         }
 
     def describe(self, rule):
@@ -74,6 +81,7 @@ class OtherBackend(Kind):
             "path-names": "Path names",
             "definition-names": "Words of class and function names",
             "branch-names": "Devices and export formats a branch is for",
+            "internal-names": "CUDA internals a function uses",
         }
         for key, title in titles.items():
             values = sorted(rule.params[key])

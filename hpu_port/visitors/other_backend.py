@@ -39,9 +39,37 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
             word = _named_for(node.name.value, params["definition-names"])
             if word is not None:
                 ctx.other_backend.mark(node, f"its name says it is for `{word}`, another device or an NVIDIA-only library")
+        internals = params["internal-names"]
+        if internals and _mentioned(ctx.source, internals):
+            for function in _outermost_functions(ctx.module.body):
+                name = _internal_used(ctx, function, internals)
+                if name is not None:
+                    ctx.other_backend.mark(function, f"it uses `{name}`, CUDA's own implementation internals, which have no Gaudi counterpart")
         if params["branch-names"]:
             ctx.other_backend.branch_watcher = lambda node, names=params["branch-names"]: _mark_arm(ctx, node, names)
     return None
+
+
+def _mentioned(source: bytes, patterns: tuple) -> bool:
+    """Whether the file's text holds the last part of one of ``patterns``
+    (`_lazy_call`, `_cuda_`): only then are its functions' names resolved."""
+    parts = [pattern.rsplit(".", 1)[-1].replace("*", "") for pattern in patterns]
+    return any(part.encode() in source for part in parts if len(part) >= 4)
+
+
+def _outermost_functions(body) -> Iterator[cst.FunctionDef]:
+    """Functions and methods not nested in another function."""
+    for statement in _statements_outside_defs(body):
+        if isinstance(statement, cst.FunctionDef):
+            yield statement
+        elif isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock):
+            yield from _outermost_functions(statement.body.body)
+
+
+def _internal_used(ctx: FileContext, function: cst.FunctionDef, patterns: tuple) -> Optional[str]:
+    names = _QualifiedNames(ctx, patterns)
+    walk(function.body, [names])
+    return names.found
 
 
 def _named_for(name: str, words: frozenset) -> Optional[str]:
@@ -343,3 +371,25 @@ class _RootCalls:
 
     visit_IfExp = visit_Try = visit_If
     leave_IfExp = leave_Try = leave_If
+
+
+class _QualifiedNames:
+    """Finds a name or attribute whose qualified name matches one of ``patterns``."""
+
+    def __init__(self, ctx: FileContext, patterns: tuple) -> None:
+        self.ctx = ctx
+        self.patterns = patterns
+        self.found: Optional[str] = None
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._check(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._check(node)
+
+    def _check(self, node) -> None:
+        if self.found is not None:
+            return
+        hit = self.ctx.qualify(node)
+        if hit is not None and any(fnmatchcase(hit[0], pattern) for pattern in self.patterns):
+            self.found = hit[0]
