@@ -192,3 +192,27 @@ def test_a_function_using_cuda_internals_is_held_whole():
     assert 'torch.hpu.manual_seed(value)\n    return torch.device("hpu")' in code
     [unit] = [f for f in findings if f.code == "HPU615"]
     assert "`_set_cuda_rng_state`" in unit.message and "CUDA's own implementation internals" in unit.message
+
+
+def test_a_function_using_methods_only_cuda_graphs_have_is_held():
+    code, findings = rewritten(
+        """
+        import torch
+
+        def capture(state, step):
+            graph = torch.cuda.CUDAGraph()
+            graph.register_generator_state(state)
+            torch.cuda.synchronize()
+            with torch.cuda.graph(graph):
+                step()
+
+        class Tracker:
+            def __init__(self, graphable):
+                if graphable:
+                    assert hasattr(torch.Generator, "graphsafe_set_state")
+                    torch.cuda.synchronize()
+        """,
+        select=SELECT + ("HPU105",),
+    )
+    assert code.count("torch.cuda.synchronize()") == 2 and "torch.cuda.CUDAGraph()" in code
+    assert {f.message.split(" is not ported")[0] for f in findings if f.code == "HPU615"} == {"`capture`", "`__init__`"}

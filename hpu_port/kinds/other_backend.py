@@ -30,7 +30,10 @@ is such code when:
   the one around them) uses one of these qualified names (shell-style
   patterns), CUDA's own implementation internals (`torch.cuda._lazy_call`,
   `torch.cuda.default_generators`, `torch._C._cuda_setRNGState`): the
-  function, whose other CUDA calls are its internals too;
+  function, whose other CUDA calls are its internals too; likewise
+  ``internal-attributes``, methods only CUDA's objects have, called or
+  asked for by name (`graph.register_generator_state(...)`,
+  `hasattr(torch.Generator, "graphsafe_set_state")`);
 - ``branch-names``: an `if` whose test holds only for one of these devices or
   export formats (`format == "coreml"`, `device.type in ("mps", "xpu")`,
   `is_torch_npu_available()`, `torch.backends.mps.is_available()`, a flag
@@ -58,6 +61,7 @@ class OtherBackend(Kind):
         "definition-names": (list, False),
         "branch-names": (list, False),
         "internal-names": (list, False),
+        "internal-attributes": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "reason", "count"})
 
@@ -70,6 +74,7 @@ class OtherBackend(Kind):
             "definition-names": frozenset(string_list(table.get("definition-names", []), "definition-names")),
             "branch-names": frozenset(string_list(table.get("branch-names", []), "branch-names")),
             "internal-names": tuple(string_list(table.get("internal-names", []), "internal-names")),
+            "internal-attributes": frozenset(string_list(table.get("internal-attributes", []), "internal-attributes")),
         }
 
     def describe(self, rule):
@@ -82,6 +87,7 @@ class OtherBackend(Kind):
             "definition-names": "Words of class and function names",
             "branch-names": "Devices and export formats a branch is for",
             "internal-names": "CUDA internals a function uses",
+            "internal-attributes": "Methods only CUDA objects have",
         }
         for key, title in titles.items():
             values = sorted(rule.params[key])

@@ -39,10 +39,10 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
             word = _named_for(node.name.value, params["definition-names"])
             if word is not None:
                 ctx.other_backend.mark(node, f"its name says it is for `{word}`, another device or an NVIDIA-only library")
-        internals = params["internal-names"]
-        if internals and _mentioned(ctx.source, internals):
+        internals, attributes = params["internal-names"], params["internal-attributes"]
+        if _mentioned(ctx.source, (*internals, *attributes)):
             for function in _outermost_functions(ctx.module.body):
-                name = _internal_used(ctx, function, internals)
+                name = _internal_used(ctx, function, internals, attributes)
                 if name is not None:
                     ctx.other_backend.mark(function, f"it uses `{name}`, CUDA's own implementation internals, which have no Gaudi counterpart")
         if params["branch-names"]:
@@ -66,8 +66,8 @@ def _outermost_functions(body) -> Iterator[cst.FunctionDef]:
             yield from _outermost_functions(statement.body.body)
 
 
-def _internal_used(ctx: FileContext, function: cst.FunctionDef, patterns: tuple) -> Optional[str]:
-    names = _QualifiedNames(ctx, patterns)
+def _internal_used(ctx: FileContext, function: cst.FunctionDef, patterns: tuple, attributes: frozenset) -> Optional[str]:
+    names = _QualifiedNames(ctx, patterns, attributes)
     walk(function.body, [names])
     return names.found
 
@@ -374,15 +374,23 @@ class _RootCalls:
 
 
 class _QualifiedNames:
-    """Finds a name or attribute whose qualified name matches one of ``patterns``."""
+    """Finds a name or attribute whose qualified name matches one of
+    ``patterns``, or an attribute (or a string naming one) in ``attributes``."""
 
-    def __init__(self, ctx: FileContext, patterns: tuple) -> None:
+    def __init__(self, ctx: FileContext, patterns: tuple, attributes: frozenset) -> None:
         self.ctx = ctx
         self.patterns = patterns
+        self.attributes = attributes
         self.found: Optional[str] = None
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self.found is None and node.attr.value in self.attributes:
+            self.found = node.attr.value
         self._check(node)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if self.found is None and node.evaluated_value in self.attributes:
+            self.found = node.evaluated_value
 
     def visit_Name(self, node: cst.Name) -> None:
         self._check(node)
