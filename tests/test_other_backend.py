@@ -216,3 +216,46 @@ def test_a_function_using_methods_only_cuda_graphs_have_is_held():
     )
     assert code.count("torch.cuda.synchronize()") == 2 and "torch.cuda.CUDAGraph()" in code
     assert {f.message.split(" is not ported")[0] for f in findings if f.code == "HPU615"} == {"`capture`", "`__init__`"}
+
+
+def test_the_body_of_a_guard_kept_for_nvidia_only_code_is_held():
+    code, findings = rewritten(
+        """
+        import torch
+
+        def setup(seed):
+            if torch.cuda.is_available():
+                torch.cuda.manual_seed(seed)
+                major, _ = torch.cuda.get_device_capability()
+            if not torch.cuda.is_available():
+                torch.cuda.get_device_capability()
+            torch.cuda.manual_seed(seed)
+        """,
+        select=SELECT + ("HPU104",),
+    )
+    # The kept guard's body stays whole; code after it is ported.
+    assert code.count("torch.cuda.manual_seed(seed)") == 1 and code.rstrip().endswith("torch.hpu.manual_seed(seed)")
+    [unit] = [f for f in findings if f.code == "HPU615"]
+    assert unit.message.startswith("the branch of `torch.cuda.is_available()`")
+
+
+def test_methods_of_a_class_defined_in_a_function_are_units_of_their_own():
+    code, findings = rewritten(
+        """
+        import torch
+
+        def initialize_tracker():
+            class Tracker:
+                def __init__(self, graphable):
+                    if graphable:
+                        assert hasattr(torch.cuda.CUDAGraph, "register_generator_state")
+                        torch.cuda.synchronize()
+
+                def add(self, seed):
+                    torch.cuda.synchronize()
+
+            return Tracker(False)
+        """
+    )
+    assert code.count("torch.cuda.synchronize()") == 1 and "torch.hpu.synchronize()" in code
+    assert {f.message.split(" is not ported")[0] for f in findings if f.code == "HPU615"} == {"`__init__`"}

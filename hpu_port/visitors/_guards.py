@@ -16,7 +16,7 @@ import libcst as cst
 
 from hpu_port.visitors._device_tables import table_in_patterns
 from hpu_port.visitors._enclosing import enclosing
-from hpu_port.visitors._references import literal_value
+from hpu_port.visitors._references import literal_value, written
 from hpu_port.walk import walk
 
 # The conditionals, loops, arguments, dicts and statements that enclose the
@@ -43,6 +43,25 @@ def guarded_by(node: cst.CSTNode, around: Iterable[cst.CSTNode]) -> Optional[cst
         if isinstance(candidate, cst.BooleanOperation):
             operations.append(candidate)
     return operations[-1] if operations else None
+
+
+def hold_guarded_body(guard: cst.CSTNode, ctx, used: str) -> None:
+    """The body of a guard kept for NVIDIA-only code runs only on NVIDIA GPUs:
+    what other rules would change inside it is reported too, not half-ported
+    (`if torch.cuda.is_available(): torch.cuda.manual_seed(...); wrap(torch.cuda.default_generators)`).
+    Only a plain test: under `if not ...:` the body is the other path."""
+    if not isinstance(guard, (cst.If, cst.While)) or not isinstance(guard.body, cst.IndentedBlock):
+        return
+    test = written(guard.test)
+    if "not " in test or "!=" in test:
+        return
+    shown = test if len(test) <= 60 else test[:57] + "..."
+    ctx.other_backend.mark(
+        guard.body,
+        f"it runs only where `{shown}` holds, to use `{used}`, which has no Gaudi equivalent",
+        name=f"the branch of `{shown}`",
+        at=guard.test,
+    )
 
 
 def nvidia_only_use(guard: cst.CSTNode, ctx, patterns: frozenset) -> Optional[str]:

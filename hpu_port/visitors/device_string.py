@@ -10,7 +10,7 @@ from hpu_port.context import FileContext
 from hpu_port.kinds.device_string import name_parts
 from hpu_port.model import Rule
 from hpu_port.visitors._device_tables import device_table
-from hpu_port.visitors._guards import Surroundings, guarded_by, nvidia_only_use, passed_as
+from hpu_port.visitors._guards import Surroundings, guarded_by, hold_guarded_body, nvidia_only_use, passed_as
 from hpu_port.visitors._references import literal_value, written
 
 ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
@@ -241,7 +241,10 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         guard = guarded_by(node, self.around) if patterns else None
         if guard is None:
             return None
-        return nvidia_only_use(guard, self.ctx, patterns) or passed_as(guard, self.around, patterns)
+        used = nvidia_only_use(guard, self.ctx, patterns) or passed_as(guard, self.around, patterns)
+        if used:
+            hold_guarded_body(guard, self.ctx, used)
+        return used
 
 
 def _strings_in(expr: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -58,12 +58,20 @@ def _mentioned(source: bytes, patterns: tuple) -> bool:
 
 
 def _outermost_functions(body) -> Iterator[cst.FunctionDef]:
-    """Functions and methods not nested in another function."""
+    """Functions and methods not nested in another function, and the methods
+    of classes defined inside functions (units of their own)."""
     for statement in _statements_outside_defs(body):
         if isinstance(statement, cst.FunctionDef):
             yield statement
+            yield from _methods_of_inner_classes(statement)
         elif isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock):
             yield from _outermost_functions(statement.body.body)
+
+
+def _methods_of_inner_classes(function: cst.FunctionDef) -> Iterator[cst.FunctionDef]:
+    for node in _defs(_body(function)):
+        if isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock):
+            yield from _outermost_functions(node.body.body)
 
 
 def _internal_used(ctx: FileContext, function: cst.FunctionDef, patterns: tuple, attributes: frozenset) -> Optional[str]:
@@ -382,21 +390,29 @@ class _QualifiedNames:
         self.patterns = patterns
         self.attributes = attributes
         self.found: Optional[str] = None
+        # A class defined inside the function: its methods are units of their own.
+        self.classes = 0
+
+    def visit_ClassDef(self, node) -> None:
+        self.classes += 1
+
+    def leave_ClassDef(self, node) -> None:
+        self.classes -= 1
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if self.found is None and node.attr.value in self.attributes:
+        if self.found is None and not self.classes and node.attr.value in self.attributes:
             self.found = node.attr.value
         self._check(node)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if self.found is None and node.evaluated_value in self.attributes:
+        if self.found is None and not self.classes and node.evaluated_value in self.attributes:
             self.found = node.evaluated_value
 
     def visit_Name(self, node: cst.Name) -> None:
         self._check(node)
 
     def _check(self, node) -> None:
-        if self.found is not None:
+        if self.found is not None or self.classes:
             return
         hit = self.ctx.qualify(node)
         if hit is not None and any(fnmatchcase(hit[0], pattern) for pattern in self.patterns):

@@ -11,7 +11,7 @@ from hpu_port.context import FileContext
 from hpu_port.edits import replace_expression
 from hpu_port.model import Rule
 from hpu_port.visitors._fp16 import Fp16Choices
-from hpu_port.visitors._guards import Surroundings, guarded_by, nvidia_only_use, passed_as
+from hpu_port.visitors._guards import Surroundings, guarded_by, hold_guarded_body, nvidia_only_use, passed_as
 from hpu_port.visitors._references import ReferenceVisitor, written
 
 
@@ -143,7 +143,10 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
             return None
         patterns = rule.params["nvidia-only"]
         used = nvidia_only_use(guard, self.ctx, patterns) or passed_as(guard, self.around, patterns)
-        return f"the code it guards uses `{used}`, which has no Gaudi equivalent" if used else None
+        if not used:
+            return None
+        hold_guarded_body(guard, self.ctx, used)
+        return f"the code it guards uses `{used}`, which has no Gaudi equivalent"
 
 
 def _last_name(node: cst.CSTNode) -> str:
