@@ -2,11 +2,14 @@
 
 Multi-device code picks its device in an ``if``/``elif`` chain or a conditional
 expression: ``if is_hpu_available(): ... elif torch.cuda.is_available(): ...``,
-``"hpu" if use_hpu else "cuda"``. Once one test of the chain names the HPU, the
-other arms are written for other devices on purpose: ported, the CUDA arm
-becomes a second HPU arm (duplicate entries, a CUDA fallback that is no longer
-one). A fix inside such a chain is reported, not applied; fixes that only add
-code next to a node (``mark_step``, imports) are not affected.
+``"hpu" if use_hpu else "cuda"``, or in one `if` per device side by side
+(``if is_hpu_available(): ...`` then ``if is_cuda_available(): ...``). Once
+one test of the chain (or of the block) names the HPU, the other arms are
+written for other devices on purpose: ported, the CUDA arm becomes a second
+HPU arm (duplicate entries, a CUDA fallback that is no longer one). A fix
+inside such a chain, or inside a CUDA check beside an HPU check, is reported,
+not applied; fixes that only add code next to a node (``mark_step``,
+imports) are not affected.
 """
 
 from __future__ import annotations
@@ -17,23 +20,42 @@ from typing import Callable, Optional
 import libcst as cst
 
 NAMES_THE_HPU = re.compile(r"(?<![A-Za-z])(hpu|HPU)(?![A-Za-z])")
+NAMES_CUDA = re.compile(r"(?<![A-Za-z])(cuda|CUDA|Cuda)(?![A-Za-z])")
 # Kinds whose fixes add code next to a node rather than change it.
 ADDING_KINDS = frozenset({"insert-after", "ensure-import"})
 REASON = "the code already chooses the HPU in another branch; this one is for another device"
 
 
 class DeviceBranches:
-    """Follows the walk into and out of chains that have an HPU arm."""
+    """Follows the walk into and out of chains that have an HPU arm, and CUDA
+    checks with an HPU check beside them in the same block (`if
+    is_hpu_available(): ...` then `if is_cuda_available(): ...`, one per
+    device)."""
 
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self.chains: set[cst.CSTNode] = set()
+        self.beside_hpu: set[cst.CSTNode] = set()
         self.depth = 0
+        self._tests: dict[cst.CSTNode, str] = {}
+
+    def enter_block(self, statements) -> None:
+        """Before the walk enters a block: its CUDA checks that sit beside an HPU check."""
+        checks = [s for s in statements if isinstance(s, cst.If)]
+        if len(checks) < 2 or not any(NAMES_THE_HPU.search(self._tests_of(s)) for s in checks):
+            return
+        self.beside_hpu.update(s for s in checks if NAMES_CUDA.search(self._tests_of(s)))
 
     def enter(self, node: cst.CSTNode) -> None:
-        if any(NAMES_THE_HPU.search(self.module.code_for_node(test)) for test in _chain_tests(node)):
+        if node in self.beside_hpu or NAMES_THE_HPU.search(self._tests_of(node)):
             self.chains.add(node)
             self.depth += 1
+
+    def _tests_of(self, node: cst.CSTNode) -> str:
+        """The tests of the chain that starts at ``node``, as written."""
+        if node not in self._tests:
+            self._tests[node] = "\n".join(self.module.code_for_node(test) for test in _chain_tests(node))
+        return self._tests[node]
 
     def leave(self, node: cst.CSTNode) -> None:
         if node in self.chains:

@@ -383,8 +383,12 @@ class ScopeEnter(cst.BatchableCSTVisitor):
         if isinstance(node, cst.If):
             self.ctx.other_backend.enter_if(node)
 
+    def visit_Module(self, node) -> None:
+        self.ctx.branches.enter_block(node.body)
+
     def visit_IndentedBlock(self, node) -> None:
         self.ctx.other_backend.enter(node)  # the arm of a branch for another device
+        self.ctx.branches.enter_block(node.body)
 
     visit_IfExp = visit_If
 
