@@ -259,3 +259,20 @@ def test_methods_of_a_class_defined_in_a_function_are_units_of_their_own():
     )
     assert code.count("torch.cuda.synchronize()") == 1 and "torch.hpu.synchronize()" in code
     assert {f.message.split(" is not ported")[0] for f in findings if f.code == "HPU615"} == {"`__init__`"}
+
+
+def test_a_test_written_over_several_lines_is_named_on_one():
+    _, findings = rewritten(
+        """
+        import torch
+
+        def init(self):
+            if (
+                self.format == "onnx"
+                and torch.cuda.is_available()
+            ):
+                torch.cuda.synchronize()
+        """
+    )
+    [unit] = [f for f in findings if f.code == "HPU615"]
+    assert "\n" not in unit.message and '`(self.format == "onnx" and torch.cuda.is_available())`' in unit.message

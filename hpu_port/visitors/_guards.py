@@ -16,7 +16,7 @@ import libcst as cst
 
 from hpu_port.visitors._device_tables import table_in_patterns
 from hpu_port.visitors._enclosing import enclosing
-from hpu_port.visitors._references import literal_value, written
+from hpu_port.visitors._references import literal_value, shown_briefly, written
 from hpu_port.walk import walk
 
 # The conditionals, loops, arguments, dicts and statements that enclose the
@@ -55,10 +55,10 @@ def hold_guarded_body(guard: cst.CSTNode, ctx, used: str) -> None:
     test = written(guard.test)
     if "not " in test or "!=" in test:
         return
-    shown = test if len(test) <= 60 else test[:57] + "..."
+    shown = shown_briefly(test)
     ctx.other_backend.mark(
         guard.body,
-        f"it runs only where `{shown}` holds, to use `{used}`, which has no Gaudi equivalent",
+        f"it is kept for NVIDIA GPUs, to use `{used}`, which has no Gaudi equivalent",
         name=f"the branch of `{shown}`",
         at=guard.test,
     )

@@ -96,3 +96,9 @@ def same_literal(a, b) -> bool:
     """Equal literals of one type: Python finds ``1 == True`` and ``1 == 1.0``,
     but ``padding=1`` is not ``padding=True``."""
     return type(a) is type(b) and a == b
+
+
+def shown_briefly(code: str, limit: int = 60) -> str:
+    """Code on one line, cut to ``limit`` characters, for a one-line message."""
+    line = " ".join(code.split()).replace("( ", "(").replace(" )", ")")
+    return line if len(line) <= limit else line[: limit - 3] + "..."

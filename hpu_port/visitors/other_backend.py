@@ -15,7 +15,7 @@ import libcst as cst
 from hpu_port.context import FileContext
 from hpu_port.filetypes import path_words
 from hpu_port.model import Rule
-from hpu_port.visitors._references import written
+from hpu_port.visitors._references import shown_briefly, written
 from hpu_port.walk import walk
 
 
@@ -105,8 +105,7 @@ def _mark_arm(ctx: FileContext, node: cst.If, names: frozenset) -> None:
     arm = node.body if positive else (node.orelse.body if isinstance(node.orelse, cst.Else) else None)
     if arm is None:
         return
-    test = written(node.test)
-    shown = test if len(test) <= 60 else test[:57] + "..."
+    shown = shown_briefly(written(node.test))
     ctx.other_backend.mark(
         arm,
         f"it runs only for `{name}`, another device or export format",
