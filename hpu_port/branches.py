@@ -3,13 +3,13 @@
 Multi-device code picks its device in an ``if``/``elif`` chain or a conditional
 expression: ``if is_hpu_available(): ... elif torch.cuda.is_available(): ...``,
 ``"hpu" if use_hpu else "cuda"``, or in one `if` per device side by side
-(``if is_hpu_available(): ...`` then ``if is_cuda_available(): ...``). Once
-one test of the chain (or of the block) names the HPU, the other arms are
-written for other devices on purpose: ported, the CUDA arm becomes a second
-HPU arm (duplicate entries, a CUDA fallback that is no longer one). A fix
-inside such a chain, or inside a CUDA check beside an HPU check, is reported,
-not applied; fixes that only add code next to a node (``mark_step``,
-imports) are not affected.
+(``if is_hpu_available(): ...`` then ``if is_cuda_available(): ...`` doing
+the same for CUDA). Once one test of the chain names the HPU (or an HPU
+check beside does the same thing), the other arms are written for other
+devices on purpose: ported, the CUDA arm becomes a second HPU arm (duplicate
+entries, a CUDA fallback that is no longer one). A fix inside such a chain or
+such a CUDA check is reported, not applied; fixes that only add code next to
+a node (``mark_step``, imports) are not affected.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ REASON = "the code already chooses the HPU in another branch; this one is for an
 
 class DeviceBranches:
     """Follows the walk into and out of chains that have an HPU arm, and CUDA
-    checks with an HPU check beside them in the same block (`if
-    is_hpu_available(): ...` then `if is_cuda_available(): ...`, one per
-    device)."""
+    checks beside an HPU check in the same block that do the same for CUDA
+    (`if is_hpu_available(): s["hpu"] = torch.hpu.get_rng_state_all()` then
+    the same with cuda: one `if` per device)."""
 
     def __init__(self, module: cst.Module) -> None:
         self.module = module
@@ -40,11 +40,21 @@ class DeviceBranches:
         self._tests: dict[cst.CSTNode, str] = {}
 
     def enter_block(self, statements) -> None:
-        """Before the walk enters a block: its CUDA checks that sit beside an HPU check."""
+        """Before the walk enters a block: its CUDA checks that repeat, for
+        CUDA, what an HPU check beside them does for the HPU."""
         checks = [s for s in statements if isinstance(s, cst.If)]
-        if len(checks) < 2 or not any(NAMES_THE_HPU.search(self._tests_of(s)) for s in checks):
+        if len(checks) < 2:
             return
-        self.beside_hpu.update(s for s in checks if NAMES_CUDA.search(self._tests_of(s)))
+        hpu_bodies = {self._as_cuda(s.body) for s in checks if NAMES_THE_HPU.search(self._tests_of(s))}
+        if not hpu_bodies:
+            return
+        for check in checks:
+            if NAMES_CUDA.search(self._tests_of(check)) and self.module.code_for_node(check.body) in hpu_bodies:
+                self.beside_hpu.add(check)
+
+    def _as_cuda(self, body: cst.CSTNode) -> str:
+        """The code of an HPU branch as its CUDA twin would be written."""
+        return NAMES_THE_HPU.sub(lambda m: "cuda" if m.group() == "hpu" else "CUDA", self.module.code_for_node(body))
 
     def enter(self, node: cst.CSTNode) -> None:
         if node in self.beside_hpu or NAMES_THE_HPU.search(self._tests_of(node)):
