@@ -276,3 +276,17 @@ def test_a_test_written_over_several_lines_is_named_on_one():
     )
     [unit] = [f for f in findings if f.code == "HPU615"]
     assert "\n" not in unit.message and '`(self.format == "onnx" and torch.cuda.is_available())`' in unit.message
+
+
+def test_a_kept_guard_testing_is_not_none_holds_its_body():
+    code, _ = rewritten(
+        """
+        import torch
+
+        def step(self, x):
+            if self.graphs is not None and torch.cuda.is_available():
+                major, _ = torch.cuda.get_device_capability()
+                torch.cuda.synchronize()
+        """
+    )
+    assert "torch.cuda.synchronize()" in code

@@ -9,6 +9,7 @@ ported only when what it guards holds none of the NVIDIA-only names.
 
 from __future__ import annotations
 
+import re
 from fnmatch import fnmatchcase
 from typing import Iterable, Optional
 
@@ -53,8 +54,8 @@ def hold_guarded_body(guard: cst.CSTNode, ctx, used: str) -> None:
     if not isinstance(guard, (cst.If, cst.While)) or not isinstance(guard.body, cst.IndentedBlock):
         return
     test = written(guard.test)
-    if "not " in test or "!=" in test:
-        return
+    if re.search(r"(?<!\bis )\bnot\b", test) or "!=" in test:
+        return  # `x is not None` is a plain test; `not`, `!=` and `not in` turn it around
     shown = shown_briefly(test)
     ctx.other_backend.mark(
         guard.body,
