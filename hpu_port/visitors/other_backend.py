@@ -209,14 +209,6 @@ def _assigned_names(small) -> set[str]:
     return {written(target) for target in targets if isinstance(target, cst.Name)}
 
 
-def _statements_outside_defs(body) -> Iterator[cst.CSTNode]:
-    for statement in body:
-        yield statement
-        if isinstance(statement, (cst.If, cst.Try)):
-            for block in _blocks(statement):
-                yield from _statements_outside_defs(block)
-
-
 def _bindings(small) -> list[tuple[str, str]]:
     if isinstance(small, cst.Import):
         return [(written(alias.asname.name) if alias.asname else written(alias.name).split(".")[0],
@@ -292,12 +284,17 @@ def _imported_library(body, libraries: frozenset) -> Optional[str]:
     return None
 
 
-def _statements(body) -> Iterator[cst.CSTNode]:
+def _statements(body, through: tuple = (cst.Try,)) -> Iterator[cst.CSTNode]:
+    """The statements of ``body`` and of the blocks of its ``through`` statements."""
     for statement in body:
         yield statement
-        if isinstance(statement, cst.Try):
+        if isinstance(statement, through):
             for block in _blocks(statement):
-                yield from _statements(block)
+                yield from _statements(block, through)
+
+
+def _statements_outside_defs(body) -> Iterator[cst.CSTNode]:
+    return _statements(body, (cst.If, cst.Try))
 
 
 def _body(node) -> list:
