@@ -101,13 +101,34 @@ class OtherBackendCode:
         self.names: dict[cst.CSTNode, tuple[str, cst.CSTNode]] = {}
         self.open: list[cst.CSTNode] = []
         self.held_count: dict[cst.CSTNode, int] = {}
-        # Marks the arm of an `if` that is for another device, as the walk
-        # reaches the `if` (set by the ``other-backend`` kind).
+        # Mark the arm of an `if` that is for another device, and the CUDA
+        # entry of a per-device table, as the walk reaches them (set by the
+        # ``other-backend`` kind).
         self.branch_watcher: Optional[Callable[[cst.If], None]] = None
+        self.dict_watcher: Optional[Callable[[cst.Dict], None]] = None
+        # Marks a statement that uses NVIDIA-only code, asked only when a fix
+        # is about to be made in it (most statements never are).
+        self.statement_watcher: Optional[Callable[[cst.SimpleStatementLine], None]] = None
+        self._statements: list[cst.SimpleStatementLine] = []
+        self._watched: set[cst.CSTNode] = set()
 
     def enter_if(self, node: cst.If) -> None:
         if self.branch_watcher is not None:
             self.branch_watcher(node)
+
+    def enter_dict(self, node: cst.Dict) -> None:
+        if self.dict_watcher is not None:
+            self.dict_watcher(node)
+
+    def enter_statement(self, node: cst.SimpleStatementLine) -> None:
+        if self.statement_watcher is not None:
+            self._statements.append(node)
+        self.enter(node)
+
+    def leave_statement(self, node: cst.SimpleStatementLine) -> None:
+        if self._statements and self._statements[-1] is node:
+            self._statements.pop()
+        self.leave(node)
 
     def mark(self, node: cst.CSTNode, reason: str, name: Optional[str] = None, at: Optional[cst.CSTNode] = None) -> None:
         if node in self.units:
@@ -128,11 +149,19 @@ class OtherBackendCode:
 
     def held(self) -> Optional[str]:
         """Why a fix made now must not be applied (counted for the unit), if it must not."""
+        if not self.open and self._statements:
+            self._watch(self._statements[-1])
         if not self.open:
             return None
         unit = self.open[-1]
         self.held_count[unit] = self.held_count.get(unit, 0) + 1
         return f"{self.units[unit]}; it is not ported"
+
+    def _watch(self, statement: cst.SimpleStatementLine) -> None:
+        if statement not in self._watched:
+            self._watched.add(statement)
+            self.statement_watcher(statement)
+            self.enter(statement)
 
     def reported(self) -> list[tuple[cst.CSTNode, str, str, int]]:
         """The units in which fixes were held: (where to report, name, why, how many)."""

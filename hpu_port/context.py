@@ -382,6 +382,7 @@ class ScopeEnter(cst.BatchableCSTVisitor):
         self.ctx.branches.enter(node)
         if isinstance(node, cst.If):
             self.ctx.other_backend.enter_if(node)
+            self.ctx.other_backend.enter(node)  # a CUDA choice, test and body
 
     def visit_Module(self, node) -> None:
         self.ctx.branches.enter_block(node.body)
@@ -389,6 +390,15 @@ class ScopeEnter(cst.BatchableCSTVisitor):
     def visit_IndentedBlock(self, node) -> None:
         self.ctx.other_backend.enter(node)  # the arm of a branch for another device
         self.ctx.branches.enter_block(node.body)
+
+    def visit_SimpleStatementLine(self, node) -> None:
+        self.ctx.other_backend.enter_statement(node)
+
+    def visit_Dict(self, node) -> None:
+        self.ctx.other_backend.enter_dict(node)
+
+    def visit_DictElement(self, node) -> None:
+        self.ctx.other_backend.enter(node)  # the CUDA entry of a per-device table
 
     visit_IfExp = visit_If
 
@@ -426,8 +436,15 @@ class ScopeExit(cst.BatchableCSTVisitor):
 
     def leave_If(self, node) -> None:
         self.ctx.branches.leave(node)
+        self.ctx.other_backend.leave(node)
 
     def leave_IndentedBlock(self, node) -> None:
+        self.ctx.other_backend.leave(node)
+
+    def leave_SimpleStatementLine(self, node) -> None:
+        self.ctx.other_backend.leave_statement(node)
+
+    def leave_DictElement(self, node) -> None:
         self.ctx.other_backend.leave(node)
 
     leave_IfExp = leave_If

@@ -38,7 +38,13 @@ is such code when:
   export formats (`format == "coreml"`, `device.type in ("mps", "xpu")`,
   `is_torch_npu_available()`, `torch.backends.mps.is_available()`, a flag
   `use_xla`; also joined by `and`): its arm (the `else` arm of a negated
-  test).
+  test); with ``branch-names``, the `"cuda"` entry of a dict keyed by
+  device names (`{"cuda": torch.cuda.synchronize, "xpu": ..., "cpu": None}`):
+  a per-device table looked up by the device in use, never read on Gaudi;
+- ``statement-names``: a statement (one line of code) uses one of these
+  qualified names (`torch.cuda.get_device_capability`, `torch.cuda.nccl.version`):
+  the statement, so that its other CUDA calls are not half ported (checked
+  only where a fix would be made).
 
 What any rule would fix inside a unit is reported instead (with the reason), and
 the unit itself is reported once. The kind matches nothing by itself: it only
@@ -62,6 +68,7 @@ class OtherBackend(Kind):
         "branch-names": (list, False),
         "internal-names": (list, False),
         "internal-attributes": (list, False),
+        "statement-names": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "reason", "count"})
 
@@ -75,6 +82,7 @@ class OtherBackend(Kind):
             "branch-names": frozenset(string_list(table.get("branch-names", []), "branch-names")),
             "internal-names": tuple(string_list(table.get("internal-names", []), "internal-names")),
             "internal-attributes": frozenset(string_list(table.get("internal-attributes", []), "internal-attributes")),
+            "statement-names": tuple(string_list(table.get("statement-names", []), "statement-names")),
         }
 
     def describe(self, rule):
@@ -88,6 +96,7 @@ class OtherBackend(Kind):
             "branch-names": "Devices and export formats a branch is for",
             "internal-names": "CUDA internals a function uses",
             "internal-attributes": "Methods only CUDA objects have",
+            "statement-names": "NVIDIA-only names that hold the rest of their statement",
         }
         for key, title in titles.items():
             values = sorted(rule.params[key])

@@ -11,7 +11,7 @@ from hpu_port.kinds.device_string import name_parts
 from hpu_port.model import Rule
 from hpu_port.visitors._device_tables import device_table
 from hpu_port.visitors._guards import Surroundings, guarded_by, hold_guarded_body, nvidia_only_use, passed_as
-from hpu_port.visitors._references import literal_value, written
+from hpu_port.visitors._references import literal_value, shown_briefly, written
 
 ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 # Keywords of an argparse-like call that hold values of the option it names.
@@ -44,6 +44,27 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.device_table = device_table(node, self.params["device"], self.params["replacement"])
+        self._keep_named_constants(node.body)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if isinstance(node.body, cst.IndentedBlock):
+            self._keep_named_constants(node.body.body)
+
+    def _keep_named_constants(self, statements) -> None:
+        """`NCCL_BACKEND = "nccl"` beside `GLOO_BACKEND = "gloo"`: constants
+        that each name their own value are names for backends, not a choice
+        of one; renamed, `NCCL_BACKEND` would hold "hccl"."""
+        named = [(target, value) for target, value in _string_constants(statements)
+                 if value.split(":")[0].lower() in name_parts(target)]
+        device = self.params["device"]
+        if len(named) < 2 or not any(value == device for _, value in named):
+            return
+        for statement in statements:
+            for small in getattr(statement, "body", ()) if isinstance(statement, cst.SimpleStatementLine) else ():
+                if isinstance(small, cst.Assign) and isinstance(small.value, cst.SimpleString):
+                    target = _target_name(small)
+                    if target and small.value.evaluated_value == device and device in name_parts(target):
+                        self.kept.setdefault(small.value, f"`{target}` names the {device!r} value itself, among the module's constants for each value")
 
     def visit_IfExp(self, node) -> None:
         super().visit_IfExp(node)
@@ -209,6 +230,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         if self.ctx.docstring_depth or not node.parts or node in self.dict_keys:
             return
+        self._keep_inside_text(node)
         first, rest = node.parts[0], node.parts[1:]
         if not isinstance(first, cst.FormattedStringText):
             return
@@ -217,6 +239,18 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         built = text == params["device"] + ":" and len(rest) == 1 and isinstance(rest[0], cst.FormattedStringExpression)
         if exact or built:
             self._report(node, _replace_first_part(params["replacement"] + text[len(params["device"]):]))
+
+    def _keep_inside_text(self, node: cst.FormattedString) -> None:
+        """`f"{'cuda' if on_gpu else 'cpu'}_time_total"`: a string spliced into
+        longer text is part of another name (a profiler key), not a device; a
+        device string built from parts (`f"{kind}:{index}"`) is one."""
+        text = "".join(part.value for part in node.parts if isinstance(part, cst.FormattedStringText))
+        if not text.strip(":0123456789"):
+            return
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringExpression):
+                for string in _strings_in(part.expression):
+                    self.kept.setdefault(string, f"part of the longer text {shown_briefly(written(node))}, not a device by itself")
 
     def _report(self, node, edit) -> None:
         if not self.ctx.claim(node):
@@ -245,6 +279,21 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if used:
             hold_guarded_body(guard, self.ctx, used)
         return used
+
+
+def _string_constants(statements) -> Iterator[tuple[str, str]]:
+    for statement in statements:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and isinstance(small.value, cst.SimpleString):
+                    target, value = _target_name(small), small.value.evaluated_value
+                    if target and isinstance(value, str):
+                        yield target, value
+
+
+def _target_name(small: cst.Assign) -> str:
+    target = small.targets[0].target if len(small.targets) == 1 else None
+    return target.value if isinstance(target, cst.Name) else ""
 
 
 def _strings_in(expr: cst.CSTNode) -> Iterator[cst.CSTNode]:

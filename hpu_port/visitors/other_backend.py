@@ -47,14 +47,119 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
                     ctx.other_backend.mark(function, f"it uses `{name}`, CUDA's own implementation internals, which have no Gaudi counterpart")
         if params["branch-names"]:
             ctx.other_backend.branch_watcher = lambda node, names=params["branch-names"]: _mark_arm(ctx, node, names)
+            if b"cuda" in ctx.source:
+                devices = params["branch-names"] | _PLAIN_DEVICES
+                ctx.other_backend.dict_watcher = lambda node, names=devices: _mark_cuda_entry(ctx, node, names)
+        if b"hpu" in ctx.source and b"cuda" in ctx.source:
+            _mark_cuda_choices(ctx)
+        statement_names = params["statement-names"]
+        if statement_names and _mentioned(ctx.source, statement_names):
+            ctx.other_backend.statement_watcher = lambda node: _mark_statement(ctx, node, statement_names)
     return None
+
+
+# Device names that a per-device table lists beside other devices.
+_PLAIN_DEVICES = frozenset({"cpu", "hpu", "cuda"})
+
+
+def _mark_cuda_entry(ctx: FileContext, node: cst.Dict, devices: frozenset) -> None:
+    """Hold the `"cuda"` entry of a table keyed by device names
+    (`{"cuda": torch.cuda.synchronize, "xpu": torch.xpu.synchronize, "cpu": None}`):
+    looked up by the device in use, it is never read on Gaudi, and ported it
+    only repeats what an `"hpu"` entry of its own would hold."""
+    keys = [_string(element.key) if isinstance(element, cst.DictElement) else None for element in node.elements]
+    if "cuda" not in keys or len(keys) < 2 or not all(key in devices for key in keys):
+        return
+    entry = node.elements[keys.index("cuda")]
+    ctx.other_backend.mark(
+        entry,
+        "it is CUDA's entry in a table with one entry per device, which is not read on Gaudi; add an `\"hpu\"` entry instead",
+        name='the `"cuda"` entry of a per-device table',
+    )
+
+
+def _mark_cuda_choices(ctx: FileContext) -> None:
+    """Where one name gets "hpu" in one branch and "cuda" in another
+    (`accelerator_name = "hpu"` ... `accelerator_name = "cuda"`, or two
+    `return`s), the code already tells the devices apart: the "cuda" choice,
+    with the `if` that leads to it, is CUDA's own."""
+    for body in (ctx.module.body, *(_body(f) for f in _functions(ctx.module.body))):
+        choices: dict[str, list] = {}
+        for statement, branch in _statements_and_branches(body, None):
+            for small in statement.body:
+                choice = _chosen_device(small)
+                if choice is not None:
+                    choices.setdefault(choice[0], []).append((choice[1], statement, branch))
+        for target, made in choices.items():
+            if {value for value, _, _ in made} >= {"hpu", "cuda"}:
+                for value, statement, branch in made:
+                    if value == "cuda":
+                        unit = branch if branch is not None and branch.orelse is None else statement
+                        shown = shown_briefly(written(statement))
+                        ctx.other_backend.mark(
+                            unit,
+                            f'`{target}` is set to "hpu" in another branch, so this one is for CUDA',
+                            name=f"the CUDA choice `{shown}`",
+                            at=unit.test if isinstance(unit, cst.If) else unit,
+                        )
+
+
+def _statements_and_branches(body, branch) -> Iterator[tuple[cst.SimpleStatementLine, Optional[cst.If]]]:
+    """The simple statements of ``body`` (not of nested definitions), each
+    with the `if` whose own body holds it directly (None elsewhere)."""
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            yield statement, branch
+        elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        elif isinstance(statement, cst.BaseCompoundStatement):
+            if isinstance(statement, cst.If):
+                yield from _statements_and_branches(_body(statement), statement)
+                orelse = statement.orelse
+                if orelse is not None:
+                    yield from _statements_and_branches([orelse] if isinstance(orelse, cst.If) else _body(orelse), None)
+            else:
+                for block in _blocks(statement):
+                    yield from _statements_and_branches(block, None)
+
+
+def _chosen_device(small) -> Optional[tuple[str, str]]:
+    """(what is set, "cuda" or "hpu") for `name = "cuda"` and `return "hpu"`."""
+    if isinstance(small, cst.Return):
+        target, value = "return", small.value
+    elif isinstance(small, cst.Assign) and len(small.targets) == 1:
+        target, value = written(small.targets[0].target), small.value
+    else:
+        return None
+    device = _string(value) if value is not None else None
+    return (target, device) if device in ("cuda", "hpu") else None
+
+
+def _mark_statement(ctx: FileContext, node: cst.SimpleStatementLine, patterns: tuple) -> None:
+    """Hold a statement that also uses NVIDIA-only code (`torch.cuda.is_bf16_supported() and
+    torch.cuda.get_device_capability()[0] >= 8`): ported in part, it would mix HPU and CUDA answers."""
+    names = _QualifiedNames(ctx, patterns, frozenset())
+    walk(node, [names])
+    if names.found is not None:
+        shown = shown_briefly(written(node))
+        ctx.other_backend.mark(
+            node,
+            f"it also uses `{names.found}`, which has no Gaudi counterpart, and a statement is ported whole or not at all",
+            name=f"the statement `{shown}`",
+        )
 
 
 def _mentioned(source: bytes, patterns: tuple) -> bool:
     """Whether the file's text holds the last part of one of ``patterns``
     (`_lazy_call`, `_cuda_`): only then are its functions' names resolved."""
-    parts = [pattern.rsplit(".", 1)[-1].replace("*", "") for pattern in patterns]
-    return any(part.encode() in source for part in parts if len(part) >= 4)
+    return any(part.encode() in source for part in map(_screened_part, patterns) if len(part) >= 4)
+
+
+def _screened_part(pattern: str) -> str:
+    """The text a file that uses ``pattern`` must hold: its last part, or the
+    last two for a family of private names (`torch.cuda._*`: `cuda._`)."""
+    parts = pattern.replace("*", "").split(".")
+    return ".".join(parts[-2:]) if parts[-1] in ("", "_") else parts[-1]
 
 
 def _outermost_functions(body) -> Iterator[cst.FunctionDef]:

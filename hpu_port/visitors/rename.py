@@ -36,6 +36,8 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
         # ("rounded", "to") for `.to(x)` cast back at once.
         self.slots: dict[cst.CSTNode, tuple[str, str]] = {}
         self.rounded: set[cst.CSTNode] = set()
+        # Classes a value is tested against: `isinstance(n, FusedLayerNorm)`.
+        self.type_tested: set[cst.CSTNode] = set()
         self.init_fp16()
 
     def visit_Comparison(self, node) -> None:
@@ -60,6 +62,9 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
             self.looked_at.add(node.args[0].value)
         if isinstance(func, cst.Attribute) and func.attr.value in ("float", "double") and _is_to_call(func.value):
             self.rounded.add(func.value)
+        if isinstance(func, cst.Name) and func.value in ("isinstance", "issubclass") and len(node.args) == 2:
+            tested = node.args[1].value
+            self.type_tested.update(e.value for e in tested.elements) if isinstance(tested, cst.Tuple) else self.type_tested.add(tested)
         callee = _last_name(func)
         for arg in node.args:
             if arg.keyword is not None:
@@ -97,6 +102,9 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
         rule, target = self.table[qualified]
         message = rule.message.format(name=written(node), replacement=target)
         reason = self._kept_for(rule, node) if rule.params["keep-beside"] else None
+        if node in self.type_tested:
+            # `isinstance(n, nn.LayerNorm)` would also match what was never a FusedLayerNorm.
+            reason = f"a type test: against `{target}` it would match other classes too; check what it should test on Gaudi"
         if rule.params["positions"] is not None:
             reason = reason or self._not_produced(rule.params["positions"], node) or self.fp16_reason(rule, node)
         if qualified in rule.params["guards"]:
