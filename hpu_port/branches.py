@@ -15,7 +15,7 @@ a node (``mark_step``, imports) are not affected.
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
@@ -111,6 +111,8 @@ class OtherBackendCode:
         self.statement_watcher: Optional[Callable[[cst.SimpleStatementLine], None]] = None
         self._statements: list[cst.SimpleStatementLine] = []
         self._watched: set[cst.CSTNode] = set()
+        # The blocks the walk is in, innermost last (the module's own body is not one).
+        self.blocks: list[cst.IndentedBlock] = []
 
     def enter_if(self, node: cst.If) -> None:
         if self.branch_watcher is not None:
@@ -119,6 +121,19 @@ class OtherBackendCode:
     def enter_dict(self, node: cst.Dict) -> None:
         if self.dict_watcher is not None:
             self.dict_watcher(node)
+
+    def enter_block(self, node: cst.IndentedBlock) -> None:
+        self.blocks.append(node)
+        self.enter(node)
+
+    def leave_block(self, node: cst.IndentedBlock) -> None:
+        if self.blocks and self.blocks[-1] is node:
+            self.blocks.pop()
+        self.leave(node)
+
+    def statements_here(self) -> Sequence[cst.CSTNode]:
+        """The statements of the block the walk is in."""
+        return self.blocks[-1].body if self.blocks else self.module.body
 
     def enter_statement(self, node: cst.SimpleStatementLine) -> None:
         if self.statement_watcher is not None:
@@ -164,12 +179,15 @@ class OtherBackendCode:
             self.enter(statement)
 
     def reported(self) -> list[tuple[cst.CSTNode, str, str, int]]:
-        """The units in which fixes were held: (where to report, name, why, how many)."""
-        found = []
+        """The units in which fixes were held: (where to report, name, why, how
+        many); units reported at the same place for the same reason (the
+        statements after an early exit) are one."""
+        found: dict[tuple, int] = {}
         for unit, count in self.held_count.items():
             name, at = self.names[unit] if unit in self.names else (self._name(unit), unit)
-            found.append((at, name, self.units[unit], count))
-        return found
+            key = (at, name, self.units[unit])
+            found[key] = found.get(key, 0) + count
+        return [(at, name, reason, count) for (at, name, reason), count in found.items()]
 
     def _name(self, unit: cst.CSTNode) -> str:
         return "this module" if unit is self.module else f"`{unit.name.value}`"

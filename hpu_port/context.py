@@ -388,8 +388,14 @@ class ScopeEnter(cst.BatchableCSTVisitor):
         self.ctx.branches.enter_block(node.body)
 
     def visit_IndentedBlock(self, node) -> None:
-        self.ctx.other_backend.enter(node)  # the arm of a branch for another device
+        self.ctx.other_backend.enter_block(node)  # the arm of a branch for another device
         self.ctx.branches.enter_block(node.body)
+
+    # Statements after an early exit kept for NVIDIA-only code (see hold_guarded_body).
+    def visit_For(self, node) -> None:
+        self.ctx.other_backend.enter(node)
+
+    visit_While = visit_With = visit_Try = visit_For
 
     def visit_SimpleStatementLine(self, node) -> None:
         self.ctx.other_backend.enter_statement(node)
@@ -439,7 +445,12 @@ class ScopeExit(cst.BatchableCSTVisitor):
         self.ctx.other_backend.leave(node)
 
     def leave_IndentedBlock(self, node) -> None:
+        self.ctx.other_backend.leave_block(node)
+
+    def leave_For(self, node) -> None:
         self.ctx.other_backend.leave(node)
+
+    leave_While = leave_With = leave_Try = leave_For
 
     def leave_SimpleStatementLine(self, node) -> None:
         self.ctx.other_backend.leave_statement(node)

@@ -54,15 +54,35 @@ def hold_guarded_body(guard: cst.CSTNode, ctx, used: str) -> None:
     if not isinstance(guard, (cst.If, cst.While)) or not isinstance(guard.body, cst.IndentedBlock):
         return
     test = written(guard.test)
-    if re.search(r"(?<!\bis )\bnot\b", test) or "!=" in test:
-        return  # `x is not None` is a plain test; `not`, `!=` and `not in` turn it around
-    shown = shown_briefly(test)
-    ctx.other_backend.mark(
-        guard.body,
-        f"it is kept for NVIDIA GPUs, to use `{used}`, which has no Gaudi equivalent",
-        name=f"the branch of `{shown}`",
-        at=guard.test,
-    )
+    reason = f"it is kept for NVIDIA GPUs, to use `{used}`, which has no Gaudi equivalent"
+    after = code_after_exit(guard, ctx)
+    if after:
+        # `if not torch.cuda.is_available(): return` guards what follows it.
+        for statement in after:
+            ctx.other_backend.mark(statement, reason, name=f"the code after `{shown_briefly(test)}`", at=guard.test)
+        return
+    if _negated(test):
+        return  # the body is the other path
+    ctx.other_backend.mark(guard.body, reason, name=f"the branch of `{shown_briefly(test)}`", at=guard.test)
+
+
+def _negated(test: str) -> bool:
+    # `x is not None` is a plain test; `not`, `!=` and `not in` turn it around.
+    return bool(re.search(r"(?<!\bis )\bnot\b", test)) or "!=" in test
+
+
+def code_after_exit(guard: cst.CSTNode, ctx) -> list:
+    """For `if not <check>: return` (or raise, continue, break), the
+    statements after it in its block: the code the check guards."""
+    if not isinstance(guard, cst.If) or guard.orelse is not None or not _negated(written(guard.test)):
+        return []
+    body = guard.body.body if isinstance(guard.body, cst.IndentedBlock) else ()
+    last = body[-1] if body else None
+    exits = isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
+    statements = list(ctx.other_backend.statements_here())
+    if not exits or guard not in statements:
+        return []
+    return statements[statements.index(guard) + 1:]
 
 
 def nvidia_only_use(guard: cst.CSTNode, ctx, patterns: frozenset) -> Optional[str]:
@@ -70,13 +90,15 @@ def nvidia_only_use(guard: cst.CSTNode, ctx, patterns: frozenset) -> Optional[st
     if not patterns:
         return None
     finder = _Finder(ctx, patterns)
-    walk(guard, [finder])
+    after = code_after_exit(guard, ctx)
+    for part in (guard, *after):
+        walk(part, [finder])
     if finder.found is not None:
         return finder.found
     # Words and strings say what the branch itself is for: the test and the
     # code it runs, not the `else`/`elif` arms after it.
     markers = _Markers(patterns)
-    for part in _test_and_body(guard):
+    for part in (*_test_and_body(guard), *after):
         walk(part, [markers])
     if markers.found is None and markers.strings:
         # `if torch.cuda.is_available(): device = "cuda"` where the module
