@@ -11,6 +11,8 @@ both arms of a choice equal or answers a different question. See
 
 from __future__ import annotations
 
+import re
+
 from fnmatch import fnmatchcase
 from typing import Iterable, Optional
 
@@ -51,7 +53,22 @@ class Fp16Choices(
             return "code for values of the dtype its `if` tests; it must keep float16"
         if params["keep-beside"] and self._beside_other_dtype(params["keep-beside"]):
             return "one arm of a choice that has the other already"
+        comment = self._comment_requiring_fp16()
+        if comment is not None:
+            return f"its comment says float16 is required here ({comment})"
         return None
+
+    def _comment_requiring_fp16(self) -> Optional[str]:
+        """The comment on or above the statement, when it says float16 is
+        needed (`# downcast to fp16 - needed for 8bit serialization`): the
+        author chose the dtype on purpose."""
+        statement = next((n for n in reversed(self.around) if isinstance(n, cst.SimpleStatementLine)), None)
+        if statement is None:
+            return None
+        comments = [line.comment.value for line in statement.leading_lines if line.comment is not None]
+        if statement.trailing_whitespace.comment is not None:
+            comments.append(statement.trailing_whitespace.comment.value)
+        return next((c for c in comments if _FP16_WORD.search(c) and _REQUIRED_WORD.search(c)), None)
 
     def _under_dtype_test(self, dtypes: frozenset, node) -> bool:
         """Whether ``node`` is in an arm of a choice whose test compares with one of ``dtypes``."""
@@ -111,6 +128,10 @@ class Fp16Choices(
             index -= 1
             node = self.around[index]
         return node
+
+
+_FP16_WORD = re.compile(r"\b(fp16|float16|half)\b", re.IGNORECASE)
+_REQUIRED_WORD = re.compile(r"\b(needed|needs|required|requires|must|only works)\b", re.IGNORECASE)
 
 
 def _outputs(statement: cst.SimpleStatementLine) -> set:

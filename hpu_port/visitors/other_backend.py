@@ -68,7 +68,8 @@ def _mark_cuda_entry(ctx: FileContext, node: cst.Dict, devices: frozenset) -> No
     looked up by the device in use, it is never read on Gaudi, and ported it
     only repeats what an `"hpu"` entry of its own would hold."""
     keys = [_string(element.key) if isinstance(element, cst.DictElement) else None for element in node.elements]
-    if "cuda" not in keys or len(keys) < 2 or not all(key in devices for key in keys):
+    # Other keys may be set beside the devices (`"default": None`).
+    if "cuda" not in keys or None in keys or not any(key in devices for key in keys if key != "cuda"):
         return
     entry = node.elements[keys.index("cuda")]
     ctx.other_backend.mark(
