@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from tests.precision import corpus
+from tests.precision import corpus, silence
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
@@ -30,9 +30,14 @@ def known():
 
 
 @pytest.fixture(scope="module")
-def produced(labels, known):
+def reports():
+    return {}
+
+
+@pytest.fixture(scope="module")
+def produced(labels, known, reports):
     configs = sorted({label["options"] for label in labels})
-    hunks = {hunk.id: hunk for hunk in corpus.corpus_hunks(configs)}
+    hunks = {hunk.id: hunk for hunk in corpus.corpus_hunks(configs, reports=reports)}
     labelled = {label["id"] for label in labels}
     remaining = [label for label in labels if label["label"] == "wrong" and label["id"] in hunks]
     print(f"\n{len(remaining)} labelled-wrong rewrites are still made: {describe(remaining, limit=0)}")
@@ -67,3 +72,13 @@ def test_correct_rewrites_are_still_made(labels, produced):
 def test_wrong_rewrites_do_not_come_back(labels, produced, known):
     back = [row for row in labels if row["label"] == "wrong" and row["id"] in produced and row["id"] not in known]
     assert not back, "labelled-wrong rewrites that are made again: " + describe(back)
+
+
+def test_no_cuda_line_is_left_silent(produced, reports):
+    """Every code line that still mentions CUDA or NCCL after the default port
+    carries a finding (or is removed by the rewrite)."""
+    silent = []
+    for package in corpus.load_manifest():
+        report = reports[(package.key, "default")]
+        silent += [f"{package.key}/{line}" for line in silence.silent_lines(corpus.unpack(package, corpus.cache_dir()), report)]
+    assert silent == []

@@ -7,11 +7,9 @@ nothing, files with no fixable finding are byte-identical, and every code line
 finding from `check` (no silent residue).
 """
 
-import io
 import json
 import re
 import time
-import tokenize
 import zipfile
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from click.testing import CliRunner
 
 from hpu_port.cli import main
 from tests.conftest import cached_wheels
+from tests.precision.silence import mentioning_code_lines
 
 PACKAGES = ["timm==1.0.15", "accelerate==1.6.0", "diffusers==0.32.2"]
 MENTION = re.compile(r"cuda|nccl", re.IGNORECASE)
@@ -37,24 +36,6 @@ def unpack(wheels: Path, name: str, into: Path) -> Path:
     [wheel] = wheels.glob(f"{name}-*.whl")
     zipfile.ZipFile(wheel).extractall(into)
     return into / name
-
-
-def mentioning_code_lines(path: Path) -> set:
-    """Lines whose code (not comments, not docstrings) mentions cuda or nccl."""
-    lines, previous = set(), None
-    text = path.read_text(encoding="utf-8")
-    for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        if token.type in (tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT):
-            continue
-        if token.type == tokenize.NEWLINE:
-            previous = None
-            continue
-        if token.type == tokenize.STRING and previous is None:
-            continue
-        previous = token
-        if MENTION.search(token.string):
-            lines.add(token.start[0])
-    return lines
 
 
 @pytest.mark.parametrize("name", ["timm", "accelerate", "diffusers"])
@@ -76,7 +57,7 @@ def test_real_package(wheels, tmp_path, name):
     reported = {(f["path"], line) for f in findings for line in range(f["line"], f["end_line"] + 1)}
     total, silent = 0, []
     for path in sorted(tree.rglob("*.py")):
-        for line in sorted(mentioning_code_lines(path)):
+        for line in sorted(mentioning_code_lines(path, MENTION)):
             total += 1
             if (str(path), line) not in reported:
                 silent.append(f"{path.relative_to(tmp_path)}:{line}")

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tests.precision import measure
+from tests.precision.silence import silent_lines
 
 try:
     import tomllib
@@ -317,10 +318,26 @@ def print_precision(hunks_path: str) -> int:
     return 0
 
 
+def print_silent(hunks_path: str) -> int:
+    """Per package, the code lines that mention CUDA or NCCL and how many of
+    them no finding speaks for, from the default reports ``hunks`` saved."""
+    report_dir = Path(hunks_path).with_suffix(".reports")
+    total_silent = 0
+    for package in load_manifest():
+        report = json.loads((report_dir / f"{package.key}.default.json").read_text())
+        silent = silent_lines(unpack(package, cache_dir()), report)
+        total_silent += len(silent)
+        print(f"{package.key}: {len(silent)} silent lines")
+        for line in silent:
+            print(f"  {line}")
+    print(f"all packages: {total_silent} silent lines")
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    commands = {"hunks": write_hunks, "precision": print_precision}
+    commands = {"hunks": write_hunks, "precision": print_precision, "silent": print_silent}
     if len(argv) != 2 or argv[0] not in commands:
-        print("usage: python -m tests.precision.corpus {hunks|precision} HUNKS.jsonl", file=sys.stderr)
+        print("usage: python -m tests.precision.corpus {hunks|precision|silent} HUNKS.jsonl", file=sys.stderr)
         return 2
     return commands[argv[0]](argv[1])
 
