@@ -104,7 +104,10 @@ class OtherBackendCode:
         # Mark the arm of an `if` that is for another device, and the CUDA
         # entry of a per-device table, as the walk reaches them (set by the
         # ``other-backend`` kind).
-        self.branch_watcher: Optional[Callable[[cst.If], None]] = None
+        self.branch_watcher: Optional[Callable[[cst.CSTNode], None]] = None
+        # Marked arms of conditional expressions the walk is in: expressions
+        # are not entered one by one, so a fix is matched to them by containment.
+        self.arms: list[cst.CSTNode] = []
         self.dict_watcher: Optional[Callable[[cst.Dict], None]] = None
         # Marks a statement that uses NVIDIA-only code, asked only when a fix
         # is about to be made in it (most statements never are).
@@ -117,6 +120,15 @@ class OtherBackendCode:
     def enter_if(self, node: cst.If) -> None:
         if self.branch_watcher is not None:
             self.branch_watcher(node)
+
+    def enter_if_expression(self, node: cst.IfExp) -> None:
+        if self.branch_watcher is not None:
+            self.branch_watcher(node)
+            self.arms += [arm for arm in (node.body, node.orelse) if arm in self.units]
+
+    def leave_if_expression(self, node: cst.IfExp) -> None:
+        while self.arms and self.arms[-1] in (node.body, node.orelse):
+            self.arms.pop()
 
     def enter_dict(self, node: cst.Dict) -> None:
         if self.dict_watcher is not None:
@@ -162,15 +174,19 @@ class OtherBackendCode:
         if self.open and self.open[-1] is node:
             self.open.pop()
 
-    def held(self) -> Optional[str]:
-        """Why a fix made now must not be applied (counted for the unit), if it must not."""
+    def held(self, node: Optional[cst.CSTNode] = None) -> Optional[str]:
+        """Why a fix made now (at ``node``) must not be applied (counted for
+        the unit), if it must not."""
         if not self.open and self._statements:
             self._watch(self._statements[-1])
-        if not self.open:
+        unit = self.open[-1] if self.open else self._arm_holding(node)
+        if unit is None:
             return None
-        unit = self.open[-1]
         self.held_count[unit] = self.held_count.get(unit, 0) + 1
         return f"{self.units[unit]}; it is not ported"
+
+    def _arm_holding(self, node: Optional[cst.CSTNode]) -> Optional[cst.CSTNode]:
+        return next((arm for arm in reversed(self.arms) if node is not None and _contains(arm, node)), None)
 
     def _watch(self, statement: cst.SimpleStatementLine) -> None:
         if statement not in self._watched:
@@ -191,3 +207,13 @@ class OtherBackendCode:
 
     def _name(self, unit: cst.CSTNode) -> str:
         return "this module" if unit is self.module else f"`{unit.name.value}`"
+
+
+def _contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
+    pending = [tree]
+    while pending:
+        current = pending.pop()
+        if current is node:
+            return True
+        pending.extend(current.children)
+    return False

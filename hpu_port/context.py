@@ -135,7 +135,7 @@ class FileContext:
             # top-level import would make an optional dependency mandatory.
             has_fix = False
             message += f" (not rewritten: `{binding.name}` is imported conditionally or locally here)"
-        held = (self.other_backend.held() or self.branches.held(rule.kind)) if has_fix else None
+        held = (self.other_backend.held(node) or self.branches.held(rule.kind)) if has_fix else None
         if held:
             has_fix = False
             message += f" (not rewritten: {held})"
@@ -406,7 +406,9 @@ class ScopeEnter(cst.BatchableCSTVisitor):
     def visit_DictElement(self, node) -> None:
         self.ctx.other_backend.enter(node)  # the CUDA entry of a per-device table
 
-    visit_IfExp = visit_If
+    def visit_IfExp(self, node) -> None:
+        self.ctx.branches.enter(node)
+        self.ctx.other_backend.enter_if_expression(node)
 
     def visit_Name(self, node) -> None:
         if node in self.ctx.non_references:
@@ -458,7 +460,9 @@ class ScopeExit(cst.BatchableCSTVisitor):
     def leave_DictElement(self, node) -> None:
         self.ctx.other_backend.leave(node)
 
-    leave_IfExp = leave_If
+    def leave_IfExp(self, node) -> None:
+        self.ctx.branches.leave(node)
+        self.ctx.other_backend.leave_if_expression(node)
 
 
 class _NameCollector:

@@ -200,21 +200,25 @@ def name_words(name: str) -> list[str]:
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
-def _mark_arm(ctx: FileContext, node: cst.If, names: frozenset) -> None:
-    """Hold the arm of ``node`` that runs only for another device or export
-    format: the body of `if format == "coreml":`, the `else` of `if not
-    is_npu_available():`."""
+def _mark_arm(ctx: FileContext, node, names: frozenset) -> None:
+    """Hold the arm of ``node`` (an `if` or a conditional expression) that
+    runs only for another device or export format: the body of `if format ==
+    "coreml":`, the `else` of `if not is_npu_available():`, the first value of
+    `"cuda" if is_torch_xla_available() else device.type`."""
     found = _names_another_device(node.test, names)
     if found is None:
         return
     name, positive = found
-    arm = node.body if positive else (node.orelse.body if isinstance(node.orelse, cst.Else) else None)
+    if isinstance(node, cst.IfExp):
+        arm = node.body if positive else node.orelse
+    else:
+        arm = node.body if positive else (node.orelse.body if isinstance(node.orelse, cst.Else) else None)
     if arm is None:
         return
     shown = shown_briefly(written(node.test))
     ctx.other_backend.mark(
         arm,
-        f"it runs only for `{name}`, another device or export format",
+        f"it runs only for `{name}`, another device, export format or NVIDIA-only library",
         name=f"the branch of `{shown}`" if positive else f"the `else` branch of `{shown}`",
         at=node.test,
     )
@@ -222,7 +226,7 @@ def _mark_arm(ctx: FileContext, node: cst.If, names: frozenset) -> None:
 
 def _names_another_device(test: cst.BaseExpression, names: frozenset) -> Optional[tuple[str, bool]]:
     """(the device or format, whether the test is true for it) when ``test``
-    holds only for another device or export format."""
+    holds only for another device, export format or NVIDIA-only library."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _names_another_device(test.expression, names)
         return (inner[0], not inner[1]) if inner is not None else None
@@ -236,7 +240,7 @@ def _names_another_device(test: cst.BaseExpression, names: frozenset) -> Optiona
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         return _compared_device(test, names)
     if isinstance(test, cst.Call):
-        return _availability_probe(test.func, names)
+        return _prefix_test(test, names) or _availability_probe(test.func, names)
     if isinstance(test, (cst.Name, cst.Attribute)):
         name = written(test).rsplit(".", 1)[-1]
         if name.lower() in names:
@@ -278,6 +282,16 @@ def _strings(node) -> list:
         values = [_string(element.value) for element in node.elements]
         return values if all(value is not None for value in values) else [None]
     return [_string(node)]
+
+
+def _prefix_test(test: cst.Call, names: frozenset) -> Optional[tuple[str, bool]]:
+    """`opt_class.startswith("bitsandbytes.")`, `device.startswith("npu")`: true for that name."""
+    func = test.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "startswith" and len(test.args) == 1):
+        return None
+    prefix = _string(test.args[0].value)
+    name = re.split(r"[.:_\-]", prefix.lower())[0] if prefix else None
+    return (name, True) if name in names else None
 
 
 def _availability_probe(func: cst.BaseExpression, names: frozenset) -> Optional[tuple[str, bool]]:
