@@ -15,9 +15,12 @@ a node (``mark_step``, imports) are not affected.
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional, Sequence
+from contextlib import contextmanager
+from typing import Callable, Iterator, Optional, Sequence
 
 import libcst as cst
+
+from hpu_port.walk import contains
 
 NAMES_THE_HPU = re.compile(r"(?<![A-Za-z])(hpu|HPU)(?![A-Za-z])")
 NAMES_CUDA = re.compile(r"(?<![A-Za-z])(cuda|CUDA|Cuda)(?![A-Za-z])")
@@ -185,8 +188,24 @@ class OtherBackendCode:
         self.held_count[unit] = self.held_count.get(unit, 0) + 1
         return f"{self.units[unit]}; it is not ported"
 
+    def innermost(self) -> Optional[cst.CSTNode]:
+        """The unit the walk is in now, if any."""
+        return self.open[-1] if self.open else None
+
+    @contextmanager
+    def reopened(self, unit: Optional[cst.CSTNode]) -> Iterator[None]:
+        """Fixes decided after the walk left ``unit`` (an optimizer step judged
+        at the end of the module) are held as if made inside it."""
+        if unit is not None:
+            self.open.append(unit)
+        try:
+            yield
+        finally:
+            if unit is not None:
+                self.open.pop()
+
     def _arm_holding(self, node: Optional[cst.CSTNode]) -> Optional[cst.CSTNode]:
-        return next((arm for arm in reversed(self.arms) if node is not None and _contains(arm, node)), None)
+        return next((arm for arm in reversed(self.arms) if node is not None and contains(arm, node)), None)
 
     def _watch(self, statement: cst.SimpleStatementLine) -> None:
         if statement not in self._watched:
@@ -207,13 +226,3 @@ class OtherBackendCode:
 
     def _name(self, unit: cst.CSTNode) -> str:
         return "this module" if unit is self.module else f"`{unit.name.value}`"
-
-
-def _contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
-    pending = [tree]
-    while pending:
-        current = pending.pop()
-        if current is node:
-            return True
-        pending.extend(current.children)
-    return False

@@ -106,6 +106,17 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return found
 
 
+def contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is ``tree`` or one of its descendants."""
+    stack = [tree]
+    while stack:
+        current = stack.pop()
+        if current is node:
+            return True
+        stack.extend(children(current))
+    return False
+
+
 def walk(root: cst.CSTNode, visitors: Sequence[object]) -> None:
     """Visit ``root`` and its descendants in source order, without recursion."""
     _walk(root, *_tables(visitors))

@@ -20,7 +20,7 @@ import libcst as cst
 
 from hpu_port.visitors._enclosing import enclosing
 from hpu_port.visitors._references import written
-from hpu_port.walk import children
+from hpu_port.walk import children, contains
 
 
 class Fp16Choices(
@@ -73,7 +73,7 @@ class Fp16Choices(
     def _under_dtype_test(self, dtypes: frozenset, node) -> bool:
         """Whether ``node`` is in an arm of a choice whose test compares with one of ``dtypes``."""
         for choice in self.around:
-            if isinstance(choice, (cst.If, cst.IfExp)) and not _contains(choice.test, node):
+            if isinstance(choice, (cst.If, cst.IfExp)) and not contains(choice.test, node):
                 if self._compares_with(choice.test, dtypes):
                     return True
         return False
@@ -161,13 +161,3 @@ def _nodes(tree: cst.CSTNode, node_type: type) -> list:
             found.append(node)
         stack.extend(children(node))
     return found
-
-
-def _contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
-    stack = [tree]
-    while stack:
-        current = stack.pop()
-        if current is node:
-            return True
-        stack.extend(children(current))
-    return False

@@ -130,15 +130,16 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
             self.backward_scopes.add(self.ctx.scope.node)
             self._anchor(node, call, "the backward pass")
         elif isinstance(func, cst.Attribute) and func.attr.value == self.params["step-method"]:
-            self.steps.append((node, call, self.ctx.scope.node))
+            self.steps.append((node, call, self.ctx.scope.node, self.ctx.other_backend.innermost()))
 
     def leave_Module(self, node) -> None:
         # Steps are judged at the end: an optimizer may be bound after the
         # method that steps it (`__init__` after `train_step`, say).
-        for statement, call, scope_node in self.steps:
+        for statement, call, scope_node, unit in self.steps:
             verdict = self._step_verdict(call)
             if verdict == STEP:
-                self._anchor(statement, call, "the optimizer step")
+                with self.ctx.other_backend.reopened(unit):
+                    self._anchor(statement, call, "the optimizer step")
             elif verdict == UNKNOWN and scope_node in self.backward_scopes:
                 message = self.params["unsure-message"].format(name=written(call.func.value))
                 if message:
