@@ -290,3 +290,75 @@ def test_a_kept_guard_testing_is_not_none_holds_its_body():
         """
     )
     assert "torch.cuda.synchronize()" in code
+
+
+def test_an_optimizer_step_in_a_held_function_gets_no_mark_step():
+    # Steps are judged once the whole module is read; the unit still holds them.
+    code, findings = rewritten(
+        """
+        import torch
+
+        def train_step_apex(model, optimizer, loss):
+            loss.backward()
+            optimizer.step()
+
+        def train_step(model, optimizer, loss):
+            loss.backward()
+            optimizer.step()
+        """,
+        select=("HPU615", "HPU201"),
+    )
+    assert code.count("htcore.mark_step()") == 2  # both in train_step
+    assert code.index("htcore.mark_step()") > code.index("def train_step(")
+    [unit] = [f for f in findings if f.code == "HPU615"]
+    assert "`train_step_apex`" in unit.message and "(changes reported instead: 2)" in unit.message
+
+
+def test_a_cuda_choice_is_held_only_beside_an_hpu_one():
+    code, _ = rewritten(
+        """
+        import torch
+
+        def detect():
+            if has_habana():
+                return "hpu"
+            if torch.cuda.is_available():
+                return "cuda"
+            return "cpu"
+
+        def get_device():
+            if torch.cuda.is_available():
+                return "cuda"
+            return "cpu"
+        """
+    )
+    detect, get_device = code.split("def get_device")
+    assert "torch.cuda.is_available()" in detect and 'return "cuda"' in detect
+    assert "torch.hpu.is_available()" in get_device
+
+
+def test_a_table_is_per_device_only_when_its_keys_name_devices():
+    code, findings = rewritten(
+        """
+        import torch
+
+        SYNC = {"cuda": torch.cuda.synchronize, "cpu": None, "default": None}
+        HOOKS = {"cuda": torch.cuda.synchronize, "after_step": None}
+        """
+    )
+    assert 'SYNC = {"cuda": torch.cuda.synchronize,' in code
+    assert 'HOOKS = {"cuda": torch.hpu.synchronize,' in code
+    assert [f.line for f in findings if f.code == "HPU615"] == [3]
+
+
+def test_a_statement_with_a_cuda_only_query_is_held_whole_and_its_neighbours_ported():
+    code, _ = rewritten(
+        """
+        import torch
+
+        supported = torch.cuda.is_bf16_supported() and torch.cuda.get_device_capability()[0] >= 8
+        count = torch.cuda.device_count()
+        """
+    )
+    assert "supported = torch.cuda.is_bf16_supported() and" in code
+    assert "count = torch.hpu.device_count()" in code

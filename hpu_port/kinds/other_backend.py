@@ -24,7 +24,7 @@ is such code when:
   (`cudart.cudaStreamGetCaptureInfo(...)` after `from cuda.bindings import
   runtime as cudart`): the function;
 - ``definition-names``: a word of a class's or function's name (split at `_`
-  and where the case changes) is one of these (`AttnProcessorNPU`,
+  and where the case changes), or two words in a row joined by `_`, is one of these (`AttnProcessorNPU`,
   `XLAFlashAttnProcessor`, `_triton_matmul`): the class or function;
 - ``internal-names``: a function (or method; nested functions count for
   the one around them) uses one of these qualified names (shell-style

@@ -187,8 +187,11 @@ def _internal_used(ctx: FileContext, function: cst.FunctionDef, patterns: tuple,
 
 
 def _named_for(name: str, words: frozenset) -> Optional[str]:
-    """The first of ``words`` that is a word of ``name`` (`AttnProcessorNPU`, `_xla_step`)."""
-    return next((word for word in name_words(name) if word in words), None)
+    """The first of ``words`` that is a word of ``name``, or two words of it
+    in a row (`AttnProcessorNPU`, `_xla_step`, `_wrapped_flash_attn_3`)."""
+    split = name_words(name)
+    pairs = [f"{first}_{second}" for first, second in zip(split, split[1:])]
+    return next((word for word in (*split, *pairs) if word in words), None)
 
 
 def name_words(name: str) -> list[str]:
