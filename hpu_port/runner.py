@@ -268,7 +268,9 @@ def write_results_to(summary: RunSummary, output_dir: str, base: Optional[str] =
             result.error = f"cannot write {destination}: {exc.strerror or exc}"
             continue
         if result.changed and not result.failed and result.output_findings is not None:
+            # What is left to do is in the written file, at its lines: name it.
             result.findings = result.output_findings
+            result.path = str(destination)
 
 
 def _mode_of(path: str) -> int:

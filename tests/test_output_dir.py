@@ -79,3 +79,14 @@ def test_files_outside_the_working_directory_are_errors(tmp_path, monkeypatch):
     assert result.exit_code == 2
     assert "lies outside the working directory; not written to the output directory" in result.stderr
     assert (elsewhere / "x.py").read_text() == CUDA
+
+
+def test_what_is_left_is_reported_in_the_written_file_at_its_lines(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("import torch\nx = torch.zeros(2).cuda()\ny = torch.cuda.get_device_capability()\n")
+    result = invoke("--output-dir", "ported", "train.py")
+    written = (tmp_path / "ported" / "train.py").read_text().splitlines()
+    [line] = [line for line in result.output.splitlines() if "HPU130" in line]
+    path, number = line.split(":")[:2]
+    assert path == os.path.join("ported", "train.py")
+    assert "get_device_capability" in written[int(number) - 1]
