@@ -24,6 +24,11 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
         self.rules = rules
         self.mapping_keys: dict[str, set[str]] = {}  # name -> keys the file puts in it
         self.through_mapping: list[tuple] = []
+        # `kwargs["device_ids"] = [rank]`: (name, key) -> the assignments, with
+        # their scope and the held unit they are in.
+        self.key_assignments: dict[tuple[str, str], list[tuple]] = {}
+        # Calls that unpack a mapping: (rule, the mapping's name, the call's scope).
+        self.unpacking: list[tuple] = []
 
     # -- what a `**kwargs` mapping holds ------------------------------------------
 
@@ -32,13 +37,19 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
             if isinstance(target.target, cst.Name):
                 self._note_keys(target.target.value, _display_keys(node.value))
             elif isinstance(target.target, cst.Subscript) and isinstance(target.target.value, cst.Name):
-                self._note_keys(target.target.value.value, _subscript_key(target.target))
+                name, keys = target.target.value.value, _subscript_key(target.target)
+                self._note_keys(name, keys)
+                if len(node.targets) == 1:
+                    for key in keys:
+                        where = (node, self.ctx.scope.node, self.ctx.other_backend.innermost())
+                        self.key_assignments.setdefault((name, key), []).append(where)
 
     def _note_keys(self, name: str, keys) -> None:
         if keys:
             self.mapping_keys.setdefault(name, set()).update(keys)
 
     def leave_Module(self, node) -> None:
+        self._drop_keys_set_in_mappings()
         for rule, at, message, mapping, unsure in self.through_mapping:
             name = mapping.value.value if isinstance(mapping.value, cst.Name) else None
             held = self.mapping_keys.get(name, set())
@@ -48,6 +59,22 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
                 self.ctx.report(rule, at, message + f" (not rewritten: set it in `{name}`, which this call unpacks)")
             elif not is_advice(rule):  # a mapping built elsewhere may well pass it: no advice on a guess
                 self.ctx.report(rule, at, message + f" (not rewritten: `**{written(mapping.value)}` may already pass it)")
+
+    def _drop_keys_set_in_mappings(self) -> None:
+        """`kwargs["device_ids"] = [rank]` before `DDP(model, **kwargs)` in the
+        same function: the keyword the rule drops, given through the mapping;
+        the assignment goes."""
+        done = set()
+        for rule, name, scope in self.unpacking:
+            for key in rule.params["drop"]:
+                for assignment, where, unit in self.key_assignments.get((name, key), ()):
+                    if where is not scope or assignment in done:
+                        continue
+                    done.add(assignment)
+                    message = rule.message.format(name=f"{name}[{key!r}]", keywords=f"`{key}`")
+                    with self.ctx.other_backend.reopened(unit):
+                        self.ctx.report(rule, assignment, message + f" (given through `**{name}`)",
+                                        lambda plan, a=assignment: plan.remove_statement(a))
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -59,6 +86,9 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
         for rule in self.rules:
             if calls_match(hit[0], rule.params["calls"]):
                 self._check(rule, node)
+                mapping = next((arg.value for arg in node.args if arg.star == "**"), None)
+                if isinstance(mapping, cst.Name) and rule.params["drop"]:
+                    self.unpacking.append((rule, mapping.value, self.ctx.scope.node))
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         if isinstance(node.decorator, cst.Call):
