@@ -108,6 +108,54 @@ def nvidia_only_use(guard: cst.CSTNode, ctx, patterns: frozenset) -> Optional[st
     return markers.found
 
 
+def flag_guards_nvidia_code(around: list, ctx, patterns: frozenset) -> tuple[str, Optional[str]]:
+    """For a check assigned to a name (`cuda = torch.cuda.is_available()`),
+    the name and the first NVIDIA-only name that a test of it guards in the
+    same scope (`"onnxruntime-gpu" if cuda else "onnxruntime"`): the check
+    flows into those tests."""
+    statement = next((n for n in reversed(around) if isinstance(n, cst.SimpleStatementLine)), None)
+    small = statement.body[0] if statement is not None and len(statement.body) == 1 else None
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+        return "", None
+    flag = small.targets[0].target.value
+    tests = _Tests(flag)
+    walk(ctx.scope.node, [tests])
+    for guard in tests.found:
+        used = nvidia_only_use(guard, ctx, patterns)
+        if used:
+            return flag, used
+    return flag, None
+
+
+class _Tests:
+    """The `if`s, `while`s and conditional expressions whose test reads ``flag``."""
+
+    def __init__(self, flag: str) -> None:
+        self.flag = flag
+        self.found: list = []
+
+    def visit_If(self, node) -> None:
+        if _reads(node.test, self.flag):
+            self.found.append(node)
+
+    visit_IfExp = visit_While = visit_If
+
+
+def _reads(test: cst.CSTNode, flag: str) -> bool:
+    names = _NameFinder(flag)
+    walk(test, [names])
+    return names.seen
+
+
+class _NameFinder:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.seen = False
+
+    def visit_Name(self, node) -> None:
+        self.seen |= node.value == self.name
+
+
 def _test_and_body(guard: cst.CSTNode) -> list:
     if isinstance(guard, (cst.If, cst.IfExp, cst.While)):
         return [guard.test, guard.body]

@@ -11,7 +11,14 @@ from hpu_port.context import FileContext
 from hpu_port.edits import replace_expression
 from hpu_port.model import Rule
 from hpu_port.visitors._fp16 import Fp16Choices
-from hpu_port.visitors._guards import Surroundings, guarded_by, hold_guarded_body, nvidia_only_use, passed_as
+from hpu_port.visitors._guards import (
+    Surroundings,
+    flag_guards_nvidia_code,
+    guarded_by,
+    hold_guarded_body,
+    nvidia_only_use,
+    passed_as,
+)
 from hpu_port.visitors._references import ReferenceVisitor, written
 
 
@@ -146,15 +153,16 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
         return "a dtype tested, listed or handed on, not one the code computes in; check what it should be on Gaudi"
 
     def _guards_nvidia_code(self, node, rule) -> Optional[str]:
-        guard = guarded_by(node, self.around)
-        if guard is None:
-            return None
         patterns = rule.params["nvidia-only"]
-        used = nvidia_only_use(guard, self.ctx, patterns) or passed_as(guard, self.around, patterns)
-        if not used:
-            return None
-        hold_guarded_body(guard, self.ctx, used)
-        return f"the code it guards uses `{used}`, which has no Gaudi equivalent"
+        guard = guarded_by(node, self.around)
+        used = guard is not None and (nvidia_only_use(guard, self.ctx, patterns) or passed_as(guard, self.around, patterns))
+        if used:
+            hold_guarded_body(guard, self.ctx, used)
+            return f"the code it guards uses `{used}`, which has no Gaudi equivalent"
+        flag, used = flag_guards_nvidia_code(self.around, self.ctx, patterns)
+        if used:
+            return f"`{flag}` keeps the answer, and a test of `{flag}` guards `{used}`, which has no Gaudi equivalent"
+        return None
 
 
 def _last_name(node: cst.CSTNode) -> str:
