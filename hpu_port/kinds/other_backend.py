@@ -13,7 +13,8 @@ is such code when:
 - ``kernel-decorators``: a function of the module is a kernel for an
   NVIDIA-only compiler (``triton.jit``, ``numba.cuda.jit``): the module;
 - ``libraries``: a function imports one of these in its body (`import
-  tensorrt as trt`): the function. (A module that merely imports one at top
+  tensorrt as trt`): the function; an `if` arm that imports one in its own
+  body (`elif engine: import tensorrt as trt`): the arm. (A module that merely imports one at top
   level is a user of the library, not built on it: a training script that
   imports triton is still ported.)
 - ``path-names``: the file's directory, its name or a word of its name

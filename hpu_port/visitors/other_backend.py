@@ -46,7 +46,9 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
                 if name is not None:
                     ctx.other_backend.mark(function, f"it uses `{name}`, CUDA's own implementation internals, which have no Gaudi counterpart")
         if params["branch-names"]:
-            ctx.other_backend.branch_watcher = lambda node, names=params["branch-names"]: _mark_arm(ctx, node, names)
+            ctx.other_backend.branch_watcher = lambda node, names=params["branch-names"], libraries=params["libraries"]: (
+                _mark_arm(ctx, node, names) or _mark_importing_arm(ctx, node, libraries)
+            )
             if b"cuda" in ctx.source:
                 devices = params["branch-names"] | _PLAIN_DEVICES
                 ctx.other_backend.dict_watcher = lambda node, names=devices: _mark_cuda_entry(ctx, node, names)
@@ -203,7 +205,22 @@ def name_words(name: str) -> list[str]:
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
-def _mark_arm(ctx: FileContext, node, names: frozenset) -> None:
+def _mark_importing_arm(ctx: FileContext, node, libraries: frozenset) -> None:
+    """Hold the arm of an `if` that imports an NVIDIA-only runtime itself
+    (`elif engine:  import tensorrt as trt ...`): that arm is the library's."""
+    if not isinstance(node, cst.If):
+        return
+    library = _imported_library(_body(node), libraries)
+    if library is not None:
+        ctx.other_backend.mark(
+            node.body,
+            f"it imports `{library}`, which only runs on NVIDIA GPUs",
+            name=f"the branch of `{shown_briefly(written(node.test))}`",
+            at=node.test,
+        )
+
+
+def _mark_arm(ctx: FileContext, node, names: frozenset) -> Optional[bool]:
     """Hold the arm of ``node`` (an `if` or a conditional expression) that
     runs only for another device or export format: the body of `if format ==
     "coreml":`, the `else` of `if not is_npu_available():`, the first value of
@@ -225,6 +242,7 @@ def _mark_arm(ctx: FileContext, node, names: frozenset) -> None:
         name=f"the branch of `{shown}`" if positive else f"the `else` branch of `{shown}`",
         at=node.test,
     )
+    return True
 
 
 def _names_another_device(test: cst.BaseExpression, names: frozenset) -> Optional[tuple[str, bool]]:
