@@ -35,7 +35,13 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             if isinstance(target.target, cst.Name):
-                self._note_keys(target.target.value, _display_keys(node.value))
+                keys = _display_keys(node.value)
+                self._note_keys(target.target.value, keys)
+                if len(node.targets) == 1:
+                    # `ddp_args = dict(device_ids=[rank])`: each key, with the display that holds it.
+                    for key in keys:
+                        where = (node.value, self.ctx.scope.node, self.ctx.other_backend.innermost())
+                        self.key_assignments.setdefault((target.target.value, key), []).append(where)
             elif isinstance(target.target, cst.Subscript) and isinstance(target.target.value, cst.Name):
                 name, keys = target.target.value.value, _subscript_key(target.target)
                 self._note_keys(name, keys)
@@ -67,14 +73,17 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
         done = set()
         for rule, name, scope in self.unpacking:
             for key in rule.params["drop"]:
-                for assignment, where, unit in self.key_assignments.get((name, key), ()):
-                    if where is not scope or assignment in done:
+                for assigned, where, unit in self.key_assignments.get((name, key), ()):
+                    if where is not scope or (assigned, key) in done:
                         continue
-                    done.add(assignment)
+                    done.add((assigned, key))
                     message = rule.message.format(name=f"{name}[{key!r}]", keywords=f"`{key}`")
+                    if isinstance(assigned, cst.Assign):  # `kwargs["device_ids"] = ...` goes
+                        fix = lambda plan, a=assigned: plan.remove_statement(a)
+                    else:  # the key leaves the `dict(...)` or `{...}`
+                        fix = self.ctx.replace(assigned, lambda display, k=key: _without_key(display, k))
                     with self.ctx.other_backend.reopened(unit):
-                        self.ctx.report(rule, assignment, message + f" (given through `**{name}`)",
-                                        lambda plan, a=assignment: plan.remove_statement(a))
+                        self.ctx.report(rule, assigned, message + f" (given through `**{name}`)", fix)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -144,6 +153,14 @@ def _display_keys(value) -> set[str]:
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict":
         return {arg.keyword.value for arg in value.args if arg.keyword is not None}
     return set()
+
+
+def _without_key(display, key: str):
+    """``{...}`` or ``dict(...)`` without ``key``, keeping its layout."""
+    if isinstance(display, cst.Dict):
+        elements = remove_args(display.elements, lambda e: isinstance(e, cst.DictElement) and _string(e.key) == key)
+        return display.with_changes(elements=elements)
+    return display.with_changes(args=remove_args(display.args, lambda arg: arg.keyword is not None and arg.keyword.value == key))
 
 
 def _subscript_key(target: cst.Subscript) -> set[str]:
