@@ -26,7 +26,8 @@ class Rename(Kind):
     for a keyword argument, ``word:`` and ``string:`` patterns for names and
     strings in the branch, ``raise:`` for the lower-cased message of an
     exception it raises, ``device-table:NAME`` for a string NAME the module
-    looks up in its own table of devices, which has no ``"hpu"``) that mark
+    looks up in its own table of devices, which has no ``"hpu"``; ``A unless
+    B``: A, where the same code does not also use B) that mark
     NVIDIA-only code: a guard in the test of
     an ``if``, ``while`` or conditional expression whose code uses one of them
     is reported, not renamed, so that the NVIDIA-only branch does not start

@@ -93,8 +93,8 @@ def nvidia_only_use(guard: cst.CSTNode, ctx, patterns: frozenset) -> Optional[st
     after = code_after_exit(guard, ctx)
     for part in (guard, *after):
         walk(part, [finder])
-    if finder.found is not None:
-        return finder.found
+    if finder.result() is not None:
+        return finder.result()
     # Words and strings say what the branch itself is for: the test and the
     # code it runs, not the `else`/`elif` arms after it.
     markers = _Markers(patterns)
@@ -196,10 +196,23 @@ class _Identity:
 
 
 class _Finder:
+    """The first NVIDIA-only name the code uses. A pattern written `A unless B`
+    counts only where the same code does not also use B (DataParallel is
+    NVIDIA-only set-up, unless the branch also builds DistributedDataParallel,
+    which Gaudi needs)."""
+
     def __init__(self, ctx, patterns: frozenset) -> None:
         self.ctx = ctx
-        self.patterns = patterns
+        self.patterns = [p for p in patterns if _UNLESS not in p]
+        self.conditional = [tuple(p.split(_UNLESS, 1)) for p in sorted(patterns) if _UNLESS in p]
         self.found: Optional[str] = None
+        self.candidate: Optional[tuple[str, str]] = None
+        self.excepted: set[str] = set()
+
+    def result(self) -> Optional[str]:
+        if self.found is None and self.candidate is not None and self.candidate[1] not in self.excepted:
+            return self.candidate[0]
+        return self.found
 
     def visit_Attribute(self, node) -> None:
         self._check(node)
@@ -217,8 +230,18 @@ class _Finder:
         if self.found is not None:
             return
         hit = self.ctx.qualify(node)
-        if hit is not None and any(fnmatchcase(hit[0], p) for p in self.patterns):
+        if hit is None:
+            return
+        if any(fnmatchcase(hit[0], p) for p in self.patterns):
             self.found = hit[0]
+        for pattern, exception in self.conditional:
+            if self.candidate is None and fnmatchcase(hit[0], pattern):
+                self.candidate = (hit[0], exception)
+            if fnmatchcase(hit[0], exception):
+                self.excepted.add(exception)
+
+
+_UNLESS = " unless "
 
 
 def _matches(text: str, patterns: frozenset, prefix: str) -> bool:
