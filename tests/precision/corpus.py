@@ -16,7 +16,10 @@ hash without the configuration: one rewrite seen in several configurations.
 Run ``python -m tests.precision.corpus hunks OUT.jsonl`` to write every hunk;
 ``labels.jsonl`` beside this file holds the labelled ones, and
 ``python -m tests.precision.corpus precision OUT.jsonl`` measures the precision of
-those hunks on the labelled sample (see ``measure.py``).
+those hunks on the labelled sample (see ``measure.py``);
+``python -m tests.precision.corpus silent OUT.jsonl`` lists the code lines that
+still mention CUDA or NCCL with no finding, from the reports ``hunks`` saved
+beside OUT.jsonl (see ``silence.py``).
 """
 
 from __future__ import annotations
