@@ -6,6 +6,7 @@ them are held as the walk reaches them (``FileContext.other_backend``).
 
 from __future__ import annotations
 
+import re
 from fnmatch import fnmatchcase
 from typing import Iterator, Optional
 
@@ -46,10 +47,12 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
             base = _matching_base(ctx, node, params["class-bases"])
             if base is not None:
                 ctx.other_backend.mark(node, _implements(node, base))
-        for node in definitions(ctx.module.body):
+        defined = list(definitions(ctx.module.body))
+        for node in defined:
             word = _named_for(node.name.value, params["definition-names"])
             if word is not None:
                 ctx.other_backend.mark(node, f"its name says it is for `{word}`, another device or an NVIDIA-only library")
+        _mark_cuda_twins(ctx, defined)
         internals, attributes = params["internal-names"], params["internal-attributes"]
         if _mentioned(ctx.source, (*internals, *attributes)):
             for function in _outermost_functions(ctx.module.body):
@@ -83,6 +86,22 @@ def _mark_statement(ctx: FileContext, node: cst.SimpleStatementLine, patterns: t
             f"it also uses `{names.found}`, which has no Gaudi counterpart, and a statement is ported whole or not at all",
             name=f"the statement `{shown}`",
         )
+
+
+def _mark_cuda_twins(ctx: FileContext, defined: list) -> None:
+    """`is_cuda_available` beside `is_hpu_available`: the module already has
+    the HPU's own; the one named for CUDA is CUDA's, and ported it would be a
+    second HPU probe that CUDA-only branches then trust."""
+    names = {node.name.value for node in defined}
+    for node in defined:
+        name = node.name.value
+        twin = _CUDA_WORD.sub(lambda m: _AS_HPU[m.group()], name)
+        if twin != name and twin in names:
+            ctx.other_backend.mark(node, f"`{twin}` beside it is the HPU's own; this one is CUDA's")
+
+
+_CUDA_WORD = re.compile(r"cuda|Cuda|CUDA")
+_AS_HPU = {"cuda": "hpu", "Cuda": "Hpu", "CUDA": "HPU"}
 
 
 def _mentioned(source: bytes, patterns: tuple) -> bool:
