@@ -24,8 +24,6 @@ SKIPPED_DIRS = frozenset(
         ".tox",
         ".nox",
         "__pycache__",
-        "build",
-        "dist",
         "site-packages",
         "node_modules",
         ".mypy_cache",
@@ -34,6 +32,9 @@ SKIPPED_DIRS = frozenset(
         ".eggs",
     }
 )
+# Build output, skipped unless the folder is a Python package of its own
+# (`mmengine/dist/` holds the distributed helpers, not wheels).
+OUTPUT_DIRS = frozenset({"build", "dist"})
 NOTEBOOK_SUFFIX = ".ipynb"
 
 
@@ -122,8 +123,7 @@ def _walk(root: Path, respect_gitignore: bool, passed_over: Counter) -> Iterator
         dirnames[:] = sorted(
             d
             for d in dirnames
-            if d not in SKIPPED_DIRS
-            and not d.endswith(".egg-info")
+            if not _skipped_dir(Path(directory) / d)
             and not (ignore and ignore.ignored(Path(directory) / d, is_dir=True))
         )
         for name in sorted(filenames):
@@ -137,6 +137,13 @@ def _walk(root: Path, respect_gitignore: bool, passed_over: Counter) -> Iterator
             yield path, None, file_type
     for problem in problems:
         yield Path(problem.filename or root), f"cannot read directory: {problem.strerror or problem}", None
+
+
+def _skipped_dir(path: Path) -> bool:
+    name = path.name
+    if name in OUTPUT_DIRS:
+        return not (path / "__init__.py").is_file()
+    return name in SKIPPED_DIRS or name.endswith(".egg-info")
 
 
 def _inside(path: Path, real_root: Path) -> bool:

@@ -1,6 +1,7 @@
 """Files that are not Python: detection, span-keeping edits, errors, suppressions, discovery."""
 
 import json
+from pathlib import Path
 
 from hpu_port.engine import port_bytes
 from hpu_port.files import discover
@@ -93,3 +94,11 @@ def test_discovery_walks_every_type_and_counts_the_rest(tmp_path):
     found = discover([str(tmp_path)])
     assert sorted(s.file_type for s in found) == ["cuda", "dockerfile", "json", "python", "shell", "yaml"]
     assert found.passed_over == {".md": 1, ".png": 1}
+
+
+def test_build_output_is_skipped_but_a_package_named_dist_is_walked(tmp_path):
+    for name in ("dist/pkg-1.0/train.py", "build/lib/pkg/train.py", "pkg/dist/__init__.py", "pkg/dist/utils.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x\n")
+    found = [Path(s.path).relative_to(tmp_path).as_posix() for s in discover([str(tmp_path)])]
+    assert found == ["pkg/dist/__init__.py", "pkg/dist/utils.py"]
