@@ -23,7 +23,11 @@ device position, when the rule lists ``role-words``:
 
 A device name in the test of an ``if``, ``while`` or conditional expression
 whose code uses one of the ``nvidia-only`` names (see the ``rename`` kind) is
-reported, not renamed. In a module that keeps a table of the devices it
+reported, not renamed. A comparison with one of the ``accelerator-queries``
+(patterns of calls as written, such as ``*accelerator*.device_name``: methods of a layer that already knows several accelerators, such as
+DeepSpeed's ``get_accelerator().device_name()``) is reported, not renamed:
+that layer answers ``"hpu"`` on Gaudi by itself, so a test for ``"cuda"``
+picks CUDA's own code. In a module that keeps a table of the devices it
 knows (an enum of devices, a dict keyed by device names) listing ``device``
 but not the ``replacement``, every device string is reported: a renamed one
 would miss the table. Anything else is left to the fallback rule, which
@@ -51,6 +55,7 @@ class DeviceString(Kind):
         "role-methods": (list, False),
         "siblings": (list, False),
         "nvidia-only": (list, False),
+        "accelerator-queries": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
@@ -71,6 +76,7 @@ class DeviceString(Kind):
             "role-methods": frozenset(string_list(table.get("role-methods", []), "role-methods")),
             "siblings": frozenset(string_list(table.get("siblings", []), "siblings")),
             "nvidia-only": frozenset(string_list(table.get("nvidia-only", []), "nvidia-only")),
+            "accelerator-queries": frozenset(string_list(table.get("accelerator-queries", []), "accelerator-queries")),
         }
 
     def triggers(self, rule):

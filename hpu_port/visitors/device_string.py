@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -117,11 +118,25 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         parts = [node.left, *(target.comparator for target in node.comparisons)]
-        if any(isinstance(target.operator, COMPARISONS) for target in node.comparisons) and any(
-            self._names_a_role(part) for part in parts if not isinstance(part, cst.SimpleString)
-        ):
+        if not any(isinstance(target.operator, COMPARISONS) for target in node.comparisons):
+            return
+        query = next(filter(None, (self._accelerator_query(part) for part in parts)), None)
+        if query is not None:
+            for part in parts:
+                for string in _strings_in(part):
+                    self.kept.setdefault(string, f"`{query}` already answers \"{self.params['replacement']}\" on Gaudi: this test picks code for \"{self.params['device']}\" alone")
+        if any(self._names_a_role(part) for part in parts if not isinstance(part, cst.SimpleString)):
             for part in parts:
                 self._mark(part)
+
+    def _accelerator_query(self, expr: cst.CSTNode) -> Optional[str]:
+        """`get_accelerator().device_name()`: a layer that knows several
+        accelerators and answers for the one in use."""
+        if isinstance(expr, cst.Call) and not expr.args:
+            called = written(expr.func)
+            if any(fnmatch.fnmatchcase(called, pattern) for pattern in self.params["accelerator-queries"]):
+                return shown_briefly(written(expr))
+        return None
 
     def _beside_a_sibling(self, exprs) -> None:
         siblings = self.params["siblings"]
