@@ -23,23 +23,25 @@ from hpu_port.walk import walk
 # The conditionals, loops, arguments, dicts and statements that enclose the
 # node being visited (``self.around``), outermost first.
 Surroundings = enclosing(
-    "around", "If", "IfExp", "While", "Arg", "Dict", "Assert", "BooleanOperation", "SimpleStatementLine"
+    "around", "If", "IfExp", "While", "For", "Arg", "Dict", "Assert", "BooleanOperation", "SimpleStatementLine"
 )
 
 
 def guarded_by(node: cst.CSTNode, around: Iterable[cst.CSTNode]) -> Optional[cst.CSTNode]:
     """The innermost `if`, `while`, `assert` or conditional expression among
-    ``around`` (outermost first) whose test holds ``node``; else the outermost
+    ``around`` (outermost first) whose test holds ``node`` (or `for` loop
+    whose iterable does: `for i in range(torch.cuda.device_count()):` runs
+    its body only where there are CUDA devices); else the outermost
     `and`/`or` that holds it in its statement (`ok = torch.cuda.is_available()
     and torch.cuda.get_device_capability() >= (7, 5)`): a guard too."""
     around = list(around)
     for candidate in reversed(around):
-        test = getattr(candidate, "test", None)
-        if isinstance(candidate, (cst.If, cst.IfExp, cst.While, cst.Assert)) and test is not None and _holds(test, node):
+        test = candidate.iter if isinstance(candidate, cst.For) else getattr(candidate, "test", None)
+        if isinstance(candidate, (cst.If, cst.IfExp, cst.While, cst.For, cst.Assert)) and test is not None and _holds(test, node):
             return candidate
     operations = []
     for candidate in reversed(around):
-        if isinstance(candidate, (cst.SimpleStatementLine, cst.If, cst.While)):
+        if isinstance(candidate, (cst.SimpleStatementLine, cst.If, cst.While, cst.For)):
             break
         if isinstance(candidate, cst.BooleanOperation):
             operations.append(candidate)
@@ -51,9 +53,11 @@ def hold_guarded_body(guard: cst.CSTNode, ctx, used: str) -> None:
     what other rules would change inside it is reported too, not half-ported
     (`if torch.cuda.is_available(): torch.cuda.manual_seed(...); wrap(torch.cuda.default_generators)`).
     Only a plain test: under `if not ...:` the body is the other path."""
-    if not isinstance(guard, (cst.If, cst.While)) or not isinstance(guard.body, cst.IndentedBlock):
+    if not isinstance(guard, (cst.If, cst.While, cst.For)) or not isinstance(guard.body, cst.IndentedBlock):
         return
-    test = written(guard.test)
+    looped = isinstance(guard, cst.For)
+    tested = guard.iter if looped else guard.test
+    test = written(tested)
     reason = f"it is kept for NVIDIA GPUs, to use `{used}`, which has no Gaudi equivalent"
     after = code_after_exit(guard, ctx)
     if after:
@@ -63,7 +67,8 @@ def hold_guarded_body(guard: cst.CSTNode, ctx, used: str) -> None:
         return
     if _negated(test):
         return  # the body is the other path
-    ctx.other_backend.mark(guard.body, reason, name=f"the branch of `{shown_briefly(test)}`", at=guard.test)
+    unit = "the loop over" if looped else "the branch of"
+    ctx.other_backend.mark(guard.body, reason, name=f"{unit} `{shown_briefly(test)}`", at=tested)
 
 
 def _negated(test: str) -> bool:
@@ -159,6 +164,8 @@ class _NameFinder:
 def _test_and_body(guard: cst.CSTNode) -> list:
     if isinstance(guard, (cst.If, cst.IfExp, cst.While)):
         return [guard.test, guard.body]
+    if isinstance(guard, cst.For):
+        return [guard.iter, guard.body]
     return [guard]
 
 

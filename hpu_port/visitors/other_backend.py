@@ -26,7 +26,7 @@ from hpu_port.visitors._definitions import (
     statements_outside_defs,
 )
 from hpu_port.visitors._references import shown_briefly, written
-from hpu_port.walk import walk
+from hpu_port.walk import contains, walk
 
 __all__ = ["visitor", "name_words"]
 
@@ -59,6 +59,7 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
                 name = _internal_used(ctx, function, internals, attributes)
                 if name is not None:
                     ctx.other_backend.mark(function, f"it uses `{name}`, CUDA's own implementation internals, which have no Gaudi counterpart")
+        _mark_callers_of_held_functions(ctx, defined)
         if params["branch-names"]:
             ctx.other_backend.branch_watcher = lambda node, names=params["branch-names"], libraries=params["libraries"]: (
                 mark_arm(ctx, node, names) or mark_importing_arm(ctx, node, libraries)
@@ -88,16 +89,66 @@ def _mark_statement(ctx: FileContext, node: cst.SimpleStatementLine, patterns: t
         )
 
 
+def _mark_callers_of_held_functions(ctx: FileContext, defined: list) -> None:
+    """A function that calls one the module holds (`_set_cuda_rng_state`,
+    written with CUDA's internals) is held too: ported alone, it would read
+    the HPU's state and hand it to code that still writes CUDA's."""
+    units = ctx.other_backend.units
+    held = {node.name.value for node in ctx.module.body if isinstance(node, cst.FunctionDef) and node in units}
+    if not held:
+        return
+    for node in defined:
+        if isinstance(node, cst.FunctionDef) and node not in units and not _inside_a_unit(node, defined, units):
+            called = next((name for name in _names_called(node) if name in held), None)
+            if called is not None:
+                ctx.other_backend.mark(node, f"it calls `{called}`, which is not ported: ported alone, it would hand the HPU's values to CUDA code")
+
+
+def _inside_a_unit(node, defined: list, units) -> bool:
+    return any(other in units and other is not node and contains(other, node) for other in defined)
+
+
+def _names_called(function: cst.FunctionDef) -> Iterator[str]:
+    finder = _CalledNames()
+    walk(function.body, [finder])
+    return iter(finder.names)
+
+
+class _CalledNames:
+    """The names a function calls directly; nested definitions are units of their own."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.nested = 0
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.nested and isinstance(node.func, cst.Name):
+            self.names.append(node.func.value)
+
+    def visit_FunctionDef(self, node) -> None:
+        self.nested += 1
+
+    def leave_FunctionDef(self, node) -> None:
+        self.nested -= 1
+
+    visit_ClassDef, leave_ClassDef = visit_FunctionDef, leave_FunctionDef
+
+
 def _mark_cuda_twins(ctx: FileContext, defined: list) -> None:
     """`is_cuda_available` beside `is_hpu_available`: the module already has
     the HPU's own; the one named for CUDA is CUDA's, and ported it would be a
-    second HPU probe that CUDA-only branches then trust."""
+    second HPU probe that CUDA-only branches then trust. A method named
+    `cuda` is CUDA's own too: half-ported, it hands an HPU device to
+    `nn.Module.cuda`."""
     names = {node.name.value for node in defined}
     for node in defined:
         name = node.name.value
         twin = _CUDA_WORD.sub(lambda m: _AS_HPU[m.group()], name)
         if twin != name and twin in names:
             ctx.other_backend.mark(node, f"`{twin}` beside it is the HPU's own; this one is CUDA's")
+        elif name == "cuda" and isinstance(node, cst.FunctionDef):
+            # An override of `nn.Module.cuda()`: ported code moves with `.to("hpu")`.
+            ctx.other_backend.mark(node, "it defines `.cuda()`, the move to a CUDA device, which ported code no longer calls")
 
 
 _CUDA_WORD = re.compile(r"cuda|Cuda|CUDA")
