@@ -27,7 +27,10 @@ reported, not renamed. A comparison with one of the ``accelerator-queries``
 (patterns of calls as written, such as ``*accelerator*.device_name``: methods of a layer that already knows several accelerators, such as
 DeepSpeed's ``get_accelerator().device_name()``) is reported, not renamed:
 that layer answers ``"hpu"`` on Gaudi by itself, so a test for ``"cuda"``
-picks CUDA's own code. In a module that keeps a table of the devices it
+picks CUDA's own code. A module that tests for the ``replacement`` itself
+and uses one of the ``taken-by`` names (``torch_npu``: Ascend's backend is
+also called "hccl") means another backend by it: there every string is
+reported, not renamed. In a module that keeps a table of the devices it
 knows (an enum of devices, a dict keyed by device names) listing ``device``
 but not the ``replacement``, every device string is reported: a renamed one
 would miss the table. Anything else is left to the fallback rule, which
@@ -56,6 +59,7 @@ class DeviceString(Kind):
         "siblings": (list, False),
         "nvidia-only": (list, False),
         "accelerator-queries": (list, False),
+        "taken-by": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
@@ -77,6 +81,7 @@ class DeviceString(Kind):
             "siblings": frozenset(string_list(table.get("siblings", []), "siblings")),
             "nvidia-only": frozenset(string_list(table.get("nvidia-only", []), "nvidia-only")),
             "accelerator-queries": frozenset(string_list(table.get("accelerator-queries", []), "accelerator-queries")),
+            "taken-by": tuple(string_list(table.get("taken-by", []), "taken-by")),
         }
 
     def triggers(self, rule):

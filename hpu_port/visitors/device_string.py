@@ -13,6 +13,7 @@ from hpu_port.model import Rule
 from hpu_port.visitors._device_tables import device_table
 from hpu_port.visitors._guards import Surroundings, guarded_by, hold_guarded_body, nvidia_only_use, passed_as
 from hpu_port.visitors._references import literal_value, shown_briefly, written
+from hpu_port.walk import walk
 
 ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 # Keywords of an argparse-like call that hold values of the option it names.
@@ -42,9 +43,12 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         self.around: list[cst.CSTNode] = []
         # A table of the devices the module knows, which lacks the replacement.
         self.device_table: Optional[str] = None
+        # What the replacement already names in this module, if another backend.
+        self.taken: Optional[str] = None
 
     def visit_Module(self, node: cst.Module) -> None:
         self.device_table = device_table(node, self.params["device"], self.params["replacement"])
+        self.taken = _replacement_taken(node, self.ctx.source, self.params["replacement"], self.params["taken-by"])
         self._keep_named_constants(node.body)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -275,6 +279,10 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if node in self.kept:
             self.ctx.report(rule, node, message + f" (not rewritten: {self.kept[node]})")
             return
+        if self.taken is not None:
+            replacement = rule.params["replacement"]
+            self.ctx.report(rule, node, message + f" (not rewritten: this module tests for \"{replacement}\" and uses `{self.taken}`, whose backend has that name too: renamed, this code would take that branch)")
+            return
         table = self.device_table
         if table is not None:
             self.ctx.report(rule, node, message + f" (not rewritten: `{table}` in this module lists the devices it knows and has no \"{rule.params['replacement']}\" yet)")
@@ -294,6 +302,27 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if used:
             hold_guarded_body(guard, self.ctx, used)
         return used
+
+
+def _replacement_taken(module: cst.Module, source: bytes, replacement: str, taken_by: tuple) -> Optional[str]:
+    """The first of ``taken_by`` the module uses, when it also tests for
+    ``replacement`` (`backend == "hccl"` before `import torch_npu`)."""
+    used = next((name for name in taken_by if name.encode() in source), None)
+    if used is None or replacement.encode() not in source:
+        return None
+    tests = _TestsFor(replacement)
+    walk(module, [tests])
+    return used if tests.found else None
+
+
+class _TestsFor:
+    def __init__(self, value: str) -> None:
+        self.value = value
+        self.found = False
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        parts = [node.left, *(target.comparator for target in node.comparisons)]
+        self.found |= any(literal_value(written(s)) == self.value for part in parts for s in _strings_in(part) if isinstance(s, cst.SimpleString))
 
 
 def _string_constants(statements) -> Iterator[tuple[str, str]]:
