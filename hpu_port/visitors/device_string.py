@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -13,7 +14,6 @@ from hpu_port.model import Rule
 from hpu_port.visitors._device_tables import device_table
 from hpu_port.visitors._guards import Surroundings, guarded_by, hold_guarded_body, nvidia_only_use, passed_as
 from hpu_port.visitors._references import literal_value, shown_briefly, written
-from hpu_port.walk import walk
 
 ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 # Keywords of an argparse-like call that hold values of the option it names.
@@ -48,7 +48,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.device_table = device_table(node, self.params["device"], self.params["replacement"])
-        self.taken = _replacement_taken(node, self.ctx.source, self.params["replacement"], self.params["taken-by"])
+        self.taken = _replacement_taken(self.ctx.source, self.params["replacement"], self.params["taken-by"])
         self._keep_named_constants(node.body)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -304,25 +304,16 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         return used
 
 
-def _replacement_taken(module: cst.Module, source: bytes, replacement: str, taken_by: tuple) -> Optional[str]:
+def _replacement_taken(source: bytes, replacement: str, taken_by: tuple) -> Optional[str]:
     """The first of ``taken_by`` the module uses, when it also tests for
-    ``replacement`` (`backend == "hccl"` before `import torch_npu`)."""
+    ``replacement`` (`backend == "hccl"` before `import torch_npu`). Read
+    from the text: `check` may not parse the function that holds the test."""
     used = next((name for name in taken_by if name.encode() in source), None)
     if used is None or replacement.encode() not in source:
         return None
-    tests = _TestsFor(replacement)
-    walk(module, [tests])
-    return used if tests.found else None
-
-
-class _TestsFor:
-    def __init__(self, value: str) -> None:
-        self.value = value
-        self.found = False
-
-    def visit_Comparison(self, node: cst.Comparison) -> None:
-        parts = [node.left, *(target.comparator for target in node.comparisons)]
-        self.found |= any(literal_value(written(s)) == self.value for part in parts for s in _strings_in(part) if isinstance(s, cst.SimpleString))
+    quoted = rf"""["']{re.escape(replacement)}["']"""
+    test = re.compile(rf"(?:[=!]=|\bin)\s*{quoted}|{quoted}\s*(?:[=!]=|\bin\b|\bnot\s+in\b)".encode())
+    return used if test.search(source) else None
 
 
 def _string_constants(statements) -> Iterator[tuple[str, str]]:
