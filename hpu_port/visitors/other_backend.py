@@ -55,11 +55,13 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
         _mark_cuda_twins(ctx, defined)
         internals, attributes = params["internal-names"], params["internal-attributes"]
         if _mentioned(ctx.source, (*internals, *attributes)):
+            on_internals = set()
             for function in _outermost_functions(ctx.module.body):
                 name = _internal_used(ctx, function, internals, attributes)
                 if name is not None:
                     ctx.other_backend.mark(function, f"it uses `{name}`, CUDA's own implementation internals, which have no Gaudi counterpart")
-        _mark_callers_of_held_functions(ctx, defined)
+                    on_internals.add(function)
+            _mark_callers(ctx, defined, on_internals)
         if params["branch-names"]:
             ctx.other_backend.branch_watcher = lambda node, names=params["branch-names"], libraries=params["libraries"]: (
                 mark_arm(ctx, node, names) or mark_importing_arm(ctx, node, libraries)
@@ -89,12 +91,14 @@ def _mark_statement(ctx: FileContext, node: cst.SimpleStatementLine, patterns: t
         )
 
 
-def _mark_callers_of_held_functions(ctx: FileContext, defined: list) -> None:
-    """A function that calls one the module holds (`_set_cuda_rng_state`,
-    written with CUDA's internals) is held too: ported alone, it would read
-    the HPU's state and hand it to code that still writes CUDA's."""
+def _mark_callers(ctx: FileContext, defined: list, on_internals: set) -> None:
+    """A function that calls a module-level one held for CUDA's internals
+    (`_set_cuda_rng_state`, which writes the RNG state back through
+    `torch.cuda._lazy_call`) is held too: ported alone, it would read the
+    HPU's state and hand it to code that writes CUDA's. Callers of other
+    held functions (a probe for another device) only choose among devices."""
     units = ctx.other_backend.units
-    held = {node.name.value for node in ctx.module.body if isinstance(node, cst.FunctionDef) and node in units}
+    held = {node.name.value for node in ctx.module.body if node in on_internals}
     if not held:
         return
     for node in defined:
