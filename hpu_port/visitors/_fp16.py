@@ -56,7 +56,52 @@ class Fp16Choices(
         comment = self._comment_requiring_fp16()
         if comment is not None:
             return f"its comment says float16 is required here ({comment})"
+        cast = self._cast_back_later(node)
+        if cast is not None:
+            return f"`{cast}` goes through float16 and back to float32 in this function: bfloat16 would keep fewer bits of it"
         return None
+
+    def _cast_back_later(self, node: cst.CSTNode) -> Optional[str]:
+        """What is cast to float16 here, when the enclosing function also sends
+        it to other processes and casts it back to float32
+        (`bucket.to(dtype=torch.float16)`, `dist.broadcast(...)`,
+        `bucket.to(dtype=torch.float32)`): compressed storage for a round
+        trip, where bfloat16 keeps 8 bits of mantissa instead of float16's 11."""
+        function = next((d for d in reversed(self.definitions) if isinstance(d, cst.FunctionDef)), None)
+        cast = self._cast_call(node)
+        if function is None or cast is None:
+            return None
+        names = {written(cast.func.value)} | self._assigned_from(cast)
+        calls = _nodes(function.body, cst.Call)
+        if not any(_collective(call) for call in calls):
+            return None
+        for call in calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and written(func.value) in names and _to_float32(call):
+                return written(func.value)
+        return None
+
+    def _cast_call(self, node: cst.CSTNode) -> Optional[cst.Call]:
+        """The call `x.to(torch.float16)`, `x.to(dtype=torch.float16)` or `x.half()`."""
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            return node
+        statement = self._statement()
+        for call in _nodes(statement, cst.Call) if statement is not None else ():
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "to" and any(arg.value is node for arg in call.args):
+                return call
+        return None
+
+    def _assigned_from(self, cast: cst.Call) -> set:
+        """`c` for `c = t.half()`: the cast result, when the statement is only that."""
+        statement = self._statement()
+        small = statement.body[0] if statement is not None and len(statement.body) == 1 else None
+        if isinstance(small, cst.Assign) and small.value is cast:
+            return {written(target.target) for target in small.targets}
+        return set()
+
+    def _statement(self) -> Optional[cst.SimpleStatementLine]:
+        return next((n for n in reversed(self.around) if isinstance(n, cst.SimpleStatementLine)), None)
 
     def _comment_requiring_fp16(self) -> Optional[str]:
         """The comment on or above the statement, when it says float16 is
@@ -132,6 +177,32 @@ class Fp16Choices(
 
 _FP16_WORD = re.compile(r"\b(fp16|float16|half)\b", re.IGNORECASE)
 _REQUIRED_WORD = re.compile(r"\b(needed|needs|required|requires|must|only works)\b", re.IGNORECASE)
+
+
+_FLOAT32 = frozenset({"torch.float32", "torch.float"})
+
+
+_COLLECTIVES = frozenset({
+    "broadcast", "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
+    "all_to_all", "all_to_all_single", "reduce", "gather", "scatter", "send", "recv", "isend", "irecv",
+})
+
+
+def _collective(call: cst.Call) -> bool:
+    """`dist.broadcast(...)`, `torch.distributed.all_reduce(...)`."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in _COLLECTIVES:
+        return False
+    owner = written(func.value)
+    return owner in ("dist", "comm") or owner.endswith(("distributed", ".comm"))
+
+
+def _to_float32(call: cst.Call) -> bool:
+    """`.float()`, `.to(torch.float32)` or `.to(dtype=torch.float32, ...)`."""
+    name = call.func.attr.value
+    if name == "float":
+        return not call.args
+    return name == "to" and any(written(arg.value) in _FLOAT32 for arg in call.args if arg.keyword is None or arg.keyword.value == "dtype")
 
 
 def _outputs(statement: cst.SimpleStatementLine) -> set:
