@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
@@ -81,6 +82,8 @@ class _LoopVisitor(cst.BatchableCSTVisitor):
     def _start_loop(self, node, context: str) -> None:
         self.loop, self.loop_context, self.loop_is_handled = node, context, False
         self.loop_runs_model = not self.params["forward-calls"]
+        if self.params["forward-calls"] and _walks_weights(node):
+            self.loop_is_handled = True  # `for p in self.params:` edits weights, it runs no batches
 
     def leave_For(self, node) -> None:
         self._leave_loop(node)
@@ -114,6 +117,15 @@ class _LoopVisitor(cst.BatchableCSTVisitor):
             return
         for loop, context in self.candidates:
             self.ctx.report(self.rule, loop, self.rule.message.format(name=context))
+
+
+_WEIGHT_WORDS = re.compile(r"param|buffer|state_dict|weight", re.IGNORECASE)
+
+
+def _walks_weights(loop) -> bool:
+    """A loop over a model's parameters, buffers or state dict (`for p in
+    model.parameters():`, `for name, buf in self.named_buffers():`)."""
+    return isinstance(loop, cst.For) and bool(_WEIGHT_WORDS.search(written(loop.iter)))
 
 
 def _looks_like_a_model(func, ctx) -> bool:
