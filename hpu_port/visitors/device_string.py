@@ -19,6 +19,7 @@ ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 # Keywords of an argparse-like call that hold values of the option it names.
 OPTION_VALUES = frozenset({"default", "choices", "const"})
 STRING_TESTS = frozenset({"startswith", "endswith"})
+LIST_ADDS = frozenset({"append", "insert", "add", "extend"})
 COMPARISONS = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn, cst.Is, cst.IsNot)
 
 
@@ -38,6 +39,8 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         self.kept: dict[cst.CSTNode, str] = {}
         # Bare words that flow into a device position (see the kind's docs).
         self.in_role: set[cst.CSTNode] = set()
+        # Names given a list of devices (`["cpu"]`): what they get later is one too.
+        self.device_lists: set[str] = set()
         self.functions: list[cst.FunctionDef] = []
         # Enclosing checks and arguments, for strings in a device test.
         self.around: list[cst.CSTNode] = []
@@ -101,6 +104,15 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         if any(self._names_a_role(target.target) for target in node.targets):
             self._mark(node.value)
+        if self._lists_a_sibling(node.value):
+            # `available = ["cpu"]`: what is appended to it later is a device too.
+            self.device_lists.update(written(target.target) for target in node.targets)
+
+    def _lists_a_sibling(self, value: cst.BaseExpression) -> bool:
+        if not isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+            return False
+        words = [literal_value(written(e.value)) for e in value.elements if isinstance(e.value, cst.SimpleString)]
+        return any(w in self.params["siblings"] for w in words if isinstance(w, str))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if self._names_a_role(node.target):
@@ -196,6 +208,9 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             return
         if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, cst.SimpleString):
             self.templates.add(func.value)
+        if isinstance(func, cst.Attribute) and func.attr.value in LIST_ADDS and written(func.value) in self.device_lists:
+            for arg in node.args:
+                self._mark(arg.value)
         self._mark_arguments(node)
 
     def _mark_arguments(self, node: cst.Call) -> None:
