@@ -7,6 +7,9 @@ Each entry of ``[rewrites."<qualified name>"]`` may give:
   positional arguments can be passed as keywords to the new one;
   ``keep-positional``: how many leading positional arguments stay as they are;
 - ``prepend``: keywords put first (``device_type = '"hpu"'``);
+  ``prepend-positional``: expressions passed first, by position, before the
+  call's own arguments (``['"hpu"']`` for a device-generic function such as
+  ``torch.get_autocast_dtype("hpu")`` that takes the device type first);
 - ``as-positional``: keyword -> default, in order: these arguments are passed
   by position to the new callable (which may take no keywords, as
   ``autograd.Function.apply`` does), with the default where the call gave
@@ -16,13 +19,20 @@ Each entry of ``[rewrites."<qualified name>"]`` may give:
   the old callable's defaults hold where the new one's differ
   (``eps = "1e-8"``);
 - ``require``: keyword -> accepted values; a call passing another value is
-  left alone (``device = ['"cuda"']`` for ``torch.amp.GradScaler``);
+  left alone (``device = ['"cuda"']`` for ``torch.amp.GradScaler``); an empty
+  list leaves alone every call that passes the keyword at all (it already
+  names what the rewrite would add);
 - ``report-unless``: keyword -> accepted values; a call passing another
   value is reported, not rewritten (an option the new callable cannot honour,
   such as apex's ``master_weights = True``);
 - ``sequence``: arguments that must be written as a list, tuple or
   comprehension for the rewrite to apply; anything else is reported
   (``torch.cuda.ByteTensor(n)``: ``n`` may be a size, not data);
+- ``fallback-of``: qualified names of the device-generic form; a call in a
+  function (or at module level) that also calls one of them with arguments
+  is left alone: it is that code's fallback for older versions, which already
+  names its device (``try: torch.get_autocast_dtype(device) except
+  TypeError: torch.get_autocast_gpu_dtype()``);
 - ``switch-keyword`` and ``switch``: pick another target by that keyword's
   literal value (``adam_w_mode = False`` -> ``torch.optim.Adam``); a value that
   is not a literal cannot be decided and is reported instead.
@@ -45,8 +55,10 @@ import ast
 from hpu_port.kinds import Kind, register_kind, string_list, string_table
 from hpu_port.triggers import name_trigger
 
-ENTRY_KEYS = {"to", "positional", "keep-positional", "prepend", "as-positional", "set", "defaults", "drop", "require",
-              "report-unless", "sequence", "switch-keyword", "switch", "arms-agree"}
+ENTRY_KEYS = {
+    "to", "positional", "keep-positional", "prepend", "prepend-positional", "as-positional", "set", "defaults",
+    "drop", "require", "report-unless", "sequence", "fallback-of", "switch-keyword", "switch", "arms-agree",
+}
 
 
 @register_kind
@@ -94,11 +106,15 @@ def _entry(name: str, entry: dict) -> dict:
         raise ValueError(f"'{where}.report-unless' must be a table")
     for keyword, values in report_unless.items():
         string_list(values, f"{where}.report-unless.{keyword}")
+    prepend_positional = string_list(entry.get("prepend-positional", []), f"{where}.prepend-positional")
+    for code in prepend_positional:
+        _check_expression(code, f"{where}.prepend-positional")
     return {
         "to": entry["to"],
         "positional": string_list(entry.get("positional", []), f"{where}.positional"),
         "keep-positional": entry.get("keep-positional", 0),
         "prepend": entry.get("prepend", {}),
+        "prepend-positional": prepend_positional,
         "as-positional": entry.get("as-positional", {}),
         "set": entry.get("set", {}),
         "defaults": entry.get("defaults", {}),
@@ -106,6 +122,7 @@ def _entry(name: str, entry: dict) -> dict:
         "require": require,
         "report-unless": report_unless,
         "sequence": set(string_list(entry.get("sequence", []), f"{where}.sequence")),
+        "fallback-of": frozenset(string_list(entry.get("fallback-of", []), f"{where}.fallback-of")),
         "switch-keyword": entry.get("switch-keyword"),
         "switch": entry.get("switch", {}),
         "arms-agree": _flag(entry, "arms-agree", where),
@@ -128,4 +145,4 @@ def _check_expression(code: str, where: str) -> None:
 
 def example_call(entry: dict) -> str:
     keywords = [f"{k}={v}" for k, v in {**entry["prepend"], **entry["set"]}.items()]
-    return f"{entry['to']}({', '.join(keywords + ['...'])})"
+    return f"{entry['to']}({', '.join(entry['prepend-positional'] + keywords + ['...'])})"

@@ -9,6 +9,7 @@ import libcst as cst
 from hpu_port.context import FileContext
 from hpu_port.model import Rule
 from hpu_port.visitors._arms import Choices, in_another_arm
+from hpu_port.visitors._enclosing import enclosing
 from hpu_port.visitors._references import (
     NOT_A_LITERAL,
     ReferenceVisitor,
@@ -16,13 +17,16 @@ from hpu_port.visitors._references import (
     same_literal,
     written,
 )
+from hpu_port.walk import walk
+
+Functions = enclosing("functions", "FunctionDef")
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
     return _CallRewriteVisitor(ctx, rules)
 
 
-class _CallRewriteVisitor(Choices, ReferenceVisitor):
+class _CallRewriteVisitor(Choices, Functions, ReferenceVisitor):
     def __init__(self, ctx, rules) -> None:
         self.table = {}
         for rule in rules:
@@ -30,6 +34,10 @@ class _CallRewriteVisitor(Choices, ReferenceVisitor):
                 self.table.setdefault(name, (rule, entry))
         super().__init__(ctx, set(self.table))
         self.choices: list[cst.CSTNode] = []
+        self.functions: list[cst.FunctionDef] = []
+        # Per function (or the module): the qualified names it calls with a
+        # device it picks (see `_is_fallback`).
+        self.called_with_variables: dict[cst.CSTNode, set[str]] = {}
         # Calls of the table's names left as they are, and rewrites made in
         # an arm of a choice, judged once every arm has been seen.
         self.left_alone: set[cst.Call] = set()
@@ -41,7 +49,7 @@ class _CallRewriteVisitor(Choices, ReferenceVisitor):
             return
         rule, entry = self.table[hit[0]]
         arguments = _arguments(node, entry["positional"])
-        if arguments is None or not _required(arguments, entry["require"]):
+        if arguments is None or not _required(arguments, entry["require"]) or self._is_fallback(entry):
             self.left_alone.add(node)
             return
         target = _target(arguments, entry)
@@ -87,6 +95,22 @@ class _CallRewriteVisitor(Choices, ReferenceVisitor):
             else:
                 self._apply(rule, call, message, spelling, binding, edit)
 
+    def _is_fallback(self, entry) -> bool:
+        """Whether the code around the call also calls the device-generic form
+        the entry names (`fallback-of`) with a device it picks (a variable,
+        not a literal `"cuda"`): the call is then that code's fallback for
+        older versions (`try: torch.get_autocast_dtype(device) except
+        TypeError: torch.get_autocast_gpu_dtype()`)."""
+        if not entry["fallback-of"]:
+            return False
+        scope = self.functions[-1] if self.functions else self.ctx.module
+        called = self.called_with_variables.get(scope)
+        if called is None:
+            finder = _CallsWithVariableFirstArgument(self.ctx)
+            walk(scope, [finder])
+            called = self.called_with_variables[scope] = finder.names
+        return not called.isdisjoint(entry["fallback-of"])
+
     def visit_Decorator(self, node: cst.Decorator) -> None:
         if isinstance(node.decorator, cst.Call):
             return
@@ -108,8 +132,27 @@ class _CallRewriteVisitor(Choices, ReferenceVisitor):
 
     def on_reference(self, node, qualified, binding) -> None:
         rule, entry = self.table[qualified]
+        if self._is_fallback(entry):
+            return
         message = rule.message.format(name=written(node), replacement=entry["to"])
         self.ctx.report(rule, node, message + " (used as a value here: rewrite it by hand)")
+
+
+_STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+
+
+class _CallsWithVariableFirstArgument:
+    """The qualified names of the calls whose first argument is not a string literal."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.names: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if node.args and not node.args[0].star and not isinstance(node.args[0].value, _STRINGS):
+            hit = self.ctx.qualify(node.func)
+            if hit is not None:
+                self.names.add(hit[0])
 
 
 def _arguments(call: cst.Call, positional: list[str]) -> Optional[dict[str, cst.Arg]]:
@@ -185,6 +228,7 @@ def _new_call(call: cst.Call, arguments, entry, func_code: str) -> cst.Call:
         for name in kept
         if name in arguments and (by_position or arguments[name].keyword is None)
     ]
+    args = [cst.Arg(value=cst.parse_expression(code)) for code in entry["prepend-positional"]] + args
     args += _as_positional(arguments, entry["as-positional"])
     skip |= set(entry["as-positional"]) | (set(kept) if by_position else set())
     args += [_keyword_arg(k, cst.parse_expression(v)) for k, v in entry["prepend"].items()]
