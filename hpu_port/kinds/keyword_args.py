@@ -5,7 +5,8 @@ remove, ``rename`` old -> new keyword names, ``set`` keyword -> Python expressio
 (added when missing, replaced when different). With ``set-when``, a keyword is
 replaced only when its current value is one of those listed, and added only
 when the list holds ``"<missing>"``; ``"*"`` stands for any value. ``only-if``
-limits the rule to calls passing the given values (``pin_memory = ["True"]``);
+limits the rule to calls passing the given values (``pin_memory = ["True"]``;
+``"*"``: any value but ``None``, by keyword or at its ``positions``);
 ``report-when`` reports calls passing the given values, without a fix
 (``sparse = ["True"]``). A matched callable used as a
 bare decorator (``@torch.compile``) becomes a call with the ``set`` keywords.

@@ -112,7 +112,7 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
 
     def _check(self, rule, node: cst.Call, report_at=None) -> None:
         present = _keywords(node, rule.params["positions"])
-        if not all(k in present and same_value(written(present[k].value), v) for k, v in rule.params["only-if"].items()):
+        if not all(k in present and _one_of(present[k], v) for k, v in rule.params["only-if"].items()):
             return
         flagged = [k for k, v in rule.params["report-when"].items() if k in present and same_value(written(present[k].value), v)]
         if flagged:
@@ -229,6 +229,12 @@ def _keywords_to_set(call: cst.Call, params) -> list[str]:
 
 
 ANY = "*"
+
+
+def _one_of(arg: cst.Arg, values: list[str]) -> bool:
+    """Whether the argument is one of ``values``; ``"*"``: anything but ``None``."""
+    code = written(arg.value)
+    return (ANY in values and code != "None") or same_value(code, values)
 
 
 def same_value(code: str, candidates: list[str]) -> bool:
