@@ -8,7 +8,9 @@ when the list holds ``"<missing>"``; ``"*"`` stands for any value. ``only-if``
 limits the rule to calls passing the given values (``pin_memory = ["True"]``;
 ``"*"``: any value but ``None``, by keyword or at its ``positions``);
 ``report-when`` reports calls passing the given values, without a fix
-(``sparse = ["True"]``). A matched callable used as a
+(``sparse = ["True"]``). With ``subclasses = true``, calls of the classes the
+file itself defines on top of one of ``calls`` named exactly (``class
+Wrapper(DDP)``, or on top of another such class) match too. A matched callable used as a
 bare decorator (``@torch.compile``) becomes a call with the ``set`` keywords.
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from hpu_port.kinds import Kind, register_kind, string_list, string_table
+from hpu_port.kinds import Kind, last_words, register_kind, string_list, string_table
 from hpu_port.triggers import name_trigger
 
 
@@ -33,6 +35,7 @@ class KeywordArgs(Kind):
         "positions": (dict, False),
         "only-if": (dict, False),
         "report-when": (dict, False),
+        "subclasses": (bool, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "keywords"})
 
@@ -66,7 +69,13 @@ class KeywordArgs(Kind):
             "positions": positions,
             "only-if": table.get("only-if", {}),
             "report-when": report_when,
+            "subclasses": table.get("subclasses", False),
         }
+
+    def context_words(self, rule):
+        # A class defined on top of one of the calls (`class Wrapper(DDP):`)
+        # decides what other code calls: it must not be stubbed out.
+        return last_words(rule.params["calls"]) if rule.params["subclasses"] else frozenset()
 
     def triggers(self, rule):
         needed = [k for k in rule.params["only-if"] if k not in rule.params["positions"]]

@@ -10,7 +10,9 @@ import libcst as cst
 from hpu_port.context import FileContext
 from hpu_port.kinds.keyword_args import MISSING
 from hpu_port.model import Rule, is_advice
+from hpu_port.names import LOCAL
 from hpu_port.visitors._references import NOT_A_LITERAL, literal_value, same_literal, written
+from hpu_port.visitors._subclasses import binding_scope, local_subclasses
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
@@ -29,6 +31,8 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
         self.key_assignments: dict[tuple[str, str], list[tuple]] = {}
         # Calls that unpack a mapping: (rule, the mapping's name, the call's scope).
         self.unpacking: list[tuple] = []
+        # Per rule: the classes this file defines on top of the ones it names.
+        self.subclasses: dict[str, set[tuple]] = {}
 
     # -- what a `**kwargs` mapping holds ------------------------------------------
 
@@ -89,15 +93,33 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
         func = node.func
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value in ("update", "setdefault"):
             self._note_keys(func.value.value, _call_keys(node, func.attr.value))
-        hit = self.ctx.qualify(node.func)
-        if hit is None:
-            return
-        for rule in self.rules:
-            if calls_match(hit[0], rule.params["calls"]):
-                self._check(rule, node)
-                mapping = next((arg.value for arg in node.args if arg.star == "**"), None)
-                if isinstance(mapping, cst.Name) and rule.params["drop"]:
-                    self.unpacking.append((rule, mapping.value, self.ctx.scope.node))
+        for rule in self._rules_for(node.func):
+            self._check(rule, node)
+            mapping = next((arg.value for arg in node.args if arg.star == "**"), None)
+            if isinstance(mapping, cst.Name) and rule.params["drop"]:
+                self.unpacking.append((rule, mapping.value, self.ctx.scope.node))
+
+    def _rules_for(self, func) -> list[Rule]:
+        """The rules whose `calls` name what ``func`` calls: through the imports,
+        or a class this file defines on top of one of them (`subclasses`)."""
+        hit = self.ctx.qualify(func)
+        if hit is not None:
+            return [rule for rule in self.rules if calls_match(hit[0], rule.params["calls"])]
+        if not isinstance(func, cst.Name) or self.ctx.scope.lookup(func.value) != LOCAL:
+            return []
+        where = binding_scope(self.ctx.scope, func.value)
+        key = (func.value, where.node if where is not None else None)
+        return [rule for rule in self.rules if key in self._subclasses(rule)]
+
+    def _subclasses(self, rule) -> set[tuple]:
+        if not rule.params["subclasses"]:
+            return set()
+        if rule.code not in self.subclasses:
+            # Exact names only: a class on top of one a pattern names would be
+            # stubbed out when `check` narrows the file (see Kind.context_words).
+            known = lambda qualified: qualified in rule.params["calls"]
+            self.subclasses[rule.code] = local_subclasses(self.ctx.module, self.ctx.scopes, known)
+        return self.subclasses[rule.code]
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         if isinstance(node.decorator, cst.Call):
