@@ -107,7 +107,13 @@ class _CallRewriteVisitor(Choices, Functions, ReferenceVisitor):
         called = self.called_with_variables.get(scope)
         if called is None:
             finder = _CallsWithVariableFirstArgument(self.ctx)
-            walk(scope, [finder])
+            # At module level, the module's own statements: the functions and
+            # classes are units of their own (and `check` may stub them out).
+            roots = [scope] if scope is not self.ctx.module else [
+                statement for statement in scope.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))
+            ]
+            for root in roots:
+                walk(root, [finder])
             called = self.called_with_variables[scope] = finder.names
         return not called.isdisjoint(entry["fallback-of"])
 
