@@ -41,3 +41,13 @@ def test_a_name_assigned_twice_is_read_in_both_places():
         setup(name="m", install_requires=requires)
     '''
     assert findings(code) == [(6, 24, "flash-attn")]
+
+
+def test_the_names_of_extras_are_not_requirements():
+    code = '''
+        from setuptools import setup
+
+        extras = {"triton": [], "kernels": ["flash-attn"]}
+        setup(name="m", extras_require=extras)
+    '''
+    assert findings(code) == [(3, 37, "flash-attn")]

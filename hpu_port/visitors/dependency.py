@@ -84,9 +84,14 @@ class _Strings:
     def __init__(self) -> None:
         self.found: list = []
         self.names: list[str] = []
+        self.keys: set = set()
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        self.keys.add(node.key)  # the name of an extra (`{"triton": [...]}`), not a requirement
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        self.found.append(node)
+        if node not in self.keys:
+            self.found.append(node)
 
     def visit_Name(self, node: cst.Name) -> None:
         self.names.append(node.value)
