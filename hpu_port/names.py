@@ -71,14 +71,18 @@ class Scope:
 
     def lookup(self, name: str) -> Union[ImportBinding, str, None]:
         """The import binding for ``name``, ``LOCAL`` if shadowed, None if unbound."""
+        scope = self.binding_scope(name)
+        return scope.binding_here(name) if scope is not None else None
+
+    def binding_scope(self, name: str) -> Optional["Scope"]:
+        """The scope whose binding of ``name`` a use here sees, if any."""
         for scope in self.chain():
             if name in scope.global_names:
-                return scope.module_scope().binding_here(name)
+                return scope.module_scope()
             if name in scope.nonlocal_names:
                 continue
-            found = scope.binding_here(name)
-            if found is not None:
-                return found
+            if scope.binding_here(name) is not None:
+                return scope
         return None
 
     def binding_here(self, name: str) -> Union[ImportBinding, str, None]:

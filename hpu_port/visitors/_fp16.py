@@ -107,7 +107,7 @@ class Fp16Choices(
         """The comment on or above the statement, when it says float16 is
         needed (`# downcast to fp16 - needed for 8bit serialization`): the
         author chose the dtype on purpose."""
-        statement = next((n for n in reversed(self.around) if isinstance(n, cst.SimpleStatementLine)), None)
+        statement = self._statement()
         if statement is None:
             return None
         comments = [line.comment.value for line in statement.leading_lines if line.comment is not None]
@@ -146,7 +146,7 @@ class Fp16Choices(
         choice = next((n for n in reversed(self.around) if isinstance(n, (cst.If, cst.IfExp))), None)
         if isinstance(choice, cst.IfExp):
             return _mentions(choice, texts)
-        statement = next((n for n in reversed(self.around) if isinstance(n, cst.SimpleStatementLine)), None)
+        statement = self._statement()
         anchor, block = statement, self.blocks[-1] if self.blocks else None
         if isinstance(choice, cst.If):
             anchor = self._chain_top(choice)

@@ -5,11 +5,11 @@ at a time."""
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable
 
 import libcst as cst
 
-from hpu_port.names import Scope, ScopeIndex, qualify
+from hpu_port.names import ScopeIndex, qualify
 from hpu_port.visitors._definitions import classes
 
 
@@ -43,14 +43,3 @@ def local_subclasses(module: cst.Module, scopes: ScopeIndex, is_known: Callable[
                 grew = True
     return found
 
-
-def binding_scope(scope: Scope, name: str) -> Optional[Scope]:
-    """The scope whose binding of ``name`` a use in ``scope`` sees."""
-    for candidate in scope.chain():
-        if name in candidate.global_names:
-            return candidate.module_scope()
-        if name in candidate.nonlocal_names:
-            continue
-        if candidate.binding_here(name) is not None:
-            return candidate
-    return None

@@ -109,10 +109,11 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             self.device_lists.update(written(target.target) for target in node.targets)
 
     def _lists_a_sibling(self, value: cst.BaseExpression) -> bool:
-        if not isinstance(value, (cst.List, cst.Tuple, cst.Set)):
-            return False
-        words = [literal_value(written(e.value)) for e in value.elements if isinstance(e.value, cst.SimpleString)]
-        return any(w in self.params["siblings"] for w in words if isinstance(w, str))
+        return isinstance(value, (cst.List, cst.Tuple, cst.Set)) and self._names_a_sibling([e.value for e in value.elements])
+
+    def _names_a_sibling(self, exprs) -> bool:
+        values = [literal_value(written(e)) for e in exprs if isinstance(e, cst.SimpleString)]
+        return any(v in self.params["siblings"] for v in values if isinstance(v, str))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if self._names_a_role(node.target):
@@ -155,9 +156,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         return None
 
     def _beside_a_sibling(self, exprs) -> None:
-        siblings = self.params["siblings"]
-        values = [literal_value(written(e)) for e in exprs if isinstance(e, cst.SimpleString)]
-        if any(v in siblings for v in values if isinstance(v, str)):
+        if self._names_a_sibling(exprs):
             for expr in exprs:
                 self._mark(expr)
 

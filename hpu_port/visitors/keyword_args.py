@@ -12,7 +12,7 @@ from hpu_port.kinds.keyword_args import MISSING
 from hpu_port.model import Rule, is_advice
 from hpu_port.names import LOCAL
 from hpu_port.visitors._references import NOT_A_LITERAL, literal_value, same_literal, written
-from hpu_port.visitors._subclasses import binding_scope, local_subclasses
+from hpu_port.visitors._subclasses import local_subclasses
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
@@ -107,7 +107,7 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
             return [rule for rule in self.rules if calls_match(hit[0], rule.params["calls"])]
         if not isinstance(func, cst.Name) or self.ctx.scope.lookup(func.value) != LOCAL:
             return []
-        where = binding_scope(self.ctx.scope, func.value)
+        where = self.ctx.scope.binding_scope(func.value)
         key = (func.value, where.node if where is not None else None)
         return [rule for rule in self.rules if key in self._subclasses(rule)]
 
