@@ -310,12 +310,9 @@ class ScopeEnter(cst.BatchableCSTVisitor):
     def visit_FunctionDef(self, node) -> None:
         self.ctx.non_references.add(node.name)
         self._enter(node)
-        self.ctx.other_backend.enter(node)
+        self.ctx.other_backend.enter_definition(node)
 
-    def visit_ClassDef(self, node) -> None:
-        self.ctx.non_references.add(node.name)
-        self._enter(node)
-        self.ctx.other_backend.enter(node)
+    visit_ClassDef = visit_FunctionDef
 
     def visit_Param(self, node) -> None:
         self.ctx.non_references.add(node.name)
@@ -350,9 +347,6 @@ class ScopeEnter(cst.BatchableCSTVisitor):
         self._mark_targets(node.target)
 
     def visit_AugAssign(self, node) -> None:
-        self._mark_targets(node.target)
-
-    def visit_For(self, node) -> None:
         self._mark_targets(node.target)
 
     def visit_CompFor(self, node) -> None:
@@ -392,10 +386,14 @@ class ScopeEnter(cst.BatchableCSTVisitor):
         self.ctx.branches.enter_block(node.body)
 
     # Statements after an early exit kept for NVIDIA-only code (see hold_guarded_body).
-    def visit_For(self, node) -> None:
+    def visit_While(self, node) -> None:
         self.ctx.other_backend.enter(node)
 
-    visit_While = visit_With = visit_Try = visit_For
+    visit_With = visit_Try = visit_While
+
+    def visit_For(self, node) -> None:
+        self._mark_targets(node.target)
+        self.ctx.other_backend.enter(node)
 
     def visit_SimpleStatementLine(self, node) -> None:
         self.ctx.other_backend.enter_statement(node)

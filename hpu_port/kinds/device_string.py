@@ -33,7 +33,11 @@ also called "hccl") means another backend by it: there every string is
 reported, not renamed. In a module that keeps a table of the devices it
 knows (an enum of devices, a dict keyed by device names) listing ``device``
 but not the ``replacement``, every device string is reported: a renamed one
-would miss the table. Anything else is left to the fallback rule, which
+would miss the table. In the branch of a test that stays a test for
+``device`` (it compares with a ``device`` string that is not renamed, or
+calls one of the ``kept-checks``, qualified patterns such as Lightning's
+``*.CUDAAccelerator.is_available``), the branch runs only where that device
+is, so its strings keep their name and are reported. Anything else is left to the fallback rule, which
 reports the line. Without
 ``role-words`` the bare word is rewritten wherever it stands. Docstrings and
 bytes are never touched.
@@ -60,6 +64,7 @@ class DeviceString(Kind):
         "nvidia-only": (list, False),
         "accelerator-queries": (list, False),
         "taken-by": (list, False),
+        "kept-checks": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
@@ -82,6 +87,7 @@ class DeviceString(Kind):
             "nvidia-only": frozenset(string_list(table.get("nvidia-only", []), "nvidia-only")),
             "accelerator-queries": frozenset(string_list(table.get("accelerator-queries", []), "accelerator-queries")),
             "taken-by": tuple(string_list(table.get("taken-by", []), "taken-by")),
+            "kept-checks": frozenset(string_list(table.get("kept-checks", []), "kept-checks")),
         }
 
     def triggers(self, rule):

@@ -47,7 +47,12 @@ is such code when:
 - ``statement-names``: a statement (one line of code) uses one of these
   qualified names (`torch.cuda.get_device_capability`, `torch.cuda.nccl.version`):
   the statement, so that its other CUDA calls are not half ported (checked
-  only where a fix would be made).
+  only where a fix would be made);
+- ``held-helpers`` (true or false): a module-level function or class that
+  only held code uses (every mention of its name in the file is inside a
+  held unit: `StaticBufferLoader`, used only by a CUDA-graph wrapper held
+  for CUDA's internals): the definition; ported alone, it would hand HPU
+  values to its CUDA-only user.
 
 What any rule would fix inside a unit is reported instead (with the reason), and
 the unit itself is reported once. The kind matches nothing by itself: it only
@@ -72,6 +77,7 @@ class OtherBackend(Kind):
         "internal-names": (list, False),
         "internal-attributes": (list, False),
         "statement-names": (list, False),
+        "held-helpers": (bool, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "reason", "count"})
 
@@ -86,6 +92,7 @@ class OtherBackend(Kind):
             "internal-names": tuple(string_list(table.get("internal-names", []), "internal-names")),
             "internal-attributes": frozenset(string_list(table.get("internal-attributes", []), "internal-attributes")),
             "statement-names": tuple(string_list(table.get("statement-names", []), "statement-names")),
+            "held-helpers": bool(table.get("held-helpers", False)),
         }
 
     def describe(self, rule):
@@ -102,7 +109,7 @@ class OtherBackend(Kind):
             "statement-names": "NVIDIA-only names that hold the rest of their statement",
         }
         for key, title in titles.items():
-            values = sorted(rule.params[key])
+            values = sorted(rule.params[key]) if key in rule.params else []
             if values:
                 lines.append(f"{title}: " + ", ".join(f"`{value}`" for value in values) + "\n")
         return "\n".join(lines)

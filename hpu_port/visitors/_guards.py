@@ -65,13 +65,13 @@ def hold_guarded_body(guard: cst.CSTNode, ctx, used: str) -> None:
         for statement in after:
             ctx.other_backend.mark(statement, reason, name=f"the code after `{shown_briefly(test)}`", at=guard.test)
         return
-    if _negated(test):
+    if negated(test):
         return  # the body is the other path
     unit = "the loop over" if looped else "the branch of"
     ctx.other_backend.mark(guard.body, reason, name=f"{unit} `{shown_briefly(test)}`", at=tested)
 
 
-def _negated(test: str) -> bool:
+def negated(test: str) -> bool:
     # `x is not None` is a plain test; `not`, `!=` and `not in` turn it around.
     return bool(re.search(r"(?<!\bis )\bnot\b", test)) or "!=" in test
 
@@ -79,7 +79,7 @@ def _negated(test: str) -> bool:
 def code_after_exit(guard: cst.CSTNode, ctx) -> list:
     """For `if not <check>: return` (or raise, continue, break), the
     statements after it in its block: the code the check guards."""
-    if not isinstance(guard, cst.If) or guard.orelse is not None or not _negated(written(guard.test)):
+    if not isinstance(guard, cst.If) or guard.orelse is not None or not negated(written(guard.test)):
         return []
     body = guard.body.body if isinstance(guard.body, cst.IndentedBlock) else ()
     last = body[-1] if body else None
@@ -90,8 +90,9 @@ def code_after_exit(guard: cst.CSTNode, ctx) -> list:
     return statements[statements.index(guard) + 1:]
 
 
-def nvidia_only_use(guard: cst.CSTNode, ctx, patterns: frozenset) -> Optional[str]:
-    """The first NVIDIA-only name the guarded code uses (as written), or None."""
+def nvidia_only_use(guard: cst.CSTNode, ctx, patterns: frozenset, flag: str = "") -> Optional[str]:
+    """The first NVIDIA-only name the guarded code uses (as written), or None.
+    A ``flag`` the guard tests is not one itself (`if USE_CUDA:`)."""
     if not patterns:
         return None
     finder = _Finder(ctx, patterns)
@@ -102,7 +103,7 @@ def nvidia_only_use(guard: cst.CSTNode, ctx, patterns: frozenset) -> Optional[st
         return finder.result()
     # Words and strings say what the branch itself is for: the test and the
     # code it runs, not the `else`/`elif` arms after it.
-    markers = _Markers(patterns)
+    markers = _Markers(patterns, flag)
     for part in (*_test_and_body(guard), *after):
         walk(part, [markers])
     if markers.found is None and markers.strings:
@@ -111,6 +112,22 @@ def nvidia_only_use(guard: cst.CSTNode, ctx, patterns: frozenset) -> Optional[st
         table = table_in_patterns(ctx.module, patterns, markers.strings.__contains__)
         return table
     return markers.found
+
+
+def cuda_branch(guard: cst.CSTNode, ctx, patterns: frozenset) -> Optional[str]:
+    """For a branch whose test itself names CUDA (`if IS_CUDA_SYSTEM:`, a
+    CUDA-only check) and whose code uses an NVIDIA-only API, that API: the
+    port leaves both, so the branch still runs only on NVIDIA GPUs."""
+    if not patterns or not isinstance(guard, (cst.If, cst.While)):
+        return None
+    finder = _Finder(ctx, patterns)
+    walk(guard, [finder])
+    used = finder.result()
+    if used is None:
+        return None
+    test_finder, markers = _Finder(ctx, patterns), _Markers(patterns)
+    walk(guard.test, [test_finder, markers])
+    return used if test_finder.result() or markers.found else None
 
 
 def flag_guards_nvidia_code(around: list, ctx, patterns: frozenset) -> tuple[str, Optional[str]]:
@@ -126,7 +143,7 @@ def flag_guards_nvidia_code(around: list, ctx, patterns: frozenset) -> tuple[str
     tests = _Tests(flag)
     walk(ctx.scope.node, [tests])
     for guard in tests.found:
-        used = nvidia_only_use(guard, ctx, patterns)
+        used = nvidia_only_use(guard, ctx, patterns, flag)
         if used:
             return flag, used
     return flag, None
@@ -259,8 +276,9 @@ class _Markers:
     """Names and strings that say a branch is for NVIDIA GPUs (``word:`` and
     ``string:`` patterns)."""
 
-    def __init__(self, patterns: frozenset) -> None:
+    def __init__(self, patterns: frozenset, flag: str = "") -> None:
         self.patterns = patterns
+        self.flag = flag
         self.found: Optional[str] = None
         self.strings: set = set()
         self.raising = 0
@@ -304,5 +322,5 @@ class _Markers:
 
     def _check_word(self, word: str) -> None:
         # `self.use_triton`, `enable_cuda_graph`: names that say what the branch is for.
-        if self.found is None and _matches(word, self.patterns, "word:"):
+        if self.found is None and word != self.flag and _matches(word, self.patterns, "word:"):
             self.found = word

@@ -12,8 +12,9 @@ from hpu_port.context import FileContext
 from hpu_port.kinds.device_string import name_parts
 from hpu_port.model import Rule
 from hpu_port.visitors._device_tables import device_table
-from hpu_port.visitors._guards import Surroundings, guarded_by, hold_guarded_body, nvidia_only_use, passed_as
+from hpu_port.visitors._guards import Surroundings, cuda_branch, guarded_by, hold_guarded_body, negated, nvidia_only_use, passed_as
 from hpu_port.visitors._references import literal_value, shown_briefly, written
+from hpu_port.walk import walk
 
 ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 # Keywords of an argparse-like call that hold values of the option it names.
@@ -48,6 +49,9 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         self.device_table: Optional[str] = None
         # What the replacement already names in this module, if another backend.
         self.taken: Optional[str] = None
+        # The blocks enclosing the node being visited, and the strings renamed so far.
+        self.blocks: list[cst.IndentedBlock] = []
+        self.renamed: set[cst.CSTNode] = set()
 
     def visit_Module(self, node: cst.Module) -> None:
         self.device_table = device_table(node, self.params["device"], self.params["replacement"])
@@ -77,6 +81,12 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
     def visit_IfExp(self, node) -> None:
         super().visit_IfExp(node)
         self._beside_a_sibling([node.body, node.orelse])
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.blocks.append(node)
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.blocks.pop()
 
     # -- where a string stands --------------------------------------------------
 
@@ -305,7 +315,43 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if used:
             self.ctx.report(rule, node, message + f" (not rewritten: the code this test guards uses `{used}`, which has no Gaudi equivalent)")
             return
+        test = self._kept_test_around(node)
+        if test:
+            self.ctx.report(rule, node, message + f" (not rewritten: {test}, so this branch runs only there)")
+            return
+        self.renamed.add(node)
         self.ctx.report(rule, node, message, self.ctx.replace(node, edit))
+
+    def _kept_test_around(self, node) -> Optional[str]:
+        """Why an enclosing branch is taken only on the device itself, when the
+        port leaves its test as it is (`if CUDAAccelerator.is_available():
+        return "cuda"`, `if t == "cuda": flag = "cuda"` where `t` plays no
+        device role, `if IS_CUDA_SYSTEM: major = torch.cuda.get_device_capability()`):
+        renamed, the branch would name the HPU where CUDA is."""
+        for guard in reversed(self.around):
+            if isinstance(guard, (cst.If, cst.While)):
+                inside = guard.body in self.blocks
+            elif isinstance(guard, cst.IfExp):
+                inside = any(string is node for string in _strings_in(guard.body))
+            else:
+                continue
+            test = written(guard.test)
+            if not inside or negated(test):
+                continue
+            # A conditional expression's test comes after its first arm: its
+            # strings are not visited yet, so only its calls count.
+            strings = not isinstance(guard, cst.IfExp)
+            if self._stays_a_device_test(guard.test, strings):
+                return f"`{shown_briefly(test)}` stays a test for {self.params['device']!r}"
+            used = cuda_branch(guard, self.ctx, self.params["nvidia-only"])
+            if used:
+                return f"`{shown_briefly(test)}` tests for CUDA and its branch uses `{used}`"
+        return None
+
+    def _stays_a_device_test(self, test: cst.BaseExpression, strings: bool) -> bool:
+        kept = _KeptTest(self.ctx, self.params, self.renamed if strings else None)
+        walk(test, [kept])
+        return kept.found
 
     def _guarded_nvidia_code(self, node) -> Optional[str]:
         patterns = self.params["nvidia-only"]
@@ -316,6 +362,27 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if used:
             hold_guarded_body(guard, self.ctx, used)
         return used
+
+
+class _KeptTest:
+    """Whether a test compares with a device string that is not renamed, or
+    calls one of the ``kept-checks``."""
+
+    def __init__(self, ctx, params, renamed) -> None:
+        self.ctx, self.params, self.renamed = ctx, params, renamed
+        self.found = False
+
+    def visit_SimpleString(self, node) -> None:
+        value = literal_value(node.value)
+        if self.renamed is None:
+            return
+        if isinstance(value, str) and self.params["exact"].fullmatch(value) and node not in self.renamed:
+            self.found = True
+
+    def visit_Call(self, node) -> None:
+        hit = self.ctx.qualify(node.func)
+        if hit is not None and any(fnmatch.fnmatchcase(hit[0], p) for p in self.params["kept-checks"]):
+            self.found = True
 
 
 def _replacement_taken(source: bytes, replacement: str, taken_by: tuple) -> Optional[str]:
