@@ -15,7 +15,9 @@ device position, when the rule lists ``role-words``:
 - the first argument of one of the ``role-calls`` (``torch.device``) or of a
   method in ``role-methods`` (``.to("cuda")``);
 - an argparse-like call whose option name has a role word
-  (``add_argument("--device", default="cuda", choices=[...])``);
+  (``add_argument("--device", default="cuda", choices=[...])``), and the
+  default of an entry or attribute so named (``cfg.get("device", "cuda")``,
+  ``getattr(args, "device", "cuda")``, ``os.getenv("DEVICE", "cuda")``);
 - a comparison with an expression that names a role word
   (``x.device.type == "cuda"``, ``dist.get_backend() != "nccl"``);
 - beside one of the ``siblings`` in a list, tuple, set or conditional
@@ -33,7 +35,10 @@ also called "hccl") means another backend by it: there every string is
 reported, not renamed. In a module that keeps a table of the devices it
 knows (an enum of devices, a dict keyed by device names) listing ``device``
 but not the ``replacement``, every device string is reported: a renamed one
-would miss the table. In the branch of a test that stays a test for
+would miss the table. A value typed with a ``Literal`` of strings that
+lacks the replacement (``backend: Literal["nccl", "gloo"] = "nccl"``, also
+through a module-level alias), and a comparison with a parameter so typed,
+are reported: renamed, the value would break its type. In the branch of a test that stays a test for
 ``device`` (it compares with a ``device`` string that is not renamed, or
 calls one of the ``kept-checks``, qualified patterns such as Lightning's
 ``*.CUDAAccelerator.is_available``), the branch runs only where that device

@@ -42,6 +42,9 @@ is such code when:
   test); with ``branch-names``, the `"cuda"` entry of a dict keyed by
   device names (`{"cuda": torch.cuda.synchronize, "xpu": ..., "cpu": None}`):
   a per-device table looked up by the device in use, never read on Gaudi;
+- always: a class named for CUDA one of whose methods is such a unit
+  (`FullCudaGraphWrapper`, whose `__call__` uses CUDA's internals): the
+  class, whose other methods set up what that one uses;
 - always: a function or class named for CUDA whose HPU twin the module also
   defines (`is_cuda_available` beside `is_hpu_available`): the CUDA one;
 - ``statement-names``: a statement (one line of code) uses one of these

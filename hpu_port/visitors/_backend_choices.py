@@ -127,7 +127,7 @@ def mark_arm(ctx: FileContext, node, names: frozenset) -> Optional[bool]:
     shown = shown_briefly(written(node.test))
     ctx.other_backend.mark(
         arm,
-        f"it runs only for `{name}`, another device, export format or NVIDIA-only library",
+        f"it runs only for `{name}`, another device, export format, NVIDIA-only library or set-up",
         name=f"the branch of `{shown}`" if positive else f"the `else` branch of `{shown}`",
         at=node.test,
     )
@@ -168,8 +168,8 @@ _FLAG_WORDS = frozenset({"is", "use", "on", "using", "has"})
 def _compared_device(test: cst.Comparison, names: frozenset) -> Optional[tuple[str, bool]]:
     target = test.comparisons[0]
     operator = target.operator
-    values = [_string(test.left), *_strings(target.comparator)] if isinstance(operator, (cst.In, cst.NotIn)) else [
-        _string(test.left), _string(target.comparator)]
+    values = [_value(test.left), *_strings(target.comparator)] if isinstance(operator, (cst.In, cst.NotIn)) else [
+        _value(test.left), _value(target.comparator)]
     compared = [value.split(":")[0].lower() for value in values if value is not None]
     if not compared or not all(value in names for value in compared):
         return None
@@ -187,11 +187,20 @@ def _string(node) -> Optional[str]:
     return None
 
 
+def _value(node) -> Optional[str]:
+    """A string, or the member of an enum of devices or set-ups, lower-cased
+    (`DistributedType.MULTI_GPU`: "multi_gpu")."""
+    if isinstance(node, cst.Attribute) and isinstance(node.value, (cst.Name, cst.Attribute)):
+        member = node.attr.value
+        return member.lower() if member.isupper() else None
+    return _string(node)
+
+
 def _strings(node) -> list:
     if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
-        values = [_string(element.value) for element in node.elements]
+        values = [_value(element.value) for element in node.elements]
         return values if all(value is not None for value in values) else [None]
-    return [_string(node)]
+    return [_value(node)]
 
 
 def _prefix_test(test: cst.Call, names: frozenset) -> Optional[tuple[str, bool]]:

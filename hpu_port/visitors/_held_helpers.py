@@ -48,7 +48,7 @@ class HelpersOfHeldCode:
         user = self._helpers.get(node)
         if user is not None:
             self.other_backend.mark(
-                node, f"only `{user}`, which is not ported, uses it: ported alone, it would hand the HPU's values to that CUDA code"
+                node, f"only {user}, which is not ported, uses it: ported alone, it would hand the HPU's values to that CUDA code"
             )
 
     def _find_helpers(self) -> dict[cst.CSTNode, str]:
@@ -84,9 +84,9 @@ class HelpersOfHeldCode:
 
     def _unit_name(self, unit: cst.CSTNode) -> str:
         if unit in self.other_backend.names:
-            return self.other_backend.names[unit][0].strip("`")
+            return self.other_backend.names[unit][0]
         name = getattr(unit, "name", None)
-        return name.value if isinstance(name, cst.Name) else "code kept for CUDA"
+        return f"`{name.value}`" if isinstance(name, cst.Name) else "code kept for CUDA"
 
 
 def _count(pattern: re.Pattern, code: str) -> int:

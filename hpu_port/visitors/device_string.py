@@ -20,6 +20,9 @@ ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 # Keywords of an argparse-like call that hold values of the option it names.
 OPTION_VALUES = frozenset({"default", "choices", "const"})
 STRING_TESTS = frozenset({"startswith", "endswith"})
+# Methods whose second argument is the default of the entry the first names
+# (`cfg.get("device", "cuda")`, `os.getenv("DEVICE", "cuda")`).
+KEYED_DEFAULTS = frozenset({"get", "setdefault", "pop", "getenv"})
 LIST_ADDS = frozenset({"append", "insert", "add", "extend"})
 COMPARISONS = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn, cst.Is, cst.IsNot)
 
@@ -52,8 +55,13 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         # The blocks enclosing the node being visited, and the strings renamed so far.
         self.blocks: list[cst.IndentedBlock] = []
         self.renamed: set[cst.CSTNode] = set()
+        # `RefitBackendName = Literal["nccl", "gloo"]`, and for each enclosing
+        # function its parameters typed with such a Literal.
+        self.literal_aliases: dict[str, tuple[str, frozenset]] = {}
+        self.typed_params: list[dict[str, tuple[str, frozenset]]] = []
 
     def visit_Module(self, node: cst.Module) -> None:
+        self.literal_aliases = dict(_literal_aliases(node.body))
         self.device_table = device_table(node, self.params["device"], self.params["replacement"])
         self.taken = _replacement_taken(self.ctx.source, self.params["replacement"], self.params["taken-by"])
         self._keep_named_constants(node.body)
@@ -128,16 +136,41 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if self._names_a_role(node.target):
             self._mark(node.value)
+        self._keep_outside_literal(written(node.target), node.annotation, node.value)
 
     def visit_Param(self, node: cst.Param) -> None:
         if self._role(node.name.value):
             self._mark(node.default)
+        self._keep_outside_literal(node.name.value, node.annotation, node.default)
+
+    def _literal(self, annotation: Optional[cst.Annotation]) -> Optional[tuple[str, frozenset]]:
+        """(the type as written, its values) when ``annotation`` is a Literal
+        of strings, directly or through a module-level alias, that lacks the
+        replacement."""
+        if annotation is None:
+            return None
+        expr = annotation.annotation
+        typed = self.literal_aliases.get(expr.value) if isinstance(expr, cst.Name) else _literal_type(expr)
+        return typed if typed is not None and self.params["replacement"] not in typed[1] else None
+
+    def _keep_outside_literal(self, name: str, annotation, value) -> None:
+        """`backend: Literal["nccl", "mpi", "gloo"] = "nccl"`: the type allows
+        only its own values; renamed, the value would break it."""
+        typed = self._literal(annotation)
+        if typed is not None and value is not None:
+            for string in _strings_in(value):
+                self.kept.setdefault(string, _outside_literal(name, typed[0], self.params["replacement"]))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node)
+        params = node.params
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        typed = {p.name.value: self._literal(p.annotation) for p in every}
+        self.typed_params.append({name: value for name, value in typed.items() if value is not None})
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.pop()
+        self.typed_params.pop()
 
     def visit_Return(self, node: cst.Return) -> None:
         if self.functions and self._role(self.functions[-1].name.value):
@@ -152,6 +185,13 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             for part in parts:
                 for string in _strings_in(part):
                     self.kept.setdefault(string, f"`{query}` already answers \"{self.params['replacement']}\" on Gaudi: this test picks code for \"{self.params['device']}\" alone")
+        typed = self.typed_params[-1] if self.typed_params else {}
+        name = next((part.value for part in parts if isinstance(part, cst.Name) and part.value in typed), None)
+        if name is not None:
+            # `backend == "nccl"` where `backend: Literal["nccl", "gloo", "nvshmem"]`.
+            for part in parts:
+                for string in _strings_in(part):
+                    self.kept.setdefault(string, _outside_literal(name, typed[name][0], self.params["replacement"]))
         if any(self._names_a_role(part) for part in parts if not isinstance(part, cst.SimpleString)):
             for part in parts:
                 self._mark(part)
@@ -214,6 +254,8 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             # getattr(x, "cuda"): the name of an attribute, not a device.
             if isinstance(node.args[1].value, cst.SimpleString):
                 self.ctx.claim(node.args[1].value)
+            if func.value == "getattr" and len(node.args) > 2 and self._names_a_role_string(node.args[1].value):
+                self._mark(node.args[2].value)  # getattr(args, "device", "cuda")
             return
         if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, cst.SimpleString):
             self.templates.add(func.value)
@@ -224,20 +266,22 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
 
     def _mark_arguments(self, node: cst.Call) -> None:
         positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
-        option = any(
-            isinstance(arg.value, cst.SimpleString) and self._role(str(literal_value(written(arg.value))))
-            for arg in positional
-        )
+        option = any(self._names_a_role_string(arg.value) for arg in positional)
         for arg in node.args:
             if arg.keyword is not None and (self._role(arg.keyword.value) or (option and arg.keyword.value in OPTION_VALUES)):
                 self._mark(arg.value)
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in KEYED_DEFAULTS and len(positional) > 1 and self._names_a_role_string(positional[0].value):
+            self._mark(positional[1].value)
         if positional and self._device_call(node.func):
             self._mark(positional[0].value)
         # `args.device.startswith("cuda")`, `str(device).endswith("cuda")`
-        func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in STRING_TESTS and self._names_a_role(func.value):
             for arg in positional:
                 self._mark(arg.value)
+
+    def _names_a_role_string(self, expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.SimpleString) and self._role(str(literal_value(written(expr))))
 
     def _device_call(self, func: cst.BaseExpression) -> bool:
         if isinstance(func, cst.Attribute) and func.attr.value in self.params["role-methods"]:
@@ -383,6 +427,31 @@ class _KeptTest:
         hit = self.ctx.qualify(node.func)
         if hit is not None and any(fnmatch.fnmatchcase(hit[0], p) for p in self.params["kept-checks"]):
             self.found = True
+
+
+def _literal_aliases(statements) -> Iterator[tuple[str, tuple[str, frozenset]]]:
+    """`RefitBackendName = Literal["nccl", "gloo", "nvshmem"]` at module level."""
+    for statement in statements:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and _target_name(small):
+                    typed = _literal_type(small.value)
+                    if typed is not None:
+                        yield _target_name(small), typed
+
+
+def _literal_type(expr: cst.BaseExpression) -> Optional[tuple[str, frozenset]]:
+    """(as written, the string values) for `Literal["a", "b"]` (or `typing.Literal`)."""
+    if not isinstance(expr, cst.Subscript) or written(expr.value).split(".")[-1] != "Literal":
+        return None
+    values = [literal_value(written(element.slice.value)) for element in expr.slice if isinstance(element.slice, cst.Index)]
+    if not values or not all(isinstance(value, str) for value in values):
+        return None
+    return shown_briefly(written(expr)), frozenset(values)
+
+
+def _outside_literal(name: str, typed: str, replacement: str) -> str:
+    return f"`{name}` is typed `{typed}`, which does not allow {replacement!r}"
 
 
 def _replacement_taken(source: bytes, replacement: str, taken_by: tuple) -> Optional[str]:

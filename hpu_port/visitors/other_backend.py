@@ -63,6 +63,7 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
                     ctx.other_backend.mark(function, f"it uses `{name}`, CUDA's own implementation internals, which have no Gaudi counterpart")
                     on_internals.add(function)
             _mark_callers(ctx, defined, on_internals)
+        _mark_cuda_classes(ctx)
         if params["branch-names"]:
             ctx.other_backend.branch_watcher = lambda node, names=params["branch-names"], libraries=params["libraries"]: (
                 mark_arm(ctx, node, names) or mark_importing_arm(ctx, node, libraries)
@@ -109,6 +110,19 @@ def _mark_callers(ctx: FileContext, defined: list, on_internals: set) -> None:
             called = next((name for name in _names_called(node) if name in held), None)
             if called is not None:
                 ctx.other_backend.mark(node, f"it calls `{called}`, which is not ported: ported alone, it would hand the HPU's values to CUDA code")
+
+
+def _mark_cuda_classes(ctx: FileContext) -> None:
+    """A class named for CUDA (`FullCudaGraphWrapper`) one of whose methods is
+    held (it uses CUDA's internals or an NVIDIA-only library) is CUDA's own
+    implementation: its other methods set up what that one uses."""
+    units = ctx.other_backend.units
+    for node in classes(ctx.module.body):
+        if node in units or not _CUDA_WORD.search(node.name.value) or not isinstance(node.body, cst.IndentedBlock):
+            continue
+        method = next((m for m in node.body.body if isinstance(m, cst.FunctionDef) and m in units), None)
+        if method is not None:
+            ctx.other_backend.mark(node, f"it is named for CUDA and its `{method.name.value}` is not ported: {units[method]}")
 
 
 def _inside_a_unit(node, defined: list, units) -> bool:
