@@ -115,17 +115,10 @@ class OtherBackendCode:
         # Marks a statement that uses NVIDIA-only code, asked only when a fix
         # is about to be made in it (most statements never are).
         self.statement_watcher: Optional[Callable[[cst.SimpleStatementLine], None]] = None
-        # Marks a module-level function or class as the walk reaches it.
-        self.definition_watcher: Optional[Callable[[cst.CSTNode], None]] = None
         self._statements: list[cst.SimpleStatementLine] = []
         self._watched: set[cst.CSTNode] = set()
         # The blocks the walk is in, innermost last (the module's own body is not one).
         self.blocks: list[cst.IndentedBlock] = []
-
-    def enter_definition(self, node: cst.CSTNode) -> None:
-        if self.definition_watcher is not None:
-            self.definition_watcher(node)
-        self.enter(node)
 
     def enter_if(self, node: cst.If) -> None:
         if self.branch_watcher is not None:

@@ -59,6 +59,8 @@ class FileContext:
         # and its bytes (a cheap screen before a kind looks closer).
         self.path = ""
         self.source = b""
+        # The standard parser's tree of the source as read, when made.
+        self.tree = None
 
     # -- names ------------------------------------------------------------------
 
@@ -310,7 +312,7 @@ class ScopeEnter(cst.BatchableCSTVisitor):
     def visit_FunctionDef(self, node) -> None:
         self.ctx.non_references.add(node.name)
         self._enter(node)
-        self.ctx.other_backend.enter_definition(node)
+        self.ctx.other_backend.enter(node)
 
     visit_ClassDef = visit_FunctionDef
 

@@ -74,6 +74,7 @@ def port_module(
     ctx = FileContext(module, ruleset.options, apply)
     ctx.path = path
     ctx.source = source
+    ctx.tree = tree
     ctx.statement_starts = statement_starts(module, tree) if tree is not None else None
     ctx.suppressions = scan_suppressions(source, module.encoding) if source else None
     visitors: list[cst.BatchableCSTVisitor] = [ScopeEnter(ctx)]

@@ -52,10 +52,11 @@ is such code when:
   the statement, so that its other CUDA calls are not half ported (checked
   only where a fix would be made);
 - ``held-helpers`` (true or false): a module-level function or class that
-  only held code uses (every mention of its name in the file is inside a
-  held unit: `StaticBufferLoader`, used only by a CUDA-graph wrapper held
-  for CUDA's internals): the definition; ported alone, it would hand HPU
-  values to its CUDA-only user.
+  only held module-level code uses (every mention of its name in the file is
+  inside a held top-level function or class, not as a base class:
+  `StaticBufferLoader`, used only by a CUDA-graph wrapper held for CUDA's
+  internals): the definition; ported alone, it would hand HPU values to its
+  CUDA-only user.
 
 What any rule would fix inside a unit is reported instead (with the reason), and
 the unit itself is reported once. The kind matches nothing by itself: it only

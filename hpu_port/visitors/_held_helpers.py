@@ -1,17 +1,18 @@
-"""Module-level functions and classes that only code held for CUDA uses (for
-the ``other-backend`` kind).
+"""Module-level functions and classes that only held code uses (for the
+``other-backend`` kind).
 
 `StaticBufferLoader` fills the input buffers of a CUDA-graph wrapper that is
-held for CUDA's internals; `_fused_adan_multi_tensor` runs only in a branch
-kept for a CUDA kernel. Ported alone, such a helper hands HPU tensors and
-streams to the CUDA code that is its only user, so it is held with it.
+held for CUDA's internals. Ported alone, such a helper hands HPU tensors and
+streams to the CUDA code that is its only user, so it is held with it; so is
+a helper of that helper (`copy_tensors_in_struct`, used only by
+`StaticBufferLoader`).
 
-Uses are counted in the file's text (the source as read, which `check` does
-not stub): a name mentioned anywhere else (another function, `__all__`, a
-comment) may be used on Gaudi, and its definition is ported as usual. A
-definition is judged when the walk reaches it, against the units held by
-then, so the helpers of helpers are held too (`copy_tensors_in_struct`, used
-only by `StaticBufferLoader`).
+Uses are counted in the file's text as read, top-level statement by
+statement (`check` stubs out code no rule acts on, and both commands must
+agree): a name mentioned anywhere else (another function, `__all__`, a
+comment) may be used on Gaudi, and its definition is ported as usual. A class
+named as the base of a held class is an interface other modules build on
+too, not a helper.
 """
 
 from __future__ import annotations
@@ -21,77 +22,56 @@ from typing import Optional
 
 import libcst as cst
 
-from hpu_port.branches import OtherBackendCode
-from hpu_port.walk import contains
+from hpu_port.context import FileContext
+from hpu_port.positions import statement_starts
+from hpu_port.visitors._references import written
 
 
-class HelpersOfHeldCode:
-    """The definition watcher: holds a module-level definition whose every
-    use lies inside a held unit."""
-
-    def __init__(self, module: cst.Module, source: bytes, other_backend: OtherBackendCode) -> None:
-        self.module = module
-        self.source = source
-        self.other_backend = other_backend
-        self.definitions = [s for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))]
-        self._top_level = set(self.definitions)
-        self._judged_with = -1
-        self._helpers: dict[cst.CSTNode, str] = {}
-
-    def __call__(self, node: cst.CSTNode) -> None:
-        if node not in self._top_level or node in self.other_backend.units:
-            return
-        units = self.other_backend.units
-        if len(units) != self._judged_with:
-            self._judged_with = len(units)
-            self._helpers = self._find_helpers()
-        user = self._helpers.get(node)
-        if user is not None:
-            self.other_backend.mark(
-                node, f"only {user}, which is not ported, uses it: ported alone, it would hand the HPU's values to that CUDA code"
-            )
-
-    def _find_helpers(self) -> dict[cst.CSTNode, str]:
-        """Each definition used only inside held units (or other such
-        definitions), with the name of one of those users."""
-        held = [unit for unit in self.other_backend.units if unit is not self.module]
-        if not held:
-            return {}
-        helpers: dict[cst.CSTNode, str] = {}
-        changed = True
-        while changed:
-            changed = False
-            users = _outermost([*held, *helpers])
-            for node in self.definitions:
-                if node in helpers or node in self.other_backend.units:
-                    continue
-                user = self._only_user(node, users)
+def mark_helpers_of_held_code(ctx: FileContext) -> None:
+    units = ctx.other_backend.units
+    if not any(statement in units for statement in ctx.module.body):
+        return
+    statements = _statement_texts(ctx)
+    helpers: dict[cst.CSTNode, str] = {}
+    changed = True
+    while changed:
+        changed = False
+        for node in statements:
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node not in units and node not in helpers:
+                user = _only_user(node, statements, ctx.source, lambda s: s in units or s in helpers)
                 if user is not None:
                     helpers[node] = user
                     changed = True
-        return helpers
-
-    def _only_user(self, node, users: list) -> Optional[str]:
-        name = node.name.value
-        pattern = re.compile(rb"(?<![\w.])" + re.escape(name.encode()) + rb"\b")
-        elsewhere = len(pattern.findall(self.source)) - _count(pattern, self.module.code_for_node(node))
-        if elsewhere <= 0:
-            return None
-        inside = [(user, _count(pattern, self.module.code_for_node(user))) for user in users if user is not node]
-        if sum(count for _, count in inside) != elsewhere:
-            return None
-        return next(self._unit_name(user) for user, count in inside if count)
-
-    def _unit_name(self, unit: cst.CSTNode) -> str:
-        if unit in self.other_backend.names:
-            return self.other_backend.names[unit][0]
-        name = getattr(unit, "name", None)
-        return f"`{name.value}`" if isinstance(name, cst.Name) else "code kept for CUDA"
+    for node, user in helpers.items():
+        ctx.other_backend.mark(
+            node, f"only `{user}`, which is not ported, uses it: ported alone, it would hand the HPU's values to that CUDA code"
+        )
 
 
-def _count(pattern: re.Pattern, code: str) -> int:
-    return len(pattern.findall(code.encode()))
+def _statement_texts(ctx: FileContext) -> dict[cst.CSTNode, bytes]:
+    """Each top-level statement's lines in the source as read."""
+    starts = statement_starts(ctx.module, ctx.tree) if ctx.tree is not None and ctx.source else None
+    if not starts:
+        return {}
+    lines = ctx.source.splitlines(keepends=True)
+    return {statement: b"".join(lines[start - 1:node.end_lineno]) for statement, (start, node) in starts.items()}
 
 
-def _outermost(units: list) -> list:
-    return [unit for unit in units if not any(other is not unit and contains(other, unit) for other in units)]
+def _only_user(node, statements: dict, source: bytes, held) -> Optional[str]:
+    """The name of a held statement that uses ``node``, when every use of it
+    outside its own definition is in held statements."""
+    name = node.name.value
+    pattern = re.compile(rb"(?<![\w.])" + re.escape(name.encode()) + rb"\b")
+    elsewhere = len(pattern.findall(source)) - len(pattern.findall(statements[node]))
+    if elsewhere <= 0:
+        return None
+    users = [(s, len(pattern.findall(text))) for s, text in statements.items() if s is not node and held(s)]
+    if sum(count for _, count in users) != elsewhere:
+        return None
+    if any(isinstance(s, cst.ClassDef) and any(_names(base.value, name) for base in s.bases) for s, _ in users):
+        return None
+    return next((s.name.value for s, count in users if count and hasattr(s, "name")), "code kept for CUDA")
+
+
+def _names(expr: cst.BaseExpression, name: str) -> bool:
+    return written(expr).split(".")[-1] == name

@@ -16,7 +16,7 @@ from hpu_port.context import FileContext
 from hpu_port.filetypes import path_words
 from hpu_port.model import Rule
 from hpu_port.visitors._backend_choices import PLAIN_DEVICES, mark_arm, mark_cuda_choices, mark_cuda_entry, mark_importing_arm
-from hpu_port.visitors._held_helpers import HelpersOfHeldCode
+from hpu_port.visitors._held_helpers import mark_helpers_of_held_code
 from hpu_port.visitors._definitions import (
     body_of,
     classes,
@@ -64,6 +64,8 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
                     on_internals.add(function)
             _mark_callers(ctx, defined, on_internals)
         _mark_cuda_classes(ctx)
+        if params["held-helpers"]:
+            mark_helpers_of_held_code(ctx)
         if params["branch-names"]:
             ctx.other_backend.branch_watcher = lambda node, names=params["branch-names"], libraries=params["libraries"]: (
                 mark_arm(ctx, node, names) or mark_importing_arm(ctx, node, libraries)
@@ -73,8 +75,6 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
                 ctx.other_backend.dict_watcher = lambda node, names=devices: mark_cuda_entry(ctx, node, names)
         if b"hpu" in ctx.source and b"cuda" in ctx.source:
             mark_cuda_choices(ctx)
-        if params["held-helpers"]:
-            ctx.other_backend.definition_watcher = HelpersOfHeldCode(ctx.module, ctx.source, ctx.other_backend)
         statement_names = params["statement-names"]
         if statement_names and _mentioned(ctx.source, statement_names):
             ctx.other_backend.statement_watcher = lambda node: _mark_statement(ctx, node, statement_names)
