@@ -25,7 +25,7 @@ from hpu_port.names import (
 )
 from hpu_port.positions import holding_statements, positions_in_statements, positions_of
 from hpu_port.results import Finding
-from hpu_port.walk import walk
+from hpu_port.walk import descendants, walk
 
 
 class FileContext:
@@ -125,7 +125,7 @@ class FileContext:
         fix: Optional[Callable[[EditPlan], None]] = None,
         spelling: Optional["Spelling"] = None,
         binding: Optional[ImportBinding] = None,
-    ) -> None:
+    ) -> "Hit":
         """Record a finding at ``node``, with the ``fix`` that rewrites it (None:
         a person must act). ``binding`` is the import whose use the fix
         replaces. Fixes are planned once the finding's place is known, so that
@@ -145,6 +145,19 @@ class FileContext:
         hit = Hit(node, rule, message, fix if fixable else None, spelling, binding, has_fix, fixable)
         hit.statement = self.statement
         self._hits.append(hit)
+        return hit
+
+    def hits_inside(self, tree: cst.CSTNode) -> list["Hit"]:
+        """The findings recorded so far at nodes inside ``tree``."""
+        nodes = set(descendants(tree))
+        return [hit for hit in self._hits if hit.node in nodes]
+
+    def withdraw_fix(self, hit: "Hit", reason: str) -> None:
+        """Report ``hit`` without its fix (decided after the walk, before planning)."""
+        if hit.has_fix:
+            hit.has_fix = hit.fixable = False
+            hit.fix = None
+            hit.message += f" (not rewritten: {reason})"
 
     def report_at(self, rule: Rule, line: int, message: str) -> None:
         """Record a finding about a line rather than a node (a comment, say)."""

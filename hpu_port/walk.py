@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import lru_cache
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import libcst as cst
 
@@ -108,13 +108,16 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 def contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
     """Whether ``node`` is ``tree`` or one of its descendants."""
+    return any(current is node for current in descendants(tree))
+
+
+def descendants(tree: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``tree`` and every node under it that rules look at."""
     stack = [tree]
     while stack:
         current = stack.pop()
-        if current is node:
-            return True
+        yield current
         stack.extend(children(current))
-    return False
 
 
 def walk(root: cst.CSTNode, visitors: Sequence[object]) -> None:

@@ -32,6 +32,13 @@ class Rename(Kind):
     an ``if``, ``while`` or conditional expression whose code uses one of them
     is reported, not renamed, so that the NVIDIA-only branch does not start
     running on Gaudi.
+
+    ``[result-keys]`` maps an old name that returns a dict to the keys its
+    replacement's dict has (``torch.hpu.memory_stats()`` has "InUse", not
+    CUDA's "allocated_bytes.all.current"): a call whose result is read with
+    another key (`stats["num_alloc_retries"]`, `stats.get(...)`, directly or
+    through the name it is assigned to in the same function) is reported, not
+    renamed; renamed, the read would fail or find nothing.
     """
 
     name = "rename"
@@ -42,6 +49,7 @@ class Rename(Kind):
         "positions": (dict, False),
         "guards": (list, False),
         "nvidia-only": (list, False),
+        "result-keys": (dict, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
@@ -59,6 +67,10 @@ class Rename(Kind):
             "positions": positions_params(table["positions"]) if "positions" in table else None,
             "guards": frozenset(string_list(table.get("guards", []), "guards")),
             "nvidia-only": frozenset(string_list(table.get("nvidia-only", []), "nvidia-only")),
+            "result-keys": {
+                name: frozenset(string_list(keys, f"result-keys.{name}"))
+                for name, keys in table.get("result-keys", {}).items()
+            },
         }
 
     def describe(self, rule):

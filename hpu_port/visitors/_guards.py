@@ -9,12 +9,14 @@ ported only when what it guards holds none of the NVIDIA-only names.
 
 from __future__ import annotations
 
+import os
 import re
 from fnmatch import fnmatchcase
 from typing import Iterable, Optional
 
 import libcst as cst
 
+from hpu_port.visitors._definitions import name_words
 from hpu_port.visitors._device_tables import table_in_patterns
 from hpu_port.visitors._enclosing import enclosing
 from hpu_port.visitors._references import literal_value, shown_briefly, written
@@ -23,7 +25,7 @@ from hpu_port.walk import walk
 # The conditionals, loops, arguments, dicts and statements that enclose the
 # node being visited (``self.around``), outermost first.
 Surroundings = enclosing(
-    "around", "If", "IfExp", "While", "For", "Arg", "Dict", "Assert", "BooleanOperation", "SimpleStatementLine"
+    "around", "If", "IfExp", "While", "For", "Call", "Arg", "Dict", "Assert", "BooleanOperation", "SimpleStatementLine"
 )
 
 
@@ -53,6 +55,11 @@ def hold_guarded_body(guard: cst.CSTNode, ctx, used: str) -> None:
     what other rules would change inside it is reported too, not half-ported
     (`if torch.cuda.is_available(): torch.cuda.manual_seed(...); wrap(torch.cuda.default_generators)`).
     Only a plain test: under `if not ...:` the body is the other path."""
+    if isinstance(guard, cst.IfExp) and not negated(written(guard.test)):
+        # `str(torch.cuda.get_device_name()) if is_cuda else ""`: the arm for CUDA.
+        ctx.other_backend.mark(guard.body, f"it is kept for NVIDIA GPUs, to use `{used}`, which has no Gaudi equivalent",
+                               name=f"the value for `{shown_briefly(written(guard.test))}`", at=guard.test)
+        return
     if not isinstance(guard, (cst.If, cst.While, cst.For)) or not isinstance(guard.body, cst.IndentedBlock):
         return
     looped = isinstance(guard, cst.For)
@@ -130,6 +137,94 @@ def cuda_branch(guard: cst.CSTNode, ctx, patterns: frozenset) -> Optional[str]:
     return used if test_finder.result() or markers.found else None
 
 
+def keep_guards_over_kept_cuda(ctx, flipped: list) -> None:
+    """Withdraw the rename of a guard (`if torch.cuda.is_available():`) whose
+    code keeps a CUDA call or device the port could not change there
+    (`torch.cuda.memory_stats()` read with CUDA's keys, a call held for
+    another reason): renamed, the check would send Gaudi into that CUDA code."""
+    for hit, guard in flipped:
+        if not hit.has_fix:
+            continue
+        kept = next((h for h in ctx.hits_inside(guard.body) if _kept_cuda(h)), None)
+        if kept is not None:
+            ctx.withdraw_fix(hit, f"the code it guards keeps `{shown_briefly(written(kept.node))}`, which the port could not change there")
+
+
+# Rules that port what only works on CUDA: a finding of theirs without its fix
+# leaves CUDA code behind.
+_CUDA_CATEGORIES = frozenset({"device", "memory", "distributed", "graphs", "libraries"})
+
+
+def _kept_cuda(hit) -> bool:
+    return hit.rule.has_fix and not hit.has_fix and hit.rule.category in _CUDA_CATEGORIES
+
+
+def library_switch(around: list, ctx) -> Optional[str]:
+    """``keyword=`` when the check is handed to another library's option
+    named for CUDA (`MergeOptions(cuda=torch.cuda.is_available())`,
+    `knn(..., gpu=device.type == "cuda")`): that library then runs its own
+    CUDA code, which the port does not change."""
+    index = next((i for i in range(len(around) - 1, 0, -1) if isinstance(around[i], (cst.Arg, cst.SimpleStatementLine))), 0)
+    if index == 0:
+        return None
+    arg, call = around[index], around[index - 1]
+    if not isinstance(arg, cst.Arg) or arg.keyword is None or not isinstance(call, cst.Call):
+        return None
+    if not _CUDA_SWITCH_WORDS & set(name_words(arg.keyword.value)):
+        return None
+    hit = ctx.qualify(call.func)
+    if hit is None or first_party(ctx.path, hit[0].split(".")[0]):
+        return None
+    return f"{arg.keyword.value}="
+
+
+_CUDA_SWITCH_WORDS = frozenset({"cuda", "gpu", "gpus"})
+
+
+def first_party(path: str, root: str) -> bool:
+    """Whether the module ``root`` is the project's own: the package that
+    holds ``path``, or a module or package beside it (beside the script)."""
+    directory = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        parent = os.path.dirname(directory)
+        if os.path.basename(directory) == root or parent == directory:
+            return True
+        directory = parent
+    return os.path.isfile(os.path.join(directory, root + ".py")) or os.path.isdir(os.path.join(directory, root))
+
+
+def own_hpu_path(ctx) -> Optional[str]:
+    """What names the HPU in the function being walked (`DeviceHPU()`,
+    `device == "hpu"`, `is_hpu_available()`), if anything: code that already
+    has its own HPU path tests for CUDA to pick CUDA's."""
+    function = ctx.scope.node
+    if not isinstance(function, cst.FunctionDef):
+        return None
+    finder = _HpuNames()
+    walk(function, [finder])
+    return finder.found
+
+
+class _HpuNames:
+    def __init__(self) -> None:
+        self.found: Optional[str] = None
+
+    def visit_Name(self, node) -> None:
+        self._check(node.value)
+
+    def visit_Attribute(self, node) -> None:
+        self._check(node.attr.value)
+
+    def visit_SimpleString(self, node) -> None:
+        value = literal_value(node.value)
+        if self.found is None and isinstance(value, str) and value.split(":")[0] == "hpu":
+            self.found = node.value
+
+    def _check(self, name: str) -> None:
+        if self.found is None and "hpu" in name_words(name):
+            self.found = name
+
+
 def flag_guards_nvidia_code(around: list, ctx, patterns: frozenset) -> tuple[str, Optional[str]]:
     """For a check assigned to a name (`cuda = torch.cuda.is_available()`),
     the name and the first NVIDIA-only name that a test of it guards in the
@@ -137,16 +232,31 @@ def flag_guards_nvidia_code(around: list, ctx, patterns: frozenset) -> tuple[str
     flows into those tests."""
     statement = next((n for n in reversed(around) if isinstance(n, cst.SimpleStatementLine)), None)
     small = statement.body[0] if statement is not None and len(statement.body) == 1 else None
-    if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1:
         return "", None
-    flag = small.targets[0].target.value
+    flag, where = _flag_and_where(small.targets[0].target, ctx)
+    if not flag:
+        return "", None
     tests = _Tests(flag)
-    walk(ctx.scope.node, [tests])
+    walk(where, [tests])
     for guard in tests.found:
-        used = nvidia_only_use(guard, ctx, patterns, flag)
+        used = nvidia_only_use(guard, ctx, patterns, flag.rsplit(".", 1)[-1])
         if used:
+            for test in tests.found:
+                hold_guarded_body(test, ctx, used)
             return flag, used
     return flag, None
+
+
+def _flag_and_where(target: cst.BaseExpression, ctx) -> tuple[str, Optional[cst.CSTNode]]:
+    """The flag a check is assigned to and the code that may test it: a name
+    in its own scope, `self.<name>` in the methods of its class."""
+    if isinstance(target, cst.Name):
+        return target.value, ctx.scope.node
+    scope = ctx.scope
+    if isinstance(target, cst.Attribute) and written(target.value) == "self" and scope.parent is not None and scope.parent.is_class:
+        return written(target), scope.parent.node
+    return "", None
 
 
 class _Tests:
@@ -170,12 +280,17 @@ def _reads(test: cst.CSTNode, flag: str) -> bool:
 
 
 class _NameFinder:
+    """Whether code reads a name, or an attribute written `self.<name>`."""
+
     def __init__(self, name: str) -> None:
         self.name = name
         self.seen = False
 
     def visit_Name(self, node) -> None:
         self.seen |= node.value == self.name
+
+    def visit_Attribute(self, node) -> None:
+        self.seen |= "." in self.name and written(node) == self.name
 
 
 def _test_and_body(guard: cst.CSTNode) -> list:

@@ -12,7 +12,7 @@ from hpu_port.context import FileContext
 from hpu_port.kinds.device_string import name_parts
 from hpu_port.model import Rule
 from hpu_port.visitors._device_tables import device_table
-from hpu_port.visitors._guards import Surroundings, cuda_branch, guarded_by, hold_guarded_body, negated, nvidia_only_use, passed_as
+from hpu_port.visitors._guards import Surroundings, cuda_branch, guarded_by, hold_guarded_body, library_switch, negated, nvidia_only_use, passed_as
 from hpu_port.visitors._references import literal_value, shown_briefly, written
 from hpu_port.walk import walk
 
@@ -249,6 +249,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             self.dict_keys.update(_strings_in(node.slice.value))
 
     def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
         func = node.func
         if isinstance(func, cst.Name) and func.value in ATTRIBUTE_FUNCTIONS and len(node.args) > 1:
             # getattr(x, "cuda"): the name of an attribute, not a device.
@@ -358,6 +359,10 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         used = self._guarded_nvidia_code(node)
         if used:
             self.ctx.report(rule, node, message + f" (not rewritten: the code this test guards uses `{used}`, which has no Gaudi equivalent)")
+            return
+        switch = library_switch(self.around, self.ctx)
+        if switch:
+            self.ctx.report(rule, node, message + f" (not rewritten: the test is handed to `{switch}` of another library, whose CUDA code the port does not change)")
             return
         test = self._kept_test_around(node)
         if test:

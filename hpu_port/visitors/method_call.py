@@ -48,6 +48,7 @@ class _MethodCallVisitor(Fp16Choices, Surroundings, cst.BatchableCSTVisitor):
         self.ctx.report(rule, node, rule.message.format(name=f".{node.attr.value}", replacement=""))
 
     def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in self.by_method:
             return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from fnmatch import fnmatchcase
 from typing import Optional
 
@@ -16,7 +17,11 @@ from hpu_port.visitors._guards import (
     flag_guards_nvidia_code,
     guarded_by,
     hold_guarded_body,
+    keep_guards_over_kept_cuda,
+    library_switch,
+    negated,
     nvidia_only_use,
+    own_hpu_path,
     passed_as,
 )
 from hpu_port.visitors._references import ReferenceVisitor, written
@@ -46,6 +51,8 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
         # Classes a value is tested against: `isinstance(n, FusedLayerNorm)`.
         self.type_tested: set[cst.CSTNode] = set()
         self.init_fp16()
+        # Guards renamed to test for the HPU, with the code they guard.
+        self.flipped: list = []
 
     def visit_Comparison(self, node) -> None:
         self.looked_at.add(node.left)
@@ -64,6 +71,7 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
         self.looked_at.update(e.value for e in node.elements)
 
     def visit_Call(self, node) -> None:
+        super().visit_Call(node)
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in ("finfo", "iinfo") and node.args:
             self.looked_at.add(node.args[0].value)
@@ -116,6 +124,8 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
             reason = reason or self._not_produced(rule.params["positions"], node) or self.fp16_reason(rule, node)
         if qualified in rule.params["guards"]:
             reason = reason or self._guards_nvidia_code(node, rule)
+        if qualified in rule.params["result-keys"]:
+            reason = reason or self._read_with_other_keys(node, rule.params["result-keys"][qualified], target)
         if reason:
             self.ctx.report(rule, node, message + f" (not rewritten: {reason})")
             return
@@ -123,9 +133,16 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
         if spelling is None:
             self.ctx.report(rule, node, message + f" (not rewritten: a local name hides `{target}`)")
             return
-        self.ctx.report(
+        hit = self.ctx.report(
             rule, node, message, self.ctx.replace(node, replace_expression(spelling.code)), spelling, binding
         )
+        if qualified in rule.params["guards"]:
+            guard = guarded_by(node, self.around)
+            if isinstance(guard, (cst.If, cst.While, cst.IfExp)) and not negated(written(guard.test)):
+                self.flipped.append((hit, guard))
+
+    def leave_Module(self, node) -> None:
+        keep_guards_over_kept_cuda(self.ctx, self.flipped)
 
     def _kept_for(self, rule, node) -> Optional[str]:
         """Why this use must keep its name, if it must."""
@@ -152,6 +169,22 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
             return "a round trip through float16 (cast back at once), not a dtype the code computes in"
         return "a dtype tested, listed or handed on, not one the code computes in; check what it should be on Gaudi"
 
+    def _read_with_other_keys(self, node, keys: frozenset, target: str) -> Optional[str]:
+        """Why a call is not renamed when its dict is read with a key the
+        replacement's dict lacks (`torch.cuda.memory_stats()["num_alloc_retries"]`)."""
+        statement = next((n for n in reversed(self.around) if isinstance(n, cst.SimpleStatementLine)), None)
+        if statement is None:
+            return None
+        called = written(node)
+        read = _keys_read(written(statement), called + "()") + _keys_read(written(statement), called + "(")
+        small = statement.body[0] if len(statement.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call) and small.value.func is node:
+            read += _keys_read(self.ctx.module.code_for_node(self.ctx.scope.node), written(small.targets[0].target))
+        other = next((key for key in read if key not in keys), None)
+        if other is None:
+            return None
+        return f"its result is read with {other!r}, a key the dict of `{target}` does not have ({', '.join(sorted(keys))})"
+
     def _guards_nvidia_code(self, node, rule) -> Optional[str]:
         patterns = rule.params["nvidia-only"]
         guard = guarded_by(node, self.around)
@@ -159,10 +192,22 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
         if used:
             hold_guarded_body(guard, self.ctx, used)
             return f"the code it guards uses `{used}`, which has no Gaudi equivalent"
+        switch = library_switch(self.around, self.ctx)
+        if switch:
+            return f"it is handed to `{switch}` of another library, whose CUDA code the port does not change"
+        hpu = own_hpu_path(self.ctx)
+        if hpu:
+            return f"this function has its own path for the HPU (`{hpu}`), so the check picks CUDA's"
         flag, used = flag_guards_nvidia_code(self.around, self.ctx, patterns)
         if used:
             return f"`{flag}` keeps the answer, and a test of `{flag}` guards `{used}`, which has no Gaudi equivalent"
         return None
+
+
+def _keys_read(text: str, name: str) -> list[str]:
+    """The string keys ``name`` is read with in ``text`` (`name["k"]`, `name.get("k"`)."""
+    pattern = re.compile(rf"""(?<![\w.]){re.escape(name)}\s*(?:\[|\.get\()\s*(['"])([^'"\n]+)\1""")
+    return [match.group(2) for match in pattern.finditer(text)]
 
 
 def _last_name(node: cst.CSTNode) -> str:
