@@ -101,6 +101,7 @@ class DeviceString(Kind):
 
 def name_parts(name: str) -> set[str]:
     """The parts of an identifier, lower-cased: `target_device`, `targetDevice`
-    and `TARGET_DEVICE` all have the part `device`; the whole name counts too."""
+    and `TARGET_DEVICE` all have the part `device`; the whole name counts too
+    (without the dashes of an option: `--mixed_precision`)."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
-    return {part.lower() for part in re.split(r"[^A-Za-z0-9]+", spaced) if part} | {name.lower()}
+    return {part.lower() for part in re.split(r"[^A-Za-z0-9]+", spaced) if part} | {name.lower(), name.lower().lstrip("-")}

@@ -500,6 +500,11 @@ def _strings_in(expr: cst.CSTNode) -> Iterator[cst.CSTNode]:
     elif isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
         for element in expr.elements:
             yield from _strings_in(element.value)
+    elif isinstance(expr, cst.Call) and written(expr.func).split(".")[-1] == "field":
+        # `field(default="fp16")`: a dataclass field's default.
+        for arg in expr.args:
+            if arg.keyword is not None and arg.keyword.value == "default":
+                yield from _strings_in(arg.value)
 
 
 def _names_and_keys(expr: cst.CSTNode) -> Iterator[str]:

@@ -24,7 +24,7 @@ from hpu_port.visitors._guards import (
     own_hpu_path,
     passed_as,
 )
-from hpu_port.visitors._references import ReferenceVisitor, written
+from hpu_port.visitors._references import ReferenceVisitor, literal_value, written
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
@@ -150,6 +150,9 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
             return "a dtype tested or listed, not one the code computes in; check what it should be on Gaudi"
         if any(isinstance(n, cst.Dict) for n in self.around):
             return "a table of values; check which entry Gaudi should use"
+        other = _autocast_for_another_device(self.around)
+        if other:
+            return f"the dtype of autocast for {other!r}, another device"
         choice = next((n for n in reversed(self.around) if isinstance(n, (cst.If, cst.IfExp))), None)
         if choice is not None and any(text in written(choice) for text in rule.params["keep-beside"]):
             return "one arm of a choice that has the other already"
@@ -202,6 +205,21 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
         if used:
             return f"`{flag}` keeps the answer, and a test of `{flag}` guards `{used}`, which has no Gaudi equivalent"
         return None
+
+
+def _autocast_for_another_device(around: list) -> Optional[str]:
+    """The device of the innermost enclosing `autocast(...)` call, when it
+    names another device (`torch.autocast("xla", dtype=torch.float16)`)."""
+    call = next((n for n in reversed(around) if isinstance(n, cst.Call)), None)
+    if call is None or _last_name(call.func) != "autocast":
+        return None
+    device = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "device_type"), None)
+    value = literal_value(written(device)) if isinstance(device, cst.SimpleString) else None
+    return value if isinstance(value, str) and value not in _DEVICES_OF_THE_PORT else None
+
+
+# Autocast devices whose float16 the port may turn into bfloat16.
+_DEVICES_OF_THE_PORT = frozenset({"cuda", "hpu", "cpu"})
 
 
 def _keys_read(text: str, name: str) -> list[str]:
