@@ -206,8 +206,15 @@ def own_hpu_path(ctx) -> Optional[str]:
 
 
 class _HpuNames:
+    """A name or string that picks the HPU. The key of a table (`{"hpu": "hccl",
+    "cuda": "nccl"}`) only lists it beside the others."""
+
     def __init__(self) -> None:
         self.found: Optional[str] = None
+        self.keys: set = set()
+
+    def visit_Dict(self, node) -> None:
+        self.keys.update(element.key for element in node.elements if isinstance(element, cst.DictElement))
 
     def visit_Name(self, node) -> None:
         self._check(node.value)
@@ -217,7 +224,7 @@ class _HpuNames:
 
     def visit_SimpleString(self, node) -> None:
         value = literal_value(node.value)
-        if self.found is None and isinstance(value, str) and value.split(":")[0] == "hpu":
+        if self.found is None and node not in self.keys and isinstance(value, str) and value.split(":")[0] == "hpu":
             self.found = node.value
 
     def _check(self, name: str) -> None:
