@@ -19,7 +19,8 @@ device position, when the rule lists ``role-words``:
   default of an entry or attribute so named (``cfg.get("device", "cuda")``,
   ``getattr(args, "device", "cuda")``, ``os.getenv("DEVICE", "cuda")``);
 - a comparison with an expression that names a role word
-  (``x.device.type == "cuda"``, ``dist.get_backend() != "nccl"``);
+  (``x.device.type == "cuda"``, ``dist.get_backend() != "nccl"``), unless
+  ``comparisons = false`` (for settings: a test of one is not a value given);
 - beside one of the ``siblings`` in a list, tuple, set or conditional
   (``["cpu", "cuda"]``, ``"cuda" if ok else "cpu"``).
 
@@ -70,6 +71,7 @@ class DeviceString(Kind):
         "accelerator-queries": (list, False),
         "taken-by": (list, False),
         "kept-checks": (list, False),
+        "comparisons": (bool, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
@@ -93,6 +95,7 @@ class DeviceString(Kind):
             "accelerator-queries": frozenset(string_list(table.get("accelerator-queries", []), "accelerator-queries")),
             "taken-by": tuple(string_list(table.get("taken-by", []), "taken-by")),
             "kept-checks": frozenset(string_list(table.get("kept-checks", []), "kept-checks")),
+            "comparisons": bool(table.get("comparisons", True)),
         }
 
     def triggers(self, rule):

@@ -192,7 +192,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             for part in parts:
                 for string in _strings_in(part):
                     self.kept.setdefault(string, _outside_literal(name, typed[name][0], self.params["replacement"]))
-        if any(self._names_a_role(part) for part in parts if not isinstance(part, cst.SimpleString)):
+        if self.params["comparisons"] and any(self._names_a_role(part) for part in parts if not isinstance(part, cst.SimpleString)):
             for part in parts:
                 self._mark(part)
 
