@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import fnmatch
-import re
-from typing import Iterator, Optional
+from typing import Optional
 
 import libcst as cst
 
 from hpu_port.context import FileContext
 from hpu_port.kinds.device_string import name_parts
 from hpu_port.model import Rule
+from hpu_port.visitors._device_string_parts import (
+    CudaCalls,
+    KeptTest,
+    literal_aliases,
+    literal_type,
+    names_and_keys,
+    outside_literal,
+    replace_first_part,
+    replacement_taken,
+    string_constants,
+    strings_in,
+    target_name,
+)
 from hpu_port.visitors._device_tables import device_table
-from hpu_port.visitors._guards import Surroundings, cuda_branch, guarded_by, hold_guarded_body, library_switch, negated, nvidia_only_use, passed_as
+from hpu_port.visitors._guards import Surroundings, cuda_branch, guarded_by, hold_guarded_body, library_switch, negated, nvidia_only_use, own_hpu_path, passed_as
 from hpu_port.visitors._references import literal_value, shown_briefly, written
 from hpu_port.walk import walk
 
@@ -61,9 +73,9 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         self.typed_params: list[dict[str, tuple[str, frozenset]]] = []
 
     def visit_Module(self, node: cst.Module) -> None:
-        self.literal_aliases = dict(_literal_aliases(node.body))
+        self.literal_aliases = dict(literal_aliases(node.body))
         self.device_table = device_table(node, self.params["device"], self.params["replacement"])
-        self.taken = _replacement_taken(self.ctx.source, self.params["replacement"], self.params["taken-by"])
+        self.taken = replacement_taken(self.ctx.source, self.params["replacement"], self.params["taken-by"])
         self._keep_named_constants(node.body)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -74,7 +86,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         """`NCCL_BACKEND = "nccl"` beside `GLOO_BACKEND = "gloo"`: constants
         that each name their own value are names for backends, not a choice
         of one; renamed, `NCCL_BACKEND` would hold "hccl"."""
-        named = [(target, value) for target, value in _string_constants(statements)
+        named = [(target, value) for target, value in string_constants(statements)
                  if value.split(":")[0].lower() in name_parts(target)]
         device = self.params["device"]
         if len(named) < 2 or not any(value == device for _, value in named):
@@ -82,7 +94,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         for statement in statements:
             for small in getattr(statement, "body", ()) if isinstance(statement, cst.SimpleStatementLine) else ():
                 if isinstance(small, cst.Assign) and isinstance(small.value, cst.SimpleString):
-                    target = _target_name(small)
+                    target = target_name(small)
                     if target and small.value.evaluated_value == device and device in name_parts(target):
                         self.kept.setdefault(small.value, f"`{target}` names the {device!r} value itself, among the module's constants for each value")
 
@@ -104,11 +116,11 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
     def _names_a_role(self, expr: cst.CSTNode) -> bool:
         """Whether an expression names a role word anywhere (`x.device.type`,
         `str(device)`, `dist.get_backend()`, `cfg["device"]`)."""
-        return any(self._role(text) for text in _names_and_keys(expr))
+        return any(self._role(text) for text in names_and_keys(expr))
 
     def _mark(self, expr: Optional[cst.BaseExpression]) -> None:
         if expr is not None:
-            self.in_role.update(_strings_in(expr))
+            self.in_role.update(strings_in(expr))
 
     def visit_Dict(self, node: cst.Dict) -> None:
         super().visit_Dict(node)
@@ -150,7 +162,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if annotation is None:
             return None
         expr = annotation.annotation
-        typed = self.literal_aliases.get(expr.value) if isinstance(expr, cst.Name) else _literal_type(expr)
+        typed = self.literal_aliases.get(expr.value) if isinstance(expr, cst.Name) else literal_type(expr)
         return typed if typed is not None and self.params["replacement"] not in typed[1] else None
 
     def _keep_outside_literal(self, name: str, annotation, value) -> None:
@@ -158,8 +170,8 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         only its own values; renamed, the value would break it."""
         typed = self._literal(annotation)
         if typed is not None and value is not None:
-            for string in _strings_in(value):
-                self.kept.setdefault(string, _outside_literal(name, typed[0], self.params["replacement"]))
+            for string in strings_in(value):
+                self.kept.setdefault(string, outside_literal(name, typed[0], self.params["replacement"]))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node)
@@ -183,15 +195,15 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         query = next(filter(None, (self._accelerator_query(part) for part in parts)), None)
         if query is not None:
             for part in parts:
-                for string in _strings_in(part):
+                for string in strings_in(part):
                     self.kept.setdefault(string, f"`{query}` already answers \"{self.params['replacement']}\" on Gaudi: this test picks code for \"{self.params['device']}\" alone")
         typed = self.typed_params[-1] if self.typed_params else {}
         name = next((part.value for part in parts if isinstance(part, cst.Name) and part.value in typed), None)
         if name is not None:
             # `backend == "nccl"` where `backend: Literal["nccl", "gloo", "nvshmem"]`.
             for part in parts:
-                for string in _strings_in(part):
-                    self.kept.setdefault(string, _outside_literal(name, typed[name][0], self.params["replacement"]))
+                for string in strings_in(part):
+                    self.kept.setdefault(string, outside_literal(name, typed[name][0], self.params["replacement"]))
         if self.params["comparisons"] and any(self._names_a_role(part) for part in parts if not isinstance(part, cst.SimpleString)):
             for part in parts:
                 self._mark(part)
@@ -246,7 +258,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
     def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
         # `generators[f"cuda:{idx}"]`: a key under which something is stored.
         if isinstance(node.slice, cst.Index):
-            self.dict_keys.update(_strings_in(node.slice.value))
+            self.dict_keys.update(strings_in(node.slice.value))
 
     def visit_Call(self, node: cst.Call) -> None:
         super().visit_Call(node)
@@ -326,7 +338,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         exact = params["exact"].fullmatch(text) and not rest and (text != params["device"] or self._bare_word_counts(node))
         built = text == params["device"] + ":" and len(rest) == 1 and isinstance(rest[0], cst.FormattedStringExpression)
         if exact or built:
-            self._report(node, _replace_first_part(params["replacement"] + text[len(params["device"]):]))
+            self._report(node, replace_first_part(params["replacement"] + text[len(params["device"]):]))
 
     def _keep_inside_text(self, node: cst.FormattedString) -> None:
         """`f"{'cuda' if on_gpu else 'cpu'}_time_total"`: a string spliced into
@@ -337,7 +349,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             return
         for part in node.parts:
             if isinstance(part, cst.FormattedStringExpression):
-                for string in _strings_in(part.expression):
+                for string in strings_in(part.expression):
                     self.kept.setdefault(string, f"part of the longer text {shown_briefly(written(node))}, not a device by itself")
 
     def _report(self, node, edit) -> None:
@@ -381,7 +393,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             if isinstance(guard, (cst.If, cst.While)):
                 inside = guard.body in self.blocks
             elif isinstance(guard, cst.IfExp):
-                inside = any(string is node for string in _strings_in(guard.body))
+                inside = any(string is node for string in strings_in(guard.body))
             else:
                 continue
             test = written(guard.test)
@@ -395,10 +407,20 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             used = cuda_branch(guard, self.ctx, self.params["nvidia-only"])
             if used:
                 return f"`{shown_briefly(test)}` tests for CUDA and its branch uses `{used}`"
+            hpu = self._asks_cuda(guard.test) and own_hpu_path(self.ctx)
+            if hpu:
+                # The check itself is kept for the same reason (see the rename kind).
+                return f"`{shown_briefly(test)}` stays, as this function has its own path for the HPU (`{hpu}`)"
         return None
 
+    def _asks_cuda(self, test: cst.BaseExpression) -> bool:
+        """Whether a test calls torch.cuda (`torch.cuda.is_available()`)."""
+        calls = CudaCalls(self.ctx)
+        walk(test, [calls])
+        return calls.found
+
     def _stays_a_device_test(self, test: cst.BaseExpression, strings: bool) -> bool:
-        kept = _KeptTest(self.ctx, self.params, self.renamed if strings else None)
+        kept = KeptTest(self.ctx, self.params, self.renamed if strings else None)
         walk(test, [kept])
         return kept.found
 
@@ -411,127 +433,3 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if used:
             hold_guarded_body(guard, self.ctx, used)
         return used
-
-
-class _KeptTest:
-    """Whether a test compares with a device string that is not renamed, or
-    calls one of the ``kept-checks``."""
-
-    def __init__(self, ctx, params, renamed) -> None:
-        self.ctx, self.params, self.renamed = ctx, params, renamed
-        self.found = False
-
-    def visit_SimpleString(self, node) -> None:
-        value = literal_value(node.value)
-        if self.renamed is None:
-            return
-        if isinstance(value, str) and self.params["exact"].fullmatch(value) and node not in self.renamed:
-            self.found = True
-
-    def visit_Call(self, node) -> None:
-        hit = self.ctx.qualify(node.func)
-        if hit is not None and any(fnmatch.fnmatchcase(hit[0], p) for p in self.params["kept-checks"]):
-            self.found = True
-
-
-def _literal_aliases(statements) -> Iterator[tuple[str, tuple[str, frozenset]]]:
-    """`RefitBackendName = Literal["nccl", "gloo", "nvshmem"]` at module level."""
-    for statement in statements:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, cst.Assign) and _target_name(small):
-                    typed = _literal_type(small.value)
-                    if typed is not None:
-                        yield _target_name(small), typed
-
-
-def _literal_type(expr: cst.BaseExpression) -> Optional[tuple[str, frozenset]]:
-    """(as written, the string values) for `Literal["a", "b"]` (or `typing.Literal`)."""
-    if not isinstance(expr, cst.Subscript) or written(expr.value).split(".")[-1] != "Literal":
-        return None
-    values = [literal_value(written(element.slice.value)) for element in expr.slice if isinstance(element.slice, cst.Index)]
-    if not values or not all(isinstance(value, str) for value in values):
-        return None
-    return shown_briefly(written(expr)), frozenset(values)
-
-
-def _outside_literal(name: str, typed: str, replacement: str) -> str:
-    return f"`{name}` is typed `{typed}`, which does not allow {replacement!r}"
-
-
-def _replacement_taken(source: bytes, replacement: str, taken_by: tuple) -> Optional[str]:
-    """The first of ``taken_by`` the module uses, when it also tests for
-    ``replacement`` (`backend == "hccl"` before `import torch_npu`). Read
-    from the text: `check` may not parse the function that holds the test."""
-    used = next((name for name in taken_by if name.encode() in source), None)
-    if used is None or replacement.encode() not in source:
-        return None
-    quoted = rf"""["']{re.escape(replacement)}["']"""
-    test = re.compile(rf"(?:[=!]=|\bin)\s*{quoted}|{quoted}\s*(?:[=!]=|\bin\b|\bnot\s+in\b)".encode())
-    return used if test.search(source) else None
-
-
-def _string_constants(statements) -> Iterator[tuple[str, str]]:
-    for statement in statements:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, cst.Assign) and isinstance(small.value, cst.SimpleString):
-                    target, value = _target_name(small), small.value.evaluated_value
-                    if target and isinstance(value, str):
-                        yield target, value
-
-
-def _target_name(small: cst.Assign) -> str:
-    target = small.targets[0].target if len(small.targets) == 1 else None
-    return target.value if isinstance(target, cst.Name) else ""
-
-
-def _strings_in(expr: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The string literals an expression evaluates to: itself, the arms of a
-    conditional, the operands of `or`/`and`, the items of a container."""
-    if isinstance(expr, (cst.SimpleString, cst.FormattedString)):
-        yield expr
-    elif isinstance(expr, cst.IfExp):
-        yield from _strings_in(expr.body)
-        yield from _strings_in(expr.orelse)
-    elif isinstance(expr, cst.BooleanOperation):
-        yield from _strings_in(expr.left)
-        yield from _strings_in(expr.right)
-    elif isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
-        for element in expr.elements:
-            yield from _strings_in(element.value)
-    elif isinstance(expr, cst.Call) and written(expr.func).split(".")[-1] == "field":
-        # `field(default="fp16")`: a dataclass field's default.
-        for arg in expr.args:
-            if arg.keyword is not None and arg.keyword.value == "default":
-                yield from _strings_in(arg.value)
-
-
-def _names_and_keys(expr: cst.CSTNode) -> Iterator[str]:
-    """Every name, attribute and string subscript key in ``expr``."""
-    if isinstance(expr, cst.Name):
-        yield expr.value
-    elif isinstance(expr, cst.Attribute):
-        yield expr.attr.value
-        yield from _names_and_keys(expr.value)
-    elif isinstance(expr, cst.Subscript):
-        yield from _names_and_keys(expr.value)
-        for element in expr.slice:
-            index = getattr(element.slice, "value", None)
-            if isinstance(index, cst.SimpleString):
-                key = literal_value(written(index))
-                if isinstance(key, str):
-                    yield key
-    elif isinstance(expr, cst.Call):
-        yield from _names_and_keys(expr.func)
-        for arg in expr.args:
-            yield from _names_and_keys(arg.value)
-
-
-def _replace_first_part(new_text: str):
-    def edit(updated: cst.FormattedString) -> cst.FormattedString:
-        parts = list(updated.parts)
-        parts[0] = parts[0].with_changes(value=new_text)
-        return updated.with_changes(parts=parts)
-
-    return edit
