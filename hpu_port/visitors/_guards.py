@@ -20,7 +20,7 @@ from hpu_port.visitors._definitions import name_words
 from hpu_port.visitors._device_tables import table_in_patterns
 from hpu_port.visitors._enclosing import enclosing
 from hpu_port.visitors._references import literal_value, shown_briefly, written
-from hpu_port.walk import walk
+from hpu_port.walk import contains, descendants, walk
 
 # The conditionals, loops, arguments, dicts and statements that enclose the
 # node being visited (``self.around``), outermost first.
@@ -81,6 +81,20 @@ def hold_guarded_body(guard: cst.CSTNode, ctx, used: str) -> None:
 def negated(test: str) -> bool:
     # `x is not None` is a plain test; `not`, `!=` and `not in` turn it around.
     return bool(re.search(r"(?<!\bis )\bnot\b", test)) or "!=" in test
+
+
+def negated_at(test: cst.BaseExpression, node: cst.CSTNode) -> bool:
+    """Whether ``test`` is true when the check ``node`` inside it says no
+    (`not torch.cuda.is_available()`, `x.device.type != "cuda"`); a `not` on
+    another operand (`not done and torch.cuda.is_available()`) does not count."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return not negated_at(test.expression, node) if contains(test.expression, node) else False
+    if isinstance(test, cst.BooleanOperation):
+        side = test.left if contains(test.left, node) else test.right
+        return negated_at(side, node)
+    if isinstance(test, cst.Comparison):
+        return any(isinstance(t.operator, (cst.NotEqual, cst.NotIn, cst.IsNot)) for t in test.comparisons)
+    return False
 
 
 def code_after_exit(guard: cst.CSTNode, ctx) -> list:
@@ -148,6 +162,18 @@ def keep_guards_over_kept_cuda(ctx, flipped: list) -> None:
         kept = next((h for h in ctx.hits_inside(guard.body) if _kept_cuda(h)), None)
         if kept is not None:
             ctx.withdraw_fix(hit, f"the code it guards keeps `{shown_briefly(written(kept.node))}`, which the port could not change there")
+            continue
+        # `_update_num_consecutive_thrashes(...)`, a function of this module that keeps CUDA.
+        for function in _module_functions_called(guard.body, ctx.module):
+            kept = next((h for h in ctx.hits_inside(function) if _kept_cuda(h)), None)
+            if kept is not None:
+                ctx.withdraw_fix(hit, f"the code it guards calls `{function.name.value}`, which keeps `{shown_briefly(written(kept.node))}`")
+                break
+
+
+def _module_functions_called(body: cst.CSTNode, module: cst.Module) -> list:
+    called = {node.func.value for node in descendants(body) if isinstance(node, cst.Call) and isinstance(node.func, cst.Name)}
+    return [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value in called] if called else []
 
 
 # Rules that port what only works on CUDA: a finding of theirs without its fix

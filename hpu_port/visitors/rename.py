@@ -19,7 +19,7 @@ from hpu_port.visitors._guards import (
     hold_guarded_body,
     keep_guards_over_kept_cuda,
     library_switch,
-    negated,
+    negated_at,
     nvidia_only_use,
     own_hpu_path,
     passed_as,
@@ -138,7 +138,7 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
         )
         if qualified in rule.params["guards"]:
             guard = guarded_by(node, self.around)
-            if isinstance(guard, (cst.If, cst.While, cst.IfExp)) and not negated(written(guard.test)):
+            if isinstance(guard, (cst.If, cst.While, cst.IfExp)) and not negated_at(guard.test, node):
                 self.flipped.append((hit, guard))
 
     def leave_Module(self, node) -> None:
