@@ -50,7 +50,9 @@ def mark_helpers_of_held_code(ctx: FileContext) -> None:
 
 def _statement_texts(ctx: FileContext) -> dict[cst.CSTNode, bytes]:
     """Each top-level statement's lines in the source as read."""
-    starts = statement_starts(ctx.module, ctx.tree) if ctx.tree is not None and ctx.source else None
+    starts = ctx.statement_starts
+    if starts is None and ctx.tree is not None and ctx.source:
+        starts = statement_starts(ctx.module, ctx.tree)
     if not starts:
         return {}
     lines = ctx.source.splitlines(keepends=True)

@@ -357,31 +357,32 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             return
         rule = self.rule
         message = rule.message.format(name=written(node), replacement=rule.params["replacement"])
-        if node in self.kept:
-            self.ctx.report(rule, node, message + f" (not rewritten: {self.kept[node]})")
-            return
-        if self.taken is not None:
-            replacement = rule.params["replacement"]
-            self.ctx.report(rule, node, message + f" (not rewritten: this module tests for \"{replacement}\" and uses `{self.taken}`, whose backend has that name too: renamed, this code would take that branch)")
-            return
-        table = self.device_table
-        if table is not None:
-            self.ctx.report(rule, node, message + f" (not rewritten: `{table}` in this module lists the devices it knows and has no \"{rule.params['replacement']}\" yet)")
-            return
-        used = self._guarded_nvidia_code(node)
-        if used:
-            self.ctx.report(rule, node, message + f" (not rewritten: the code this test guards uses `{used}`, which has no Gaudi equivalent)")
-            return
-        switch = library_switch(self.around, self.ctx)
-        if switch:
-            self.ctx.report(rule, node, message + f" (not rewritten: the test is handed to `{switch}` of another library, whose CUDA code the port does not change)")
-            return
-        test = self._kept_test_around(node)
-        if test:
-            self.ctx.report(rule, node, message + f" (not rewritten: {test}, so this branch runs only there)")
+        reason = self._why_kept(node)
+        if reason:
+            self.ctx.report(rule, node, message + f" (not rewritten: {reason})")
             return
         self.renamed.add(node)
         self.ctx.report(rule, node, message, self.ctx.replace(node, edit))
+
+    def _why_kept(self, node) -> Optional[str]:
+        """Why a device string is reported rather than renamed, if it is."""
+        if node in self.kept:
+            return self.kept[node]
+        replacement = self.params["replacement"]
+        if self.taken is not None:
+            return f"this module tests for \"{replacement}\" and uses `{self.taken}`, whose backend has that name too: renamed, this code would take that branch"
+        if self.device_table is not None:
+            return f"`{self.device_table}` in this module lists the devices it knows and has no \"{replacement}\" yet"
+        used = self._guarded_nvidia_code(node)
+        if used:
+            return f"the code this test guards uses `{used}`, which has no Gaudi equivalent"
+        switch = library_switch(self.around, self.ctx)
+        if switch:
+            return f"the test is handed to `{switch}` of another library, whose CUDA code the port does not change"
+        test = self._kept_test_around(node)
+        if test:
+            return f"{test}, so this branch runs only there"
+        return None
 
     def _kept_test_around(self, node) -> Optional[str]:
         """Why an enclosing branch is taken only on the device itself, when the

@@ -179,7 +179,7 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
         if statement is None:
             return None
         called = written(node)
-        read = _keys_read(written(statement), called + "()") + _keys_read(written(statement), called + "(")
+        read = _keys_read(written(statement), called + "()")
         small = statement.body[0] if len(statement.body) == 1 else None
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call) and small.value.func is node:
             read += _keys_read(self.ctx.module.code_for_node(self.ctx.scope.node), written(small.targets[0].target))
