@@ -15,11 +15,11 @@ import json
 import os
 import sys
 import time
-from dataclasses import astuple
+from dataclasses import astuple, fields
 from pathlib import Path
 from typing import Optional
 
-from hpu_port import __version__, filetypes, tempfiles
+from hpu_port import __version__, filetypes, sealed
 from hpu_port._compat import blake2b
 from hpu_port.results import FileResult, Finding
 
@@ -27,6 +27,8 @@ CACHE_ENV = "HPU_PORT_CACHE_DIR"
 FORMAT = 2  # entries: absolute path -> [day last used, digest of the bytes, result]
 # Entries not used for this many days are dropped when a table is saved.
 KEEP_DAYS = 30
+# A table larger than this is not read (it would be someone else's file).
+MAX_TABLE_BYTES = 1 << 30
 _CLEAN = 0  # the entry of a file with no finding, no change and no error
 
 
@@ -77,27 +79,21 @@ class Cache:
 
     def save(self) -> None:
         """Write the changed tables; a cache that cannot be written is skipped."""
-        for name in sorted(self._dirty):
-            entries = {k: v for k, v in self._tables[name].items() if _used_since(v, self._today - KEEP_DAYS)}
-            try:
-                self._write(name, {"format": FORMAT, "entries": entries})
-            except OSError:
-                return
+        secret = sealed.key()
+        if secret is None:
+            return  # no key to seal them with: nothing written could be trusted later
+        with sealed.Folder(self.directory, create=True) as folder:
+            if folder is None:
+                return  # a link or a file where the cache folder should be: no cache
+            folder.ensure_tag()
+            for name in sorted(self._dirty):
+                entries = {k: v for k, v in self._tables[name].items() if _used_since(v, self._today - KEEP_DAYS)}
+                body = json.dumps({"format": FORMAT, "entries": entries}, separators=(",", ":")).encode()
+                try:
+                    folder.write(f"{name}.json", sealed.seal(name, body, secret))
+                except OSError:
+                    return
         self._dirty.clear()
-
-    def _write(self, name: str, data: dict) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        tag = self.directory / "CACHEDIR.TAG"
-        if not tag.exists():  # backup tools skip directories that carry this tag
-            tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n# The hpu-port cache; safe to delete.\n")
-        handle, temporary = tempfiles.mkstemp(self.directory, ".tmp-", ".json")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(data, out, separators=(",", ":"))
-            os.replace(temporary, self.directory / f"{name}.json")
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
 
     def _table(self, name: str) -> dict:
         if name not in self._tables:
@@ -105,9 +101,18 @@ class Cache:
         return self._tables[name]
 
     def _read(self, name: str) -> dict:
+        """A table's entries; none when it is missing, damaged or not sealed with the user's key."""
+        secret = sealed.key()
+        if secret is None:
+            return {}
+        with sealed.Folder(self.directory, create=False) as folder:
+            data = folder.read(f"{name}.json", MAX_TABLE_BYTES) if folder is not None else None
+        body = sealed.unseal(name, data, secret) if data is not None else None
+        if body is None:
+            return {}
         try:
-            data = json.loads((self.directory / f"{name}.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(body)
+        except ValueError:
             return {}
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), dict):
             return {}
@@ -187,25 +192,64 @@ def _encode(result: FileResult):
 
 
 def _decode(payload, path: str, source: bytes) -> FileResult:
+    """The result an entry holds; ValueError when it is not what ``_encode`` writes."""
     result = FileResult(path=path, source=source)
     if payload == _CLEAN:
         return result
-    result.findings = [Finding(*fields) for fields in payload["findings"]]
-    result.new_source = None if payload["new"] is None else base64.b64decode(payload["new"])
-    result.error = payload["error"]
-    result.encoding = payload["encoding"]
-    result.imports_changed = payload["imports_changed"]
-    result.cell_changes = {cell: (old, new) for cell, old, new in payload["cells"]}
+    if not isinstance(payload, dict):
+        raise ValueError("not an entry")
+    result.findings = _findings(payload["findings"])
+    result.new_source = None if payload["new"] is None else base64.b64decode(_typed(payload["new"], str), validate=True)
+    result.error = _typed(payload["error"], (str, type(None)))
+    result.encoding = _typed(payload["encoding"], str)
+    result.imports_changed = _typed(payload["imports_changed"], bool)
+    result.cell_changes = {}
+    for cell in _typed(payload["cells"], list):
+        number, old, new = _typed(cell, list)
+        result.cell_changes[_typed(number, int)] = (_typed(old, str), _typed(new, str))
     output = payload.get("output")
-    result.output_findings = None if output is None else [Finding(*fields) for fields in output]
+    result.output_findings = None if output is None else _findings(output)
     return result
 
 
+_FINDING_TYPES = tuple(
+    {"str": str, "int": int, "bool": bool, "Optional[int]": (int, type(None))}[f.type] for f in fields(Finding)
+)
+
+
+def _findings(items) -> list[Finding]:
+    findings = []
+    for item in _typed(items, list):
+        if not isinstance(item, list) or len(item) != len(_FINDING_TYPES):
+            raise ValueError("not a finding")
+        for value, expected in zip(item, _FINDING_TYPES):
+            _typed(value, expected)
+        findings.append(Finding(*item))
+    return findings
+
+
+def _typed(value, expected):
+    # bool is an int to isinstance: a finding's line must not be True.
+    if isinstance(value, bool) and expected in (int, (int, type(None))) or not isinstance(value, expected):
+        raise ValueError(f"unexpected {type(value).__name__}")
+    return value
+
+
+class NotACache(Exception):
+    """A folder `clean` refuses to delete."""
+
+
 def remove(directory: Path) -> bool:
-    """Delete the cache directory; False when there was none."""
+    """Delete the cache folder; False when there was none. Raises NotACache,
+    and deletes nothing, for a link or a folder without hpu-port's CACHEDIR.TAG
+    (``$HPU_PORT_CACHE_DIR`` set to the wrong folder must not cost its contents)."""
     import shutil
 
-    if not directory.exists():
+    if not os.path.lexists(directory):
         return False
+    if os.path.islink(directory):
+        raise NotACache(f"{directory} is a symbolic link, not hpu-port's cache folder; nothing deleted")
+    if not sealed.carries_tag(directory):
+        raise NotACache(f"{directory} holds no CACHEDIR.TAG written by hpu-port; nothing deleted")
     shutil.rmtree(directory)
     return True

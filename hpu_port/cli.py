@@ -337,10 +337,15 @@ if __name__ == "__main__":  # pragma: no cover
 @main.command()
 def clean():
     """Delete the cache of per-file results (the default one, or $HPU_PORT_CACHE_DIR)."""
-    from hpu_port.cache import default_directory, remove
+    from hpu_port.cache import NotACache, default_directory, remove
 
     directory = default_directory()
-    if remove(directory):
+    try:
+        removed = remove(directory)
+    except NotACache as refusal:
+        click.echo(f"hpu-port: error: {refusal}", err=True)
+        raise SystemExit(2)
+    if removed:
         click.echo(f"hpu-port: removed {directory}", err=True)
     else:
         click.echo(f"hpu-port: no cache at {directory}", err=True)

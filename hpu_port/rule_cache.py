@@ -1,25 +1,40 @@
-"""Loaded rules kept between runs, in the result cache's directory.
+"""Loaded rules kept between runs, in the result cache's folder.
 
 An entry is named after everything the loaded rules depend on: hpu-port's
 version and code, and the path, size and modification time of every rule
 file. A rule file that changes, or an edited checkout, gets a new entry; a
-damaged or unreadable entry is ignored and the rules are loaded again.
+damaged, planted or unreadable entry is ignored and the rules are loaded again.
+
+Entries are JSON sealed with the user's key (``hpu_port.sealed``), never a
+format that can run code: the rules they hold become the text written into
+the user's files, so they are checked as carefully as code would be. Only the
+types a loaded rule is made of are rebuilt (``_TYPES``, ``_decode``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
-import pickle
+import re
 from pathlib import Path
 from typing import Optional
 
-from hpu_port import __version__, tempfiles
+from hpu_port import __version__, sealed
 from hpu_port._compat import blake2b
 from hpu_port.cache import code_stamp
+from hpu_port.model import Example, Rule, Screening
+from hpu_port.triggers import Trigger
 
 SUBDIRECTORY = "rules"
 # Entries from other versions and rule files pile up; a few are enough.
 KEEP_ENTRIES = 8
+_SUFFIX = ".json"
+_MAX_ENTRY_BYTES = 64 << 20
+FORMAT = 1
+
+# The dataclasses a loaded rule is built of: the only classes an entry may name.
+_TYPES = {cls.__name__: cls for cls in (Rule, Example, Screening, Trigger)}
 
 
 def key(paths: list[Path]) -> Optional[str]:
@@ -35,32 +50,112 @@ def key(paths: list[Path]) -> Optional[str]:
 
 
 def read(directory: Path, name: Optional[str]) -> Optional[list]:
-    if name is None:
+    secret = sealed.key()
+    if name is None or secret is None:
+        return None
+    with sealed.Folder(directory / SUBDIRECTORY, create=False) as folder:
+        data = folder.read(name + _SUFFIX, _MAX_ENTRY_BYTES) if folder is not None else None
+    body = sealed.unseal(name, data, secret) if data is not None else None
+    if body is None:
         return None
     try:
-        with open(directory / SUBDIRECTORY / f"{name}.pickle", "rb") as handle:
-            rules = pickle.load(handle)
-    except Exception:  # missing, damaged, or written by another version: load afresh
-        return None
-    return rules if isinstance(rules, list) else None
+        stored = json.loads(body, object_hook=_decode)
+        if not isinstance(stored, list) or len(stored) != 2 or stored[0] != FORMAT:
+            return None
+        rules = stored[1]
+    except (KeyError, TypeError, ValueError, re.error, RecursionError):
+        return None  # damaged, or written by another version: load afresh
+    return rules if isinstance(rules, list) and all(isinstance(r, Rule) for r in rules) else None
 
 
 def write(directory: Path, name: Optional[str], rules: list) -> None:
-    if name is None:
+    secret = sealed.key()
+    if name is None or secret is None:
         return
-    directory = directory / SUBDIRECTORY
+    # A list, not an object: every JSON object in an entry is an encoded value.
+    body = json.dumps({"list": [FORMAT, _encode(rules)]}, separators=(",", ":")).encode()
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfiles.mkstemp(directory, ".tmp-", ".pickle")
-        with os.fdopen(handle, "wb") as out:
-            pickle.dump(rules, out, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temporary, directory / f"{name}.pickle")
-        _prune(directory)
+        with sealed.Folder(directory, create=True) as cache:
+            if cache is None:
+                return
+            cache.ensure_tag()
+        with sealed.Folder(directory / SUBDIRECTORY, create=True) as folder:
+            if folder is None:
+                return
+            folder.write(name + _SUFFIX, sealed.seal(name, body, secret))
+            _prune(folder)
     except OSError:
         return  # a cache that cannot be written is skipped
 
 
-def _prune(directory: Path) -> None:
-    entries = sorted(directory.glob("*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+def _prune(folder: sealed.Folder) -> None:
+    entries = [name for name in folder.names() if name.endswith(_SUFFIX)]
+    entries.sort(key=folder.modified, reverse=True)
     for stale in entries[KEEP_ENTRIES:]:
-        stale.unlink(missing_ok=True)
+        folder.remove(stale)
+
+
+# Every value that is not a JSON scalar is written as a one-key object naming
+# its type (a dataclass's fields in their order), so that a tuple comes back a
+# tuple and bytes come back bytes; the JSON parser hands each such object to
+# ``_decode`` as it reads it, inner ones first.
+def _encode(value):
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return {type(value).__name__: [_encode(item) for item in items]}
+    if isinstance(value, dict):
+        return {"dict": [[_encode(k), _encode(v)] for k, v in value.items()]}
+    if isinstance(value, bytes):
+        return {"bytes": value.decode("latin-1")}
+    if isinstance(value, re.Pattern):
+        return {"pattern": [_encode(value.pattern), value.flags]}
+    if dataclasses.is_dataclass(value) and _TYPES.get(type(value).__name__) is type(value):
+        return {type(value).__name__: [_encode(getattr(value, f.name)) for f in dataclasses.fields(value)]}
+    raise TypeError(f"a loaded rule holds a {type(value).__name__}, which the rule cache cannot keep")
+
+
+def _decode(tagged: dict):
+    if len(tagged) != 1:
+        raise ValueError("not an encoded value")
+    (tag, payload), = tagged.items()
+    return _DECODERS[tag](payload)  # KeyError: a type no loaded rule is made of
+
+
+def _pairs(payload) -> dict:
+    return {key: value for key, value in _as(payload, list)}
+
+
+def _pattern(payload) -> re.Pattern:
+    pattern, flags = _as(payload, list)
+    return re.compile(_as(pattern, (str, bytes)), _as(flags, int))
+
+
+def _instance(cls):
+    width = len(dataclasses.fields(cls))
+
+    def build(payload):
+        if len(_as(payload, list)) != width:
+            raise ValueError(f"not a {cls.__name__}")
+        return cls(*payload)
+
+    return build
+
+
+_DECODERS = {
+    "list": lambda payload: _as(payload, list),
+    "tuple": lambda payload: tuple(_as(payload, list)),
+    "set": lambda payload: set(_as(payload, list)),
+    "frozenset": lambda payload: frozenset(_as(payload, list)),
+    "dict": _pairs,
+    "bytes": lambda payload: _as(payload, str).encode("latin-1"),
+    "pattern": _pattern,
+    **{name: _instance(cls) for name, cls in _TYPES.items()},
+}
+
+
+def _as(value, expected):
+    if not isinstance(value, expected):
+        raise ValueError("unexpected value in a rule cache entry")
+    return value

@@ -23,3 +23,15 @@ def mkstemp(directory: "os.PathLike[str] | str", prefix: str, suffix: str) -> tu
         except FileExistsError:
             continue
     raise FileExistsError(f"no free temporary file name in {directory}")
+
+
+def mkstemp_in(directory_fd: int, prefix: str, suffix: str) -> tuple[int, str]:
+    """``mkstemp`` in the folder open as ``directory_fd``: its descriptor and its
+    name in that folder (a link swapped in for the folder's path cannot redirect it)."""
+    for _ in range(_ATTEMPTS):
+        name = f"{prefix}{os.urandom(6).hex()}{suffix}"
+        try:
+            return os.open(name, _FLAGS, 0o600, dir_fd=directory_fd), name
+        except FileExistsError:
+            continue
+    raise FileExistsError("no free temporary file name in the cache folder")

@@ -15,6 +15,10 @@ from hpu_port.settings import RuleSet
 
 REPO = Path(__file__).resolve().parent.parent
 
+# The cache is sealed with a key of the user's; the tests (and the commands
+# they start) use one of their own and never create the user's key file.
+os.environ.setdefault("HPU_PORT_CACHE_KEY", "hpu-port tests")
+
 
 @pytest.fixture(scope="session")
 def all_rules():

@@ -28,6 +28,7 @@ FLOORS = [
     ["context"],
     ["positions", "branches", "cache", "config"],
     ["files", "formats"],
+    ["sealed"],
     ["model", "filetypes", "results", "_compat", "frameworks", "triggers", "walk", "names", "edits", "suppressions", "splice",
      "notebooks", "gitignore", "deep_stack", "tempfiles"],
 ]
@@ -40,7 +41,7 @@ WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runn
                   "config", "results", "model", "triggers", "narrow", "report", "report_sarif", "report_markdown",
                   "report_ci", "report_html", "planning", "toolkit_log",
                   "cli", "terminal", "options", "rule_listing", "suppressions", "notebooks", "gitignore", "_compat", "documents",
-                  "formats", "filetypes", "deep_stack", "tempfiles"]
+                  "formats", "filetypes", "deep_stack", "tempfiles", "sealed"]
 
 
 def modules():

@@ -11,6 +11,7 @@ import pytest
 from hpu_port import parallel
 from hpu_port.cache import Cache
 from hpu_port.runner import run
+from tests.cachefiles import read_table, write_table
 from tests.conftest import REPO, make_ruleset
 
 FIXTURES = sorted((REPO / "tests" / "fixtures").glob("*.py")) + [REPO / "docs" / "examples" / "train_cuda.py"]
@@ -111,7 +112,7 @@ def test_a_file_has_one_entry_whatever_its_versions(tree, tmp_path):
         script.write_bytes(script.read_bytes() + f"# version {version}\n".encode())
         run([str(script)], make_ruleset(), apply=False, cache=Cache(cache_dir))
     (table,) = cache_dir.glob("*.json")
-    assert list(json.loads(table.read_text())["entries"]) == [str(script.resolve())]
+    assert list(read_table(table)["entries"]) == [str(script.resolve())]
     assert run([str(script)], make_ruleset(), apply=False, cache=Cache(cache_dir)).results[0].from_cache
 
 
@@ -119,11 +120,11 @@ def test_a_damaged_cache_is_ignored(tree, tmp_path):
     cache_dir = tmp_path / "cache"
     cold = run([str(tree)], make_ruleset(), apply=True, cache=Cache(cache_dir))
     for table in cache_dir.glob("*.json"):
-        data = json.loads(table.read_text())
+        data = read_table(table)
         for entry in data["entries"].values():
             entry[-1] = {"findings": "nonsense"}
         data["entries"]["/elsewhere.py"] = 5
-        table.write_text(json.dumps(data))
+        write_table(table, data)  # sealed with the right key: only the checks of each entry stop it
     damaged = run([str(tree)], make_ruleset(), apply=True, cache=Cache(cache_dir))
     assert outcome(damaged) == outcome(cold)
     (next(cache_dir.glob("*.json"))).write_text("{not json")

@@ -74,9 +74,9 @@ def test_a_changed_rule_file_is_read_again(tmp_path):
 
 def test_a_damaged_entry_is_ignored(tmp_path):
     expected = load_rules(cache_dir=tmp_path)
-    entries = list((tmp_path / rule_cache.SUBDIRECTORY).glob("*.pickle"))
+    entries = list((tmp_path / rule_cache.SUBDIRECTORY).glob("*.json"))
     assert len(entries) == 1
-    entries[0].write_bytes(b"not a pickle")
+    entries[0].write_bytes(b"not a rule cache entry")
     assert load_rules(cache_dir=tmp_path) == expected
 
 
