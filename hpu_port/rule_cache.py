@@ -102,6 +102,9 @@ def _prune(folder: sealed.Folder) -> None:
 def _encode(value):
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
+    if isinstance(value, frozenset) and value and all(isinstance(item, bytes) for item in value):
+        # Trigger words: most of an entry, so written as plain strings.
+        return {"frozenbytes": sorted(item.decode("latin-1") for item in value)}
     if isinstance(value, (list, tuple, set, frozenset)):
         items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
         return {type(value).__name__: [_encode(item) for item in items]}
@@ -109,7 +112,7 @@ def _encode(value):
         return {"dict": [[_encode(k), _encode(v)] for k, v in value.items()]}
     if isinstance(value, bytes):
         return {"bytes": value.decode("latin-1")}
-    if isinstance(value, re.Pattern):
+    if isinstance(value, (re.Pattern, LazyPattern)):
         return {"pattern": [_encode(value.pattern), value.flags]}
     if dataclasses.is_dataclass(value) and _TYPES.get(type(value).__name__) is type(value):
         return {type(value).__name__: [_encode(getattr(value, f.name)) for f in dataclasses.fields(value)]}
@@ -127,9 +130,36 @@ def _pairs(payload) -> dict:
     return {key: value for key, value in _as(payload, list)}
 
 
-def _pattern(payload) -> re.Pattern:
+def _pattern(payload) -> "LazyPattern":
     pattern, flags = _as(payload, list)
-    return re.compile(_as(pattern, (str, bytes)), _as(flags, int))
+    return LazyPattern(_as(pattern, (str, bytes)), _as(flags, int))
+
+
+class LazyPattern:
+    """A regular expression compiled when first used: most of a run's rules
+    never look at a file, and compiling all their patterns would cost a
+    pre-commit run more than the rest of reading the cache."""
+
+    __slots__ = ("pattern", "flags", "_compiled")
+
+    def __init__(self, pattern, flags: int) -> None:
+        self.pattern, self.flags, self._compiled = pattern, flags, None
+
+    def __getattr__(self, name: str):
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern, self.flags)
+        return getattr(self._compiled, name)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (LazyPattern, re.Pattern)):
+            return (self.pattern, self.flags) == (other.pattern, other.flags)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.pattern, self.flags))
+
+    def __repr__(self) -> str:
+        return f"re.compile({self.pattern!r}, {self.flags})"
 
 
 def _instance(cls):
@@ -148,6 +178,7 @@ _DECODERS = {
     "tuple": lambda payload: tuple(_as(payload, list)),
     "set": lambda payload: set(_as(payload, list)),
     "frozenset": lambda payload: frozenset(_as(payload, list)),
+    "frozenbytes": lambda payload: frozenset(_as(item, str).encode("latin-1") for item in _as(payload, list)),
     "dict": _pairs,
     "bytes": lambda payload: _as(payload, str).encode("latin-1"),
     "pattern": _pattern,

@@ -219,3 +219,19 @@ def test_rules_read_from_the_cache_are_the_rules_loaded(tmp_path):
         assert (kept.params, kept.raw_params, kept.screening, kept.examples) == (
             fresh.params, fresh.raw_params, fresh.screening, fresh.examples
         )
+
+
+def test_rules_read_from_the_cache_port_their_examples_alike(tmp_path):
+    """Patterns come back compiled on first use: every rule that has one acts
+    on its examples as the rule loaded from its file does."""
+    from hpu_port.examples import run_example
+
+    loaded = load_rules(cache_dir=tmp_path)
+    cached = load_rules(cache_dir=tmp_path)
+    with_patterns = [i for i, rule in enumerate(cached) if "Pattern" in repr(rule.params) or "re.compile" in repr(rule.params)]
+    assert with_patterns
+    for index in with_patterns:
+        for example in loaded[index].examples:
+            fresh = run_example(loaded[index], loaded, example)
+            kept = run_example(cached[index], cached, example)
+            assert (kept.new_source, kept.findings) == (fresh.new_source, fresh.findings), loaded[index].code
