@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import stat
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from hpu_port import filetypes, tempfiles
 
@@ -45,58 +46,144 @@ class Source:
     path: str
     error: Optional[str] = None
     file_type: str = filetypes.PYTHON
+    # A symbolic link: the file it resolves to (it is never read or written
+    # through; see _one_path_per_file).
+    link_target: Optional[str] = None
+    # Named on the command line, not met in a directory walk.
+    named: bool = False
 
 
 class Discovery(list):
-    """The files to port, plus the files a directory walk passed over (by suffix)."""
+    """The files to port, plus the files a directory walk passed over (by suffix)
+    and the links it did not follow ("path: why", for warnings)."""
 
     passed_over: Counter
+    links_not_followed: list
+
+
+NAME_NOT_UTF8 = "its name is not valid UTF-8; not read (rename it to port it)"
+
+
+def shown_path(path: str) -> str:
+    """``path`` as it can be printed anywhere (a terminal, JSON, SARIF): bytes
+    of its name that are not UTF-8 are written as escapes (``\\xff``)."""
+    if _is_utf8(path):
+        return path
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _is_utf8(path: str) -> bool:
+    # Names that are not UTF-8 reach Python as lone surrogates.
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def discover(paths: list[str], respect_gitignore: bool = True) -> Discovery:
     """The files hpu-port reads under the given paths, sorted and without
     duplicates; the other files a walk saw are counted by suffix.
 
-    A file named explicitly must be of a type hpu-port reads; a missing path
-    is reported as an error entry so that the run can go on with the others.
+    A file named explicitly must be a regular file of a type hpu-port reads;
+    every other path (missing, a link, a FIFO, a name that is not UTF-8) is
+    reported as an error entry so that the run can go on with the others.
     """
+    discovery = Discovery()
+    discovery.passed_over = Counter()
+    discovery.links_not_followed = []
     found: dict[str, Source] = {}
-    passed_over: Counter = Counter()
     for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            for file, error, file_type in _walk(path, respect_gitignore, passed_over):
-                found.setdefault(str(file), Source(str(file), error, file_type or filetypes.PYTHON))
-        elif path.is_file():
-            file_type = filetypes.detect(str(path))
-            error = None if file_type else f"not a file hpu-port reads ({READ_TYPES})"
-            found.setdefault(str(path), Source(str(path), error, file_type or filetypes.PYTHON))
-        elif path.is_symlink():
-            found[str(path)] = Source(str(path), "broken symbolic link")
-        else:
-            found[str(path)] = Source(str(path), "no such file or directory")
-    discovery = Discovery(_one_path_per_file([found[key] for key in sorted(found)]))
-    discovery.passed_over = passed_over
+        for source in _sources_at(raw, respect_gitignore, discovery):
+            found.setdefault(source.path, source)
+    discovery.extend(_one_path_per_file([found[key] for key in sorted(found)], discovery.links_not_followed))
     return discovery
 
 
-def _one_path_per_file(sources: list[Source]) -> list[Source]:
-    """A file reached through several paths (a link and its target) is ported
-    once, through the path that is not a link."""
-    by_real: dict[str, Source] = {}
+def _sources_at(raw: str, respect_gitignore: bool, discovery: Discovery) -> Iterator[Source]:
+    """What a path named on the command line gives: itself, or what a walk finds under it."""
+    if not _is_utf8(raw):
+        yield Source(shown_path(raw), NAME_NOT_UTF8)
+        return
+    path = Path(raw)
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        missing = isinstance(exc, FileNotFoundError)
+        yield Source(str(path), "no such file or directory" if missing else f"cannot read: {exc.strerror or exc}")
+        return
+    # A directory you name may be a link: what it holds is walked.
+    if stat.S_ISDIR(info.st_mode) or (stat.S_ISLNK(info.st_mode) and os.path.isdir(path)):
+        yield from _walk(path, respect_gitignore, discovery)
+    else:
+        yield _named_file(path, info.st_mode)
+
+
+def _named_file(path: Path, mode: int) -> Source:
+    if stat.S_ISLNK(mode):
+        target = _link_target(path)
+        if target is None:
+            return Source(str(path), "broken symbolic link")
+        return Source(str(path), link_target=target, named=True, file_type=_link_type(path, target) or filetypes.PYTHON)
+    if not stat.S_ISREG(mode):
+        return Source(str(path), f"{_special_kind(mode)}; not read")
+    file_type = filetypes.detect(str(path))
+    error = None if file_type else f"not a file hpu-port reads ({READ_TYPES})"
+    return Source(str(path), error, file_type or filetypes.PYTHON)
+
+
+def _link_target(path: Path) -> Optional[str]:
+    """The file a symbolic link resolves to; None for a broken link or a loop."""
+    try:
+        return str(path.resolve(strict=True))
+    except (OSError, RuntimeError):
+        return None
+
+
+def _link_type(path: Path, target: str) -> Optional[str]:
+    """The type of file a link stands for: by its own name, else by its target."""
+    return filetypes.by_name(str(path)) or (filetypes.detect(target) if os.path.isfile(target) else None)
+
+
+def _special_kind(mode: int) -> str:
+    """What a file that is neither regular, a directory nor a link is (opening
+    a FIFO would wait for a writer for ever, so none of these is opened)."""
+    if stat.S_ISFIFO(mode):
+        return "is a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "is a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "is a device"
+    return "is not a regular file"
+
+
+def _one_path_per_file(sources: list[Source], links_not_followed: list) -> list[Source]:
+    """Each file once, by its own path. A file reached through several paths is
+    ported through the first; a symbolic link is dropped when its target is
+    ported by its own path, and otherwise not followed: an error when it was
+    named, a warning when a walk met it. Writing through a link would change
+    a file the run was not given (or one outside the repository)."""
+    real_paths = {
+        source.path: os.path.realpath(source.path) for source in sources if not source.error and source.link_target is None
+    }
+    first_by_real: dict[str, Source] = {}
+    for source in sources:
+        if source.path in real_paths:
+            first_by_real.setdefault(real_paths[source.path], source)
     kept: list[Source] = []
     for source in sources:
         if source.error:
             kept.append(source)
-            continue
-        real = os.path.realpath(source.path)
-        other = by_real.get(real)
-        if other is None:
-            by_real[real] = source
+        elif source.link_target is not None:
+            if source.link_target in first_by_real:
+                continue
+            why = f"is a symbolic link to {shown_path(source.link_target)}; not followed"
+            if source.named:
+                kept.append(Source(source.path, f"{why} (name the file itself to port it)"))
+            else:
+                links_not_followed.append(f"{source.path}: {why}")
+        elif first_by_real[real_paths[source.path]] is source:
             kept.append(source)
-        elif Path(other.path).is_symlink() and not Path(source.path).is_symlink():
-            kept[kept.index(other)] = source
-            by_real[real] = source
     return kept
 
 
@@ -106,11 +193,11 @@ READ_TYPES = (
 )
 
 
-def _walk(root: Path, respect_gitignore: bool, passed_over: Counter) -> Iterator[tuple[Path, Optional[str], Optional[str]]]:
-    """Files hpu-port reads under ``root``, with their type (and directories
-    that cannot be read, with their error); symbolic links never lead outside
-    ``root``; what `.gitignore` files hide is skipped; other files are counted
-    in ``passed_over`` by suffix."""
+def _walk(root: Path, respect_gitignore: bool, discovery: Discovery) -> Iterator[Source]:
+    """Files hpu-port reads under ``root``, with their type, and the paths
+    under it that cannot be read, with their error; symbolic links are
+    entries of their own (never followed into a directory); what `.gitignore`
+    files hide is skipped; other files are counted in ``passed_over`` by suffix."""
     from hpu_port.gitignore import GitIgnore
 
     real_root = root.resolve()
@@ -118,42 +205,130 @@ def _walk(root: Path, respect_gitignore: bool, passed_over: Counter) -> Iterator
     problems: list[OSError] = []
     for directory, dirnames, filenames in os.walk(root, onerror=problems.append):  # no linked dirs
         while problems:
-            problem = problems.pop()
-            yield Path(problem.filename or directory), f"cannot read directory: {problem.strerror or problem}", None
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if not _skipped_dir(Path(directory) / d)
-            and not (ignore and ignore.ignored(Path(directory) / d, is_dir=True))
-        )
+            yield _unreadable_directory(problems.pop(), directory)
+        refused = _search_refused(directory, dirnames + filenames)
+        if refused is not None:
+            # Its names can be listed, but none of them opened: one line for the folder.
+            dirnames[:] = []
+            yield _unreadable_directory(refused, directory)
+            continue
+        dirnames[:] = yield from _directories_to_enter(Path(directory), dirnames, ignore, real_root, discovery)
         for name in sorted(filenames):
             path = Path(directory) / name
-            if not _inside(path, real_root) or (ignore and ignore.ignored(path, is_dir=False)):
+            if ignore and ignore.ignored(path, is_dir=False):
                 continue
-            file_type = filetypes.detect(str(path))
-            if file_type is None:
-                passed_over[os.path.splitext(name)[1].lower() or "(no suffix)"] += 1
-                continue
-            yield path, None, file_type
+            source = _file_source(path, discovery.passed_over)
+            if source is not None:
+                yield source
     for problem in problems:
-        yield Path(problem.filename or root), f"cannot read directory: {problem.strerror or problem}", None
+        yield _unreadable_directory(problem, str(root))
+
+
+def _unreadable_directory(problem: OSError, directory: str) -> Source:
+    return Source(shown_path(str(problem.filename or directory)), f"cannot read directory: {problem.strerror or problem}")
+
+
+def _search_refused(directory: str, names: list[str]) -> Optional[PermissionError]:
+    """The error of a folder whose names can be read but not looked up (read
+    permission without search permission); None for any other folder."""
+    if not names:
+        return None
+    try:
+        os.lstat(os.path.join(directory, names[0]))
+    except PermissionError as exc:
+        exc.filename = directory
+        return exc
+    except OSError:  # gone meanwhile, or another problem its own read reports
+        pass
+    return None
+
+
+def _directories_to_enter(directory: Path, dirnames: list[str], ignore, real_root: Path, discovery: Discovery):
+    """The folders of ``directory`` the walk goes into (a generator that
+    yields the errors of the others, and returns the names)."""
+    entered = []
+    for name in sorted(dirnames):
+        path = directory / name
+        if _skipped_dir(path) or (ignore and ignore.ignored(path, is_dir=True)):
+            continue
+        if not _is_utf8(name):
+            yield Source(shown_path(str(path)), NAME_NOT_UTF8)
+        elif os.path.islink(path):
+            _note_linked_directory(path, real_root, discovery)
+        else:
+            entered.append(name)
+    return entered
+
+
+def _note_linked_directory(path: Path, real_root: Path, discovery: Discovery) -> None:
+    """A link to a folder is never entered; one that leads out of the walk's root is worth a warning
+    (one inside it is walked by its own path anyway)."""
+    target = _link_target(path)
+    if target is not None and not _within(target, str(real_root)):
+        discovery.links_not_followed.append(
+            f"{path}: is a symbolic link to {shown_path(target)}, outside {shown_path(str(real_root))}; not followed"
+        )
+
+
+def _file_source(path: Path, passed_over: Counter) -> Optional[Source]:
+    """What a file a walk met is: a file to port, a problem, or (None) gone or not for hpu-port."""
+    name = path.name
+    if not _is_utf8(name):
+        return Source(shown_path(str(path)), NAME_NOT_UTF8)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None  # deleted since the folder was listed
+    except OSError as exc:
+        return Source(str(path), f"cannot read: {exc.strerror or exc}")
+    if stat.S_ISLNK(info.st_mode):
+        return _link_source(path, passed_over)
+    if not stat.S_ISREG(info.st_mode):
+        if filetypes.by_name(name) is None and _name_tells_type(name):
+            passed_over[_suffix(name)] += 1  # not a name hpu-port reads: passed over like any other
+            return None
+        return Source(str(path), f"{_special_kind(info.st_mode)}; not read")
+    file_type = filetypes.detect(str(path))
+    if file_type is None:
+        passed_over[_suffix(name)] += 1
+        return None
+    return Source(str(path), None, file_type)
+
+
+def _link_source(path: Path, passed_over: Counter) -> Optional[Source]:
+    target = _link_target(path)
+    if target is None:
+        if filetypes.by_name(path.name) is None:
+            passed_over[_suffix(path.name)] += 1
+            return None
+        return Source(str(path), "broken symbolic link")
+    file_type = _link_type(path, target)
+    if file_type is None:
+        passed_over[_suffix(path.name)] += 1
+        return None
+    return Source(str(path), file_type=file_type, link_target=target)
+
+
+def _name_tells_type(name: str) -> bool:
+    """Whether the name alone decides the file type (a name without a suffix
+    needs the file's first bytes, as filetypes.detect reads them)."""
+    return "." in name.lstrip(".")
+
+
+def _suffix(name: str) -> str:
+    return os.path.splitext(name)[1].lower() or "(no suffix)"
 
 
 def _skipped_dir(path: Path) -> bool:
     name = path.name
     if name in OUTPUT_DIRS:
-        return not (path / "__init__.py").is_file()
+        return not os.path.isfile(path / "__init__.py")
     return name in SKIPPED_DIRS or name.endswith(".egg-info")
 
 
-def _inside(path: Path, real_root: Path) -> bool:
-    if not path.is_symlink():
-        return True
-    try:
-        target = path.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return True  # a broken link or a loop: reading it reports the problem
-    return target == real_root or real_root in target.parents
+def _within(path: str, root: str) -> bool:
+    """Whether ``path`` is ``root`` or lies under it (both resolved)."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def text_problem(source: bytes, file_type: str) -> Optional[str]:
@@ -197,39 +372,216 @@ def _declared_encoding(source: bytes) -> str:
 
 
 def read_source(path: str) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read()
+    """The bytes of the regular file at ``path``, never through a link at its
+    end and never waiting on a FIFO (one may have taken the file's place since
+    the walk)."""
+    with _opened_file(None, path) as handle:
+        return _read_all(handle)
 
 
-class FileChangedError(Exception):
+_OPEN_NOT_FOLLOWING = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+
+
+@contextlib.contextmanager
+def _opened_file(directory: Optional[int], name: str) -> Iterator[int]:
+    """A descriptor of the regular file ``name`` (in the open folder
+    ``directory``, if given); OSError when it is a link or not a regular file."""
+    try:
+        handle = os.open(name, _OPEN_NOT_FOLLOWING, dir_fd=directory)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "is a symbolic link", name) from None
+        raise
+    try:
+        mode = os.fstat(handle).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(mode, name)
+        yield handle
+    finally:
+        os.close(handle)
+
+
+def _not_regular(mode: int, name: str) -> OSError:
+    if stat.S_ISDIR(mode):
+        return IsADirectoryError(errno.EISDIR, "is a directory", name)
+    return OSError(errno.EINVAL, _special_kind(mode), name)
+
+
+def _read_all(handle: int) -> bytes:
+    chunks = []
+    while True:
+        chunk = os.read(handle, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+class NotWritten(Exception):
+    """A file hpu-port must not replace; the message says why, in a few words."""
+
+
+class FileChangedError(NotWritten):
     """The file on disk is no longer the one that was read."""
 
+    def __init__(self) -> None:
+        super().__init__("changed on disk while it was being ported")
 
-def write_atomically(path: str, data: bytes, expected: Optional[bytes] = None, new_mode: Optional[int] = None) -> None:
-    """Replace ``path`` with ``data`` so that it is never seen half-written.
 
-    Writes a temporary file in the same directory, flushes it to disk and
-    renames it over the original, keeping the original's permission bits.
-    With ``expected``, refuses to write when the file changed since it was read.
-    With ``new_mode``, ``path`` may not exist yet: it is created with that mode.
+def replace_file(path: str, data: bytes, expected: bytes, roots: list[str]) -> None:
+    """Replace the file at ``path`` with ``data`` so that it is never seen
+    half-written, keeping its owner, group, mode and extended attributes.
+
+    ``roots`` are the resolved paths the run was given: the file must lie
+    inside one of them. NotWritten, when the file must not be replaced: a
+    symbolic link, not a regular file, read-only, one of several hard links,
+    outside the roots, or changed since it was read (its bytes are no longer
+    ``expected``). The folder is opened once and every step works inside it,
+    so that no link swapped in meanwhile can lead the write elsewhere.
     """
-    # Through a symbolic link, the file it points to is rewritten, not the link.
-    target = Path(os.path.realpath(path))
-    if expected is not None and read_source(path) != expected:
-        raise FileChangedError(f"{path} changed on disk while it was being ported")
-    mode = stat.S_IMODE(os.stat(target).st_mode) if new_mode is None or target.exists() else new_mode
+    directory, name = os.path.split(path)
+    with _opened_directory(directory or os.curdir) as folder:
+        _refuse_outside(folder, directory or os.curdir, name, roots)
+        try:
+            with _opened_file(folder, name) as existing:
+                before = os.fstat(existing)
+                _refuse_unsafe_to_replace(before, folder, name)
+                if _read_all(existing) != expected:
+                    raise FileChangedError()
+                attributes = _extended_attributes(existing)
+        except FileNotFoundError:
+            raise NotWritten("no longer exists") from None
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EINVAL, errno.EISDIR):
+                raise NotWritten(exc.strerror) from None
+            raise
+        _write_replacement(folder, name, data, lambda new: _keep_metadata(new, before, attributes))
+
+
+def write_into(output_dir: str, relative: str, data: bytes, mode: int) -> None:
+    """Write ``data`` at ``relative`` under ``output_dir``, atomically and with
+    ``mode``, creating the folders between. Nothing under ``output_dir`` is
+    followed: a symbolic link (or any other non-regular file) where a folder or
+    the file should be is NotWritten, naming it."""
+    os.makedirs(output_dir, exist_ok=True)
+    *folders, name = Path(relative).parts
+    with _opened_directory(output_dir) as top:
+        with _opened_subdirectories(top, output_dir, folders) as folder:
+            _refuse_existing_non_file(folder, name, os.path.join(output_dir, relative))
+            _write_replacement(folder, name, data, lambda new: os.fchmod(new, mode))
+
+
+@contextlib.contextmanager
+def _opened_directory(path: str, relative_to: Optional[int] = None, follow: bool = True) -> Iterator[int]:
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
+    handle = os.open(path, flags, dir_fd=relative_to)
+    try:
+        yield handle
+    finally:
+        os.close(handle)
+
+
+@contextlib.contextmanager
+def _opened_subdirectories(top: int, top_path: str, names: list[str]) -> Iterator[int]:
+    """The folder ``top/names[0]/names[1]/...``, each created when missing and
+    none of them a link."""
+    with contextlib.ExitStack() as opened:
+        folder, shown = top, top_path
+        for name in names:
+            shown = os.path.join(shown, name)
+            try:
+                os.mkdir(name, dir_fd=folder)
+            except FileExistsError:
+                pass
+            if stat.S_ISLNK(os.lstat(name, dir_fd=folder).st_mode):
+                raise NotWritten(f"{shown_path(shown)} is a symbolic link")
+            folder = opened.enter_context(_opened_directory(name, relative_to=folder, follow=False))
+        yield folder
+
+
+def _refuse_existing_non_file(folder: int, name: str, shown: str) -> None:
+    try:
+        mode = os.lstat(name, dir_fd=folder).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        raise NotWritten(f"{shown_path(shown)} is a symbolic link")
+    if not stat.S_ISREG(mode):
+        raise NotWritten(f"{shown_path(shown)} {_not_regular(mode, name).strerror}")
+
+
+def _refuse_outside(folder: int, directory: str, name: str, roots: list[str]) -> None:
+    """NotWritten unless ``directory/name`` lies inside one of ``roots`` (resolved),
+    and ``folder`` is the very directory that was checked."""
+    real_directory = os.path.realpath(directory)
+    opened, checked = os.fstat(folder), os.stat(real_directory)
+    if (opened.st_dev, opened.st_ino) != (checked.st_dev, checked.st_ino):
+        raise NotWritten("its folder was moved or replaced while it was being ported")
+    real = os.path.join(real_directory, name)
+    if not any(_within(real, root) for root in roots):
+        raise NotWritten("lies outside the paths given")
+
+
+def _refuse_unsafe_to_replace(info: os.stat_result, folder: int, name: str) -> None:
+    if not info.st_mode & 0o222 or not _writable_by_us(folder, name):
+        raise NotWritten("is read-only")
+    if info.st_nlink > 1:
+        # A new file renamed over one name would leave the others with the
+        # old text; writing into the shared file cannot be made atomic.
+        raise NotWritten(f"has {info.st_nlink} hard links, and the others would keep the old text")
+
+
+def _writable_by_us(folder: int, name: str) -> bool:
+    """The effective user's own permission (root may write anything, so its
+    answer is not asked: the mode bits decide for root)."""
+    if not hasattr(os, "geteuid") or os.geteuid() == 0:
+        return True
+    return os.access(name, os.W_OK, dir_fd=folder, effective_ids=os.access in os.supports_effective_ids)
+
+
+def _extended_attributes(handle: int) -> dict[str, bytes]:
+    if not hasattr(os, "listxattr"):
+        return {}
+    try:
+        return {key: os.getxattr(handle, key) for key in os.listxattr(handle)}
+    except OSError as exc:
+        if exc.errno in (errno.ENOTSUP, getattr(errno, "EOPNOTSUPP", errno.ENOTSUP)):
+            return {}
+        raise
+
+
+def _keep_metadata(new: int, before: os.stat_result, attributes: dict[str, bytes]) -> None:
+    """Give the new file what the one it replaces had. Owner first: changing
+    it clears set-id bits, which the mode set last restores."""
+    current = os.fstat(new)
+    if (current.st_uid, current.st_gid) != (before.st_uid, before.st_gid):
+        try:
+            os.fchown(new, before.st_uid, before.st_gid)
+        except PermissionError:
+            raise NotWritten("its owner and group could not be kept") from None
+    for key, value in attributes.items():
+        try:
+            os.setxattr(new, key, value)
+        except OSError as exc:
+            raise NotWritten(f"its extended attribute {key} could not be kept: {exc.strerror or exc}") from None
+    os.fchmod(new, stat.S_IMODE(before.st_mode))
+
+
+def _write_replacement(folder: int, name: str, data: bytes, finish: Callable[[int], None]) -> None:
+    """Write a temporary file beside ``name`` in the open ``folder``, let
+    ``finish`` give it its owner and mode, flush it to disk and rename it over
+    ``name``."""
     with _signals_deferred():
-        handle, temporary = tempfiles.mkstemp(target.parent, f".{target.name}.", ".hpu-port")
+        handle, temporary = tempfiles.mkstemp("", f".{name}.", ".hpu-port", dir_fd=folder)
         try:
             with os.fdopen(handle, "wb") as out:
                 out.write(data)
                 out.flush()
+                finish(out.fileno())
                 os.fsync(out.fileno())
-            os.chmod(temporary, mode)
-            os.replace(temporary, target)
+            os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
         except BaseException:
             try:
-                os.unlink(temporary)
+                os.unlink(temporary, dir_fd=folder)
             except FileNotFoundError:
                 pass
             raise

@@ -142,12 +142,33 @@ def paths_or_here(paths: tuple) -> tuple:
 
 
 def check_output_dir(output_dir: str, paths: tuple, only_looking: bool) -> None:
-    """The output tree must be apart from what is being ported."""
+    """The output tree must be apart from what is being ported: not one of the
+    paths, not inside one, and not holding one (writing there would replace
+    the sources, or put the port where the next run reads it). Paths are
+    compared resolved, so that `.`, a file's own folder or a link to either
+    is caught too."""
     if only_looking:
         raise click.UsageError("--output-dir writes files; it cannot be combined with --dry-run or --check")
     if "-" in paths:
         raise click.UsageError("--output-dir cannot be used with `-` (stdin)")
-    if inside_any(Path(output_dir), [p for p in paths if Path(p).is_dir()]) or Path(output_dir).resolve() in {
-        Path(p).resolve() for p in paths
-    }:
-        raise click.UsageError(f"--output-dir {output_dir} lies inside a path being ported; choose a directory outside it")
+    from hpu_port.files import shown_path
+
+    output = Path(output_dir).resolve()
+    for path in paths:
+        problem = _overlap(output, Path(path).resolve())
+        if problem:
+            raise click.UsageError(
+                f"--output-dir {shown_path(output_dir)} {problem} {shown_path(path)}, a path being ported; "
+                "choose a directory outside it"
+            )
+
+
+def _overlap(output: Path, source: Path) -> Optional[str]:
+    if output == source:
+        return "is"
+    if source in output.parents:
+        return "lies inside"
+    if output in source.parents:
+        return "holds"
+    return None
+

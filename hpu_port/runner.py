@@ -11,7 +11,7 @@ from typing import Callable, Optional, Union
 
 from hpu_port import filetypes, parallel
 from hpu_port.cache import Cache
-from hpu_port.files import FileChangedError, discover, read_source, text_problem, write_atomically
+from hpu_port.files import NotWritten, discover, read_source, replace_file, shown_path, text_problem, write_into
 from hpu_port.results import FileResult
 from hpu_port.settings import RuleSet
 from hpu_port.suppressions import code_problems
@@ -34,6 +34,8 @@ class RunSummary:
     empty_paths: list[tuple[str, str]] = field(default_factory=list)
     # Problems worth a warning that do not stop a file: "path:line: problem".
     warnings: list[str] = field(default_factory=list)
+    # The paths the run was given, resolved: in place, only files inside them are written.
+    roots: list[str] = field(default_factory=list)
 
     @property
     def blocking(self) -> int:
@@ -96,6 +98,8 @@ def run(
     files whose bytes and settings it has seen before.
     """
     ruleset_for = rulesets if callable(rulesets) else (lambda path: rulesets)
+    # Resolved before anything is read: a link swapped in later cannot move them.
+    roots = [os.path.realpath(path) for path in paths]
     planned = []
     found = discover(paths)
     not_examined = Counter(found.passed_over)
@@ -149,6 +153,8 @@ def run(
     summary = RunSummary(
         not_examined=not_examined,
         empty_paths=paths_with_nothing(paths, [s.path for s in found], [s.path for s, _ in planned]),
+        warnings=list(found.links_not_followed),
+        roots=roots,
     )
     for result, (entry, ruleset) in zip(results, planned):
         if ruleset is not None:
@@ -163,7 +169,7 @@ def paths_with_nothing(paths: list[str], found: list[str], planned: list[str]) -
     """The given paths under which no file was examined, each with why:
     nothing there hpu-port ports, or all of it excluded by the configuration."""
     empty = []
-    for raw in paths:
+    for raw in map(shown_path, paths):  # discovery names a path that is not UTF-8 as it prints
         if _any_under(raw, planned):
             continue
         if _any_under(raw, found):
@@ -234,16 +240,19 @@ def interrupt_on_sigterm() -> None:
 
 
 def write_results(summary: RunSummary) -> None:
-    """Write every changed file; a file that cannot be written gets an error."""
+    """Write every changed file in place; a file that cannot or must not be
+    written (see files.replace_file) gets an error, and the others are written."""
     for result in summary.changed:
         try:
-            write_atomically(result.path, result.new_source, expected=result.source)
-            if result.output_findings is not None:
-                result.findings = result.output_findings  # the file is now the new one
-        except FileChangedError:
-            result.error = "changed on disk while it was being ported; not written"
+            replace_file(result.path, result.new_source, result.source, summary.roots)
+        except NotWritten as refusal:
+            result.error = f"{refusal}; not written"
+            continue
         except OSError as exc:
             result.error = f"cannot write: {exc.strerror or exc}"
+            continue
+        if result.output_findings is not None:
+            result.findings = result.output_findings  # the file is now the new one
 
 
 def write_results_to(summary: RunSummary, output_dir: str, base: Optional[str] = None) -> None:
@@ -262,8 +271,10 @@ def write_results_to(summary: RunSummary, output_dir: str, base: Optional[str] =
             continue  # it could not even be read: there is nothing to copy
         destination = Path(output_dir) / relative
         try:
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(str(destination), data, new_mode=_mode_of(result.path))
+            write_into(output_dir, relative, data, _mode_of(result.path))
+        except NotWritten as refusal:
+            result.error = f"{refusal}; not written to the output directory"
+            continue
         except OSError as exc:
             result.error = f"cannot write {destination}: {exc.strerror or exc}"
             continue

@@ -13,13 +13,14 @@ _FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | get
 _ATTEMPTS = 100
 
 
-def mkstemp(directory: "os.PathLike[str] | str", prefix: str, suffix: str) -> tuple[int, str]:
+def mkstemp(directory: "os.PathLike[str] | str", prefix: str, suffix: str, dir_fd: "int | None" = None) -> tuple[int, str]:
     """Create a file no one else can have opened, readable only by its owner:
-    its open descriptor and its path."""
+    its open descriptor and its path (relative to the open folder ``dir_fd``
+    when given, so that no link swapped in for the folder's path can move it)."""
     for _ in range(_ATTEMPTS):
         path = os.path.join(directory, f"{prefix}{os.urandom(6).hex()}{suffix}")
         try:
-            return os.open(path, _FLAGS, 0o600), path
+            return os.open(path, _FLAGS, 0o600, dir_fd=dir_fd), path
         except FileExistsError:
             continue
     raise FileExistsError(f"no free temporary file name in {directory}")

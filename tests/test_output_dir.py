@@ -3,6 +3,7 @@
 import os
 import stat
 
+import pytest
 from click.testing import CliRunner
 
 from hpu_port.cli import main
@@ -64,7 +65,7 @@ def test_output_dir_must_lie_outside_what_is_ported(tmp_path, monkeypatch):
     work = make_project(tmp_path)
     monkeypatch.chdir(work)
     inside = invoke("--output-dir", "src/ported", "src")
-    assert inside.exit_code == 2 and "lies inside a path being ported" in inside.stderr
+    assert inside.exit_code == 2 and "lies inside src, a path being ported" in inside.stderr
     assert invoke("--output-dir", tmp_path / "o", "--dry-run", "src").exit_code == 2
     assert not (work / "src" / "ported").exists()
 
@@ -90,3 +91,54 @@ def test_what_is_left_is_reported_in_the_written_file_at_its_lines(tmp_path, mon
     path, number = line.split(":")[:2]
     assert path == os.path.join("ported", "train.py")
     assert "get_device_capability" in written[int(number) - 1]
+
+
+CUDA_CALL = "import torch\nx = torch.zeros(2).cuda()\n"
+
+
+@pytest.mark.parametrize(
+    "output_dir, paths, problem",
+    [
+        (".", ["train.py"], "holds train.py"),  # the file's own folder: it would be written over
+        (".", ["."], "is ."),
+        ("pkg", ["pkg"], "is pkg"),
+        ("pkg/out", ["pkg"], "lies inside pkg"),
+        (".", ["pkg"], "holds pkg"),
+        ("alias", ["pkg"], "is pkg"),  # a link to the source folder is that folder
+    ],
+)
+def test_output_dir_may_not_be_hold_or_lie_inside_a_source(tmp_path, monkeypatch, output_dir, paths, problem):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(CUDA_CALL)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "model.py").write_text(CUDA_CALL)
+    os.symlink("pkg", tmp_path / "alias")
+    result = invoke("--output-dir", output_dir, *paths)
+    assert result.exit_code == 2
+    assert f"{problem}, a path being ported" in result.stderr
+    assert (tmp_path / "train.py").read_text() == CUDA_CALL
+    assert (tmp_path / "pkg" / "model.py").read_text() == CUDA_CALL
+
+
+def test_a_link_at_a_destination_is_never_written_through(tmp_path, monkeypatch):
+    """A link placed in the output tree (where a file or a folder will go)
+    would send the write to its target: it is named and left alone."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "train.py").write_text(CUDA_CALL)
+    (tmp_path / "src" / "pkg" / "model.py").write_text(CUDA_CALL)
+    (tmp_path / "src" / "other.py").write_text(CUDA_CALL)
+    victim, victims = tmp_path / "victim.py", tmp_path / "victims"
+    victim.write_text("precious\n")
+    victims.mkdir()
+    out = tmp_path / "out" / "src"
+    out.mkdir(parents=True)
+    os.symlink(victim, out / "train.py")
+    os.symlink(victims, out / "pkg")
+    result = invoke("--output-dir", "out", "src")
+    assert result.exit_code == 2
+    assert f"src/train.py: error: {os.path.join('out', 'src', 'train.py')} is a symbolic link; not written" in result.stderr
+    assert f"src/pkg/model.py: error: {os.path.join('out', 'src', 'pkg')} is a symbolic link; not written" in result.stderr
+    assert victim.read_text() == "precious\n" and list(victims.iterdir()) == []
+    assert (out / "train.py").is_symlink() and (out / "pkg").is_symlink()
+    assert ".to(\"hpu\")" in (out / "other.py").read_text()  # the rest of the tree is written

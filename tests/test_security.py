@@ -71,20 +71,27 @@ def test_nothing_is_written_outside_the_given_paths(tmp_path):
     before = {p: p.stat().st_mtime_ns for p in outside.rglob("*")}
     result = invoke("rewrite", inside)
     assert result.exit_code == 0
+    # Each link that leads out is named (a warning: the walk passes it by).
+    assert f"warning: {inside / 'link_to_outside.py'}: is a symbolic link to {outside / 'b.py'}; not followed" in result.stderr
+    assert f"warning: {inside / 'linked_dir'}: is a symbolic link to {outside}, outside {inside}; not followed" in result.stderr
     assert (inside / "a.py").read_text() != code
     assert (outside / "b.py").read_text() == code
     assert {p: p.stat().st_mtime_ns for p in outside.rglob("*")} == before
     assert sorted(p.name for p in outside.iterdir()) == ["b.py"]
 
 
-def test_a_symlink_named_explicitly_rewrites_its_target_and_stays_a_link(tmp_path):
+def test_a_symlink_named_explicitly_is_not_followed(tmp_path):
     real = tmp_path / "real.py"
     real.write_text('device = "cuda"\n')
     link = tmp_path / "link.py"
     os.symlink(real, link)
-    assert invoke("rewrite", link).exit_code == 0
-    assert link.is_symlink()
-    assert '"hpu"' in real.read_text()
+    result = invoke("rewrite", link)
+    assert result.exit_code == 2
+    assert f"{link}: error: is a symbolic link to {real}; not followed" in result.stderr
+    assert link.is_symlink() and real.read_text() == 'device = "cuda"\n'
+    # Named with its target, the file is ported once, by its own path.
+    assert invoke("rewrite", link, real).exit_code == 0
+    assert link.is_symlink() and '"hpu"' in real.read_text()
 
 
 def test_a_link_inside_the_tree_to_a_file_inside_it_is_followed_once(tmp_path):
