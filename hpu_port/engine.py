@@ -355,7 +355,7 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
         ported = port_source(path, module_text.encode("utf-8"), ruleset, apply)
 
     def place(line: int, text: str = module_text) -> tuple[int, int]:
-        number, within = notebooks.cell_of_line(text, line)
+        number, within = notebooks.cell_of_line(notebook, text, line)
         return notebook.code_cells[number] + 1, within
 
     def in_cells(findings: list[Finding], text: str = module_text) -> list[Finding]:
@@ -384,6 +384,7 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
 
 def _port_written_files(notebook, ruleset: RuleSet, apply: bool, result: FileResult) -> tuple[list, dict]:
     """Port the body of each `%%writefile train.py` cell as the file it writes."""
+    from hpu_port import notebooks
     from hpu_port.formats import notebook as notebook_shell
 
     findings, cells = [], {}
@@ -392,7 +393,7 @@ def _port_written_files(notebook, ruleset: RuleSet, apply: bool, result: FileRes
         name = notebook_shell.written(source)
         if name is None:
             continue
-        first, body = source.split("\n", 1)
+        first, body = notebooks.split_first_line(source)  # the first line with its line end
         index = notebook.code_cells[number]
         ported = port_bytes(name, body.encode("utf-8"), ruleset, apply)
         if ported.error:
@@ -402,7 +403,7 @@ def _port_written_files(notebook, ruleset: RuleSet, apply: bool, result: FileRes
         placed = ported.findings
         findings += [dataclasses.replace(f, cell=index + 1, line=f.line + 1, end_line=f.end_line + 1) for f in placed]
         if ported.new_source is not None:
-            cells[index] = first + "\n" + ported.new_source.decode("utf-8")
+            cells[index] = first + ported.new_source.decode("utf-8")
     return findings, cells
 
 

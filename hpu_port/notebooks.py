@@ -1,43 +1,111 @@
-"""Jupyter notebooks: code cells ported as one module, everything else kept as it is.
+"""Jupyter notebooks: code cells ported as one module, everything else kept byte for byte.
 
 The code cells are joined into one Python module, with a marker comment
 between cells, so that an import in one cell resolves names in the next and an
 added import appears once, in the first cell. IPython magics and shell lines
-(`%`, `%%`, `!`, `x = !cmd`, trailing `?`) are masked by placeholder comments
+(`%`, `%%`, `!`, `x = !cmd`, trailing `?`) are masked by placeholder statements
 and restored exactly; each one's place is kept, so that the shell lines
 among them can be read as shell (``hpu_port.formats.notebook``). A cell under
 a Python cell magic (`%%time`, `%%capture`) is Python below its first line;
-cells under other cell magics (`%%bash`, `%%writefile`) are kept whole. Markdown cells, outputs and metadata are not touched. The notebook is
-written back only when its JSON layout can be reproduced exactly, so that the
-cells that did not change stay byte-identical.
+cells under other cell magics (`%%bash`, `%%writefile`) are kept whole.
+Markdown cells, outputs and metadata are not touched.
+
+Markers and placeholders carry a tag that occurs in none of the code cells, so
+no line a user wrote can be taken for one. Cells are split into lines where
+Python splits them (`\\n`, `\\r\\n`, `\\r`), not where ``str.splitlines`` does:
+a form feed or U+2028 is text inside a line. The module has `\\n` line ends;
+each line gets its own line end back, and a new line the cell's usual one.
+
+The notebook's JSON is never dumped again: only the text of a changed cell's
+`"source"` value is replaced, so everything else in the file (other cells,
+indentation, key order, escapes, the final newline) stays byte for byte.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Optional
+from difflib import SequenceMatcher
+from typing import Callable, Iterable, Optional
 
-CELL_MARK = "# hpu-port-cell:"
-MAGIC_MARK = "# hpu-port-magic:"
-# A statement, so that a block whose body is only magics (`for f in files:`
-# over `!wget {f}`) still parses.
-MAGIC_PLACEHOLDER = f"pass  {MAGIC_MARK}"
 MAGIC_LINE = re.compile(r"^\s*(%%?[A-Za-z]|!(?!=))|^[^#]*\?\s*$|^\s*[A-Za-z_][A-Za-z0-9_.]*(\s*,\s*[A-Za-z_][A-Za-z0-9_.]*)*\s*=\s*(!|%[a-z])")
 # Cell magics whose body is Python run by the kernel.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
+# The only line breaks Python knows; str.splitlines knows eight more.
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# Whitespace Python accepts before a statement (a masked line keeps its own).
+_INDENT = re.compile(r"[ \t\f]*")
+
+
+def split_lines(text: str) -> list[tuple[str, str]]:
+    """(content, line end) of each line of ``text``; the last line end may be ""."""
+    lines, start = [], 0
+    for match in LINE_BREAK.finditer(text):
+        lines.append((text[start:match.start()], match.group()))
+        start = match.end()
+    if start < len(text):
+        lines.append((text[start:], ""))
+    return lines
+
+
+def split_first_line(text: str) -> tuple[str, str]:
+    """The first line of ``text`` with its line end, and the rest."""
+    match = LINE_BREAK.search(text)
+    return (text, "") if match is None else (text[:match.end()], text[match.end():])
+
+
+def unused_tag(texts: Iterable[str], base: str) -> str:
+    """``base``, or ``base`` with a number after it, whichever occurs in none
+    of ``texts``: a marker built on it cannot be mistaken for their text."""
+    texts = list(texts)
+    candidates = itertools.chain([base], (f"{base}-{number}" for number in itertools.count(1)))
+    return next(tag for tag in candidates if not any(tag in text for text in texts))
+
+
+@dataclass(frozen=True)
+class Marks:
+    """The comment that starts each cell in the module, and the placeholder
+    that stands for a masked line, both built on a tag no cell contains."""
+
+    tag: str
+
+    @property
+    def cell(self) -> str:
+        return f"# {self.tag}-cell:"
+
+    @property
+    def placeholder(self) -> str:
+        # A statement, so that a block whose body is only magics (`for f in
+        # files:` over `!wget {f}`) still parses.
+        return f"pass  # {self.tag}-magic:"
+
+    def cell_number(self, line: str) -> Optional[int]:
+        """The cell a marker line starts, or None for any other line."""
+        return _number_after(line, self.cell)
+
+    def magic_key(self, line: str) -> Optional[int]:
+        """The key of the masked line a placeholder stands for, or None."""
+        return _number_after(line.lstrip(" \t\f"), self.placeholder)
+
+
+def _number_after(line: str, prefix: str) -> Optional[int]:
+    rest = line[len(prefix):]
+    return int(rest) if line.startswith(prefix) and rest.isascii() and rest.isdigit() else None
 
 
 @dataclass
 class Notebook:
     data: dict
-    dump: dict  # json.dumps keyword arguments that reproduce the file
-    trailing_newline: bool
+    text: str  # the file's JSON text, as read
     code_cells: list  # indices of the code cells in data["cells"]
-    magics: dict  # placeholder number -> original line
-    skipped: set  # code cells kept whole (cell magics: %%bash, ...)
+    marks: Marks
+    magics: dict = field(default_factory=dict)  # placeholder number -> original line
+    skipped: set = field(default_factory=set)  # code cells kept whole (cell magics: %%bash, ...)
     places: dict = field(default_factory=dict)  # placeholder number -> (cell number, line in the cell, 1-based)
+    masked: dict = field(default_factory=dict)  # code-cell number -> its (module line, line end) pairs
 
     def cell_source(self, number: int) -> str:
         """The source of code cell ``number`` (counted among code cells)."""
@@ -58,44 +126,53 @@ def load(raw: bytes) -> Notebook:
         raise ValueError(f"not a valid notebook: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise ValueError("not a valid notebook: no list of cells")
-    dump = _layout(text, data)
-    if dump is None:
-        raise ValueError("the notebook's JSON layout is not one hpu-port can reproduce exactly; not rewritten")
+    _check_cells(data["cells"])
     code = [i for i, cell in enumerate(data["cells"]) if cell.get("cell_type") == "code"]
-    return Notebook(data, dump, text.endswith("\n"), code, {}, set())
+    tag = unused_tag((_cell_source(data["cells"][i]) for i in code), "hpu-port")
+    return Notebook(data, text, code, Marks(tag))
 
 
-def _layout(text: str, data: dict) -> Optional[dict]:
-    body = text[:-1] if text.endswith("\n") else text
-    for indent in (1, 2, 4, None):
-        for sort_keys in (True, False):
-            for ensure_ascii in (False, True):
-                options = {"indent": indent, "sort_keys": sort_keys, "ensure_ascii": ensure_ascii}
-                if json.dumps(data, **options) == body:
-                    return options
-    return None
+def _check_cells(cells: list) -> None:
+    """Refuse what no notebook writer makes: a cell that is not an object, a
+    source that is not text, a code cell without a source to write back to."""
+    for number, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict):
+            raise ValueError(f"not a valid notebook: cell {number} is not a JSON object")
+        source = cell.get("source")
+        if source is None and cell.get("cell_type") != "code":
+            continue
+        if isinstance(source, str) or (isinstance(source, list) and all(isinstance(piece, str) for piece in source)):
+            continue
+        what = "has no source" if source is None else "has a source that is not a string or a list of strings"
+        raise ValueError(f"not a valid notebook: cell {number} {what}")
 
 
 def to_module(notebook: Notebook) -> str:
     """The code cells as one module, cells separated by marker comments."""
     parts = []
     for number, index in enumerate(notebook.code_cells):
-        source = _cell_source(notebook.data["cells"][index])
-        parts.append(f"{CELL_MARK}{number}\n")
-        lines = source.splitlines()
-        python_from = _python_start(lines)
+        parts.append(f"{notebook.marks.cell}{number}\n")
+        lines = split_lines(_cell_source(notebook.data["cells"][index]))
+        python_from = _python_start([content for content, _ in lines])
         if python_from is None:
             notebook.skipped.add(number)  # a cell magic: not Python
             continue
-        for line_number, line in enumerate(lines, 1):
-            if line_number <= python_from or (MAGIC_LINE.search(line) and not line.lstrip().startswith("#")):
-                key = len(notebook.magics)
-                notebook.magics[key] = line
-                notebook.places[key] = (number, line_number)
-                indent = line[: len(line) - len(line.lstrip())]
-                line = f"{indent}{MAGIC_PLACEHOLDER}{key}"
-            parts.append(line + "\n")
+        masked = []
+        for line_number, (content, end) in enumerate(lines, 1):
+            if line_number <= python_from or (MAGIC_LINE.search(content) and not content.lstrip().startswith("#")):
+                content = _mask(notebook, number, line_number, content)
+            masked.append((content, end))
+        notebook.masked[number] = masked
+        parts += [content + "\n" for content, _ in masked]
     return "".join(parts)
+
+
+def _mask(notebook: Notebook, number: int, line_number: int, line: str) -> str:
+    """The placeholder for a magic or shell line, which is kept for later."""
+    key = len(notebook.magics)
+    notebook.magics[key] = line
+    notebook.places[key] = (number, line_number)
+    return f"{_INDENT.match(line).group()}{notebook.marks.placeholder}{key}"
 
 
 def cell_magic(line: str) -> str:
@@ -125,52 +202,210 @@ def _python_start(lines: list[str]) -> "int | None":
     return count
 
 
-def cell_of_line(module_text: str, line: int) -> tuple[int, int]:
+def cell_of_line(notebook: Notebook, module_text: str, line: int) -> tuple[int, int]:
     """(cell number, line within the cell) of a line of the joined module."""
     cell, first = 0, 1
-    for number, text in enumerate(module_text.splitlines(), 1):
+    for number, (text, _) in enumerate(split_lines(module_text), 1):
         if number > line:
             break
-        if text.startswith(CELL_MARK):
-            cell, first = int(text[len(CELL_MARK):]), number + 1
+        found = notebook.marks.cell_number(text)
+        if found is not None:
+            cell, first = found, number + 1
     return cell, line - first + 1
 
 
-def split_cells(notebook: Notebook, module_text: str) -> list[str]:
-    """Each code cell's new source, magics restored."""
+def _module_cells(notebook: Notebook, module_text: str) -> list[list[str]]:
+    """The lines of each code cell in a module ``to_module`` made (after edits)."""
     cells: list[list[str]] = []
-    for line in module_text.splitlines():
-        if line.startswith(CELL_MARK):
-            cells.append([])
-            continue
-        stripped = line.strip()
-        if stripped.startswith(MAGIC_PLACEHOLDER):
-            line = notebook.magics[int(stripped[len(MAGIC_PLACEHOLDER):])]
-        cells[-1].append(line)
-    return ["\n".join(lines) for lines in cells]
+    above: list[str] = []  # lines above the first marker, if a rule put any there, are the first cell's
+    for text, _ in split_lines(module_text):
+        if notebook.marks.cell_number(text) is not None:
+            cells.append([] if cells else above)
+        else:
+            (cells[-1] if cells else above).append(text)
+    if len(cells) != len(notebook.code_cells):
+        raise ValueError("the cells of the ported notebook could not be told apart")
+    return cells
 
 
 def new_sources(notebook: Notebook, module_text: str) -> dict[int, str]:
     """Code cells whose source changed: cell index -> new source."""
     changed = {}
-    for number, new in enumerate(split_cells(notebook, module_text)):
+    for number, lines in enumerate(_module_cells(notebook, module_text)):
         if number in notebook.skipped:
             continue
         index = notebook.code_cells[number]
-        old = _cell_source(notebook.data["cells"][index])
-        new_source = new + ("\n" if old.endswith("\n") else "")
-        if new_source != old:
+        new_source = _restored(notebook, number, lines)
+        if new_source != notebook.cell_source(number):
             changed[index] = new_source
     return changed
 
 
+def _restored(notebook: Notebook, number: int, lines: list[str]) -> str:
+    """A cell's text from its new module lines: masked lines back, line ends kept."""
+    ends = _line_ends(notebook.masked[number], lines)
+    return "".join(_unmasked(notebook, line) + end for line, end in zip(lines, ends))
+
+
+def _unmasked(notebook: Notebook, line: str) -> str:
+    key = notebook.marks.magic_key(line)
+    return line if key is None else notebook.magics[key]
+
+
+def _line_ends(old: list[tuple[str, str]], new: list[str]) -> list[str]:
+    """The line end of each new line: the old line's where a line stayed or was
+    changed in place, the cell's usual line end for new lines, none after the
+    last line when the cell did not end with one."""
+    usual = _usual_line_end(old)
+    ends = [usual] * len(new)
+    matcher = SequenceMatcher(None, [content for content, _ in old], new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+            ends[j1:j2] = [end or usual for _, end in old[i1:i2]]
+    if new and not (old and old[-1][1]):
+        ends[-1] = ""
+    return ends
+
+
+def _usual_line_end(lines: list[tuple[str, str]]) -> str:
+    counts = Counter(end for _, end in lines if end)
+    return counts.most_common(1)[0][0] if counts else "\n"
+
+
 def dumps(notebook: Notebook, changed: dict[int, str]) -> bytes:
-    """The notebook with the changed cells, in its own JSON layout."""
-    for index, source in changed.items():
-        cell = notebook.data["cells"][index]
-        if isinstance(cell.get("source"), list):
-            cell["source"] = source.splitlines(keepends=True)
-        else:
-            cell["source"] = source
-    text = json.dumps(notebook.data, **notebook.dump)
-    return (text + ("\n" if notebook.trailing_newline else "")).encode("utf-8")
+    """The notebook's file with the changed cells' sources, and nothing else, replaced."""
+    spans = _source_spans(notebook.text)
+    pieces, position = [], 0
+    for index in sorted(changed):
+        start, end = spans[index]
+        pieces += [notebook.text[position:start], _source_json(notebook, (start, end), index, changed[index])]
+        position = end
+    pieces.append(notebook.text[position:])
+    return "".join(pieces).encode("utf-8")
+
+
+def _source_json(notebook: Notebook, span: tuple[int, int], index: int, source: str) -> str:
+    """The JSON text of a cell's new source, written as the old one (at
+    ``span``) was: a string or a list of lines, unchanged lines in their old spelling."""
+    text = notebook.text
+    start, end = span
+    escaped = _escapes_non_ascii(text[start:end], text)
+    if text[start] != "[":
+        return json.dumps(source, ensure_ascii=escaped)
+    items = _array_item_spans(text, start)
+    spelled: dict[str, str] = {}
+    for piece, (item_start, item_end) in zip(notebook.data["cells"][index]["source"], items):
+        spelled.setdefault(piece, text[item_start:item_end])
+    lines = [content + line_end for content, line_end in split_lines(source)]
+    if not lines:
+        return "[]"
+    opening, separator, closing = _list_layout(text, start, end, items)
+    return "[" + opening + separator.join(spelled.get(line) or json.dumps(line, ensure_ascii=escaped) for line in lines) + closing + "]"
+
+
+# A \uXXXX escape of a character beyond ASCII, not preceded by an escaped backslash.
+_NON_ASCII_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u(?!00[0-7][0-9a-fA-F])[0-9a-fA-F]{4}")
+
+
+def _escapes_non_ascii(value_text: str, file_text: str) -> bool:
+    """Whether new text should escape characters beyond ASCII (`\\u00e9` for
+    `é`): as the old source did, else as the file does; Jupyter does not."""
+    for text in (value_text, file_text):
+        if not text.isascii():
+            return False
+        if _NON_ASCII_ESCAPE.search(text):
+            return True
+    return False
+
+
+def _list_layout(text: str, start: int, end: int, items: list) -> tuple[str, str, str]:
+    """The whitespace after `[`, between items and before `]` of the list at ``start``."""
+    if items:
+        opening = text[start + 1:items[0][0]]
+        closing = text[items[-1][1]:end - 1]
+        separator = text[items[0][1]:items[1][0]] if len(items) > 1 else "," + (opening or " ")
+        return opening, separator, closing
+    # An empty list: its items go one level deeper than the line it is on.
+    space = re.match(r"[ \t\n\r]*\{([ \t\n\r]*)", text).group(1)  # before the file's first key
+    line_break = LINE_BREAK.search(space)
+    if line_break is None:  # a file on one line
+        return "", ", ", ""
+    unit = LINE_BREAK.split(space)[-1]
+    line_start = max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1
+    indent = line_break.group() + _INDENT.match(text, line_start).group()
+    return indent + unit, "," + indent + unit, indent
+
+
+# Where things are in the JSON text. json.loads has accepted the text already,
+# so these walk it without checking it again.
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _source_spans(text: str) -> dict[int, tuple[int, int]]:
+    """Cell index -> (start, end) of its "source" value in the file's text."""
+    spans: dict[int, tuple[int, int]] = {}
+
+    def read_cell(index: int, start: int) -> int:
+        def read_member(key: str, value_start: int) -> int:
+            value_end = _value_end(text, value_start)
+            if key == "source":
+                spans[index] = (value_start, value_end)
+            return value_end
+
+        return _walk_object(text, start, read_member)
+
+    def read_top(key: str, start: int) -> int:
+        if key != "cells":
+            return _value_end(text, start)
+        spans.clear()  # of duplicate keys, json.loads keeps the last
+        return _walk_array(text, start, read_cell)
+
+    _walk_object(text, _SPACE.match(text).end(), read_top)
+    return spans
+
+
+def _array_item_spans(text: str, start: int) -> list[tuple[int, int]]:
+    spans = []
+
+    def read_item(_: int, item_start: int) -> int:
+        spans.append((item_start, _value_end(text, item_start)))
+        return spans[-1][1]
+
+    _walk_array(text, start, read_item)
+    return spans
+
+
+def _value_end(text: str, start: int) -> int:
+    return _DECODER.raw_decode(text, start)[1]
+
+
+def _walk_object(text: str, start: int, read: Callable[[str, int], int]) -> int:
+    """Call ``read(key, value start)`` (which returns the value's end) for each
+    member of the object at ``start``; returns the object's end."""
+    position = _SPACE.match(text, start + 1).end()
+    while text[position] != "}":
+        key, position = json.decoder.scanstring(text, position + 1)
+        value_start = _SPACE.match(text, _SPACE.match(text, position).end() + 1).end()  # past the ":"
+        position = _after_separator(text, read(key, value_start))
+    return position + 1
+
+
+def _walk_array(text: str, start: int, read: Callable[[int, int], int]) -> int:
+    """Call ``read(item number, item start)`` (which returns the item's end)
+    for each item of the array at ``start``; returns the array's end."""
+    position = _SPACE.match(text, start + 1).end()
+    number = 0
+    while text[position] != "]":
+        position = _after_separator(text, read(number, position))
+        number += 1
+    return position + 1
+
+
+def _after_separator(text: str, position: int) -> int:
+    """Past the whitespace and comma after a value: where the next one (or the closing bracket) starts."""
+    position = _SPACE.match(text, position).end()
+    if text[position] == ",":
+        position = _SPACE.match(text, position + 1).end()
+    return position

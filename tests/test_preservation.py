@@ -76,8 +76,28 @@ def test_files_without_matches_are_untouched(source):
     [
         pytest.param(
             b'x = 1\n\x0cy = t.cuda()\n\x0cz = 2\n',
-            b'import habana_frameworks.torch.core as htcore\n\nx = 1\ny = t.to("hpu")\n\x0cz = 2\n',
+            b'import habana_frameworks.torch.core as htcore\n\nx = 1\n\x0cy = t.to("hpu")\n\x0cz = 2\n',
             id="form-feeds",
+        ),
+        pytest.param(
+            b'import torch\rx = t.cuda()\r',
+            b'import torch\rimport habana_frameworks.torch.core as htcore\r\rx = t.to("hpu")\r',
+            id="lone-cr-after-the-changed-last-line",
+        ),
+        pytest.param(
+            b'x = 1\r\ny = t.cuda()\r',
+            b'import habana_frameworks.torch.core as htcore\r\n\r\nx = 1\r\ny = t.to("hpu")\r',
+            id="crlf-file-ending-in-a-lone-cr",
+        ),
+        pytest.param(
+            b'x = 1\n\x0cy = t.cuda(); z = t.cuda()\r',
+            b'import habana_frameworks.torch.core as htcore\n\nx = 1\n\x0cy = t.to("hpu"); z = t.to("hpu")\r',
+            id="form-feed-and-lone-cr-on-one-changed-line",
+        ),
+        pytest.param(
+            b'x = t.cuda()\n\r',
+            b'import habana_frameworks.torch.core as htcore\n\nx = t.to("hpu")\n\r',
+            id="an-empty-last-line-ending-in-a-lone-cr",
         ),
         pytest.param(
             b'x = 1\ry = t.cuda()\rz = 2\r',
@@ -88,3 +108,26 @@ def test_files_without_matches_are_untouched(source):
 )
 def test_lines_libcst_would_normalise_stay_byte_identical(source, expected):
     assert run(source) == expected
+
+
+def test_splice_puts_back_what_libcst_normalised_inside_changed_lines():
+    from hpu_port.splice import splice
+
+    original = b"\x0cx = t.cuda()  # a\x0cb\ny = 1\r"
+    roundtrip = b"x = t.cuda()  # a\x0cb\ny = 1"
+    new = b'import h\n\nx = t.to("hpu")  # a\x0cb\ny = 2'
+    assert splice(original, roundtrip, new) == b'import h\n\n\x0cx = t.to("hpu")  # a\x0cb\ny = 2\r'
+
+
+def test_splice_of_a_long_changed_block_goes_line_by_line():
+    import time
+
+    from hpu_port.splice import splice
+
+    lines = [b"x%d = t.cuda(%d)  # note\n" % (i, i) for i in range(2000)]
+    roundtrip = b"".join(lines)
+    original = b"".join(b"\x0c" + line for line in lines)
+    new = roundtrip.replace(b"t.cuda(", b't.to("hpu", ')
+    started = time.perf_counter()
+    assert splice(original, roundtrip, new) == b"".join(b"\x0c" + line for line in new.splitlines(keepends=True))
+    assert time.perf_counter() - started < 5

@@ -26,8 +26,8 @@ from hpu_port import notebooks
 from hpu_port.formats import Document, Span, Word
 from hpu_port.formats.embedded import Copy, Glue, Scripts
 
-LINE_MARK = "#@hpu-port line"
-CELL_MARK = "#@hpu-port cell"
+# Marker lines are this, or this with a number when a unit holds this text, then " line" or " cell".
+MARK = "#@hpu-port"
 _CAPTURE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(\s*,\s*[A-Za-z_][A-Za-z0-9_.]*)*\s*=\s*")
 _MAGIC = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)[ \t]*")
 _SHELL_MAGICS = frozenset({"sx", "system"})
@@ -49,7 +49,7 @@ class Unit:
 
 def join(notebook: notebooks.Notebook) -> tuple[str, list[Unit]]:
     """The notebook's shell units as one text, and what each unit is."""
-    units, pieces = [], []
+    units = []
     for key, line in notebook.magics.items():
         cell, line_number = notebook.places[key]
         units.append((Unit(cell, line_number, key), line))
@@ -60,20 +60,28 @@ def join(notebook: notebooks.Notebook) -> tuple[str, list[Unit]]:
         text = source[:-1] if source.endswith("\n") else source
         units.append((Unit(number, 1, None, source.endswith("\n")), text))
     units.sort(key=lambda pair: (pair[0].cell, pair[0].line))
-    kept = []
-    for unit, text in units:
-        if any(line.startswith("#@hpu-port") for line in text.split("\n")):
-            continue  # text that would read as a marker: left alone
-        pieces.append(f"{LINE_MARK if unit.key is not None else CELL_MARK}\n{text}\n")
-        kept.append(unit)
-    return "".join(pieces), kept
+    # Marker lines no unit contains, so that none of the user's lines reads as one.
+    line_mark, cell_mark = _marks(notebooks.unused_tag((text for _, text in units), MARK))
+    pieces = [f"{line_mark if unit.key is not None else cell_mark}\n{text}\n" for unit, text in units]
+    return "".join(pieces), [unit for unit, _ in units]
+
+
+def _marks(tag: str) -> tuple[str, str]:
+    """The marker lines before a masked line and before a whole cell."""
+    return f"{tag} line", f"{tag} cell"
+
+
+def _marks_of(text: str) -> tuple[str, str]:
+    """The marker lines of a text ``join`` made: it starts with one."""
+    return _marks(text.split("\n", 1)[0].rsplit(" ", 1)[0])
 
 
 def split(text: str) -> list[str]:
     """Each unit's text, in order, from a text ``join`` made (after edits)."""
+    marks = _marks_of(text)
     found: list[list[str]] = []
     for line in text.split("\n")[:-1]:
-        if line in (LINE_MARK, CELL_MARK):
+        if line in marks:
             found.append([])
         else:
             found[-1].append(line)
@@ -82,11 +90,12 @@ def split(text: str) -> list[str]:
 
 def place(text: str, units: list[Unit], line: int) -> tuple[int, int]:
     """(code-cell number, line in the cell) of a line of the joined text."""
+    marks = _marks_of(text)
     unit_index, marker_line = -1, 0
     for number, content in enumerate(text.split("\n"), 1):
         if number > line:
             break
-        if content in (LINE_MARK, CELL_MARK):
+        if content in marks:
             unit_index, marker_line = unit_index + 1, number
     unit = units[max(unit_index, 0)]
     return unit.cell, unit.line + max(line - marker_line - 1, 0)
@@ -96,8 +105,8 @@ def written(source: str) -> Optional[str]:
     """The file a `%%writefile` cell writes, when hpu-port reads files of its type."""
     from hpu_port import filetypes
 
-    name = notebooks.written_file(source.split("\n", 1)[0])
-    body = source.split("\n", 1)[1] if "\n" in source else ""
+    first, body = notebooks.split_first_line(source)
+    name = notebooks.written_file(first)
     return name if name and filetypes.detect(name, body[: filetypes.HEAD_SIZE].encode("utf-8")) else None
 
 
@@ -110,11 +119,12 @@ class NotebookShellDocument(Document):
         self._shell = Scripts(text)
         self._unread: list[Word] = []
         position = 0
+        cell_mark = _marks_of(text)[1]
         for unit_text in split(text):
             mark = text[position:text.index("\n", position)]
             start = position + len(mark) + 1
             span = Span(start, start + len(unit_text))
-            if mark == CELL_MARK:
+            if mark == cell_mark:
                 self._cell(span)
             else:
                 self._line(span)
