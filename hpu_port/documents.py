@@ -17,7 +17,7 @@ from hpu_port import formats
 from hpu_port.formats import Document, FormatError, apply_edits
 from hpu_port.kinds import Match, get_kind, screening
 from hpu_port.results import FileResult, Finding
-from hpu_port.suppressions import scan_lines
+from hpu_port.suppressions import Suppressions, scan_lines
 
 FORMAT_NAMES = {
     "shell": "a shell script",
@@ -65,7 +65,7 @@ def port_document(path: str, source: bytes, ruleset, apply: bool, file_type: str
     if document is None:
         return result
     matched = _matches(rules, document, ruleset)
-    suppressions = scan_lines(text, document.comment, _comment_starts(document))
+    suppressions = _suppressions(document)
     groups, fixed = [], []
     for rule, match in matched:
         start = document.line_col(match.span.start)
@@ -100,9 +100,27 @@ def _matches(rules: list, document: Document, ruleset) -> list[tuple[object, Mat
     return found
 
 
+def _suppressions(document: Document) -> Optional[Suppressions]:
+    if document.comment is None or "hpu-port:" not in document.text:
+        return None
+    starts = _comment_starts(document)
+    statements = _statement_lines(document)
+    return scan_lines(document.text, document.comment, starts, document.line_break, statements, document.finds_comments)
+
+
+def _statement_lines(document: Document) -> list[tuple[int, int]]:
+    """(first, last) line of each statement that runs over several lines."""
+    found = []
+    for span in document.statements():
+        first, last = document.line_col(span.start)[0], document.line_col(max(span.start, span.end - 1))[0]
+        if first < last:
+            found.append((first, last))
+    return found
+
+
 def _comment_starts(document: Document) -> Optional[set]:
     spans = document.comment_spans()
-    return {span.start for span in spans} if spans else None
+    return {span.start for span in spans} if spans or document.finds_comments else None
 
 
 def _decode(source: bytes, result: FileResult) -> tuple[bytes, Optional[str]]:

@@ -148,41 +148,78 @@ def closest_code(code: str, known: list[str]) -> Optional[str]:
     return close[0] if close else None
 
 
-def scan_lines(text: str, comment: Optional[str], comment_starts: Optional[set] = None) -> Optional[Suppressions]:
+def scan_lines(
+    text: str,
+    comment: Optional[str],
+    comment_starts: Optional[set] = None,
+    line_break: re.Pattern = re.compile("\n"),
+    statements: Iterable[tuple[int, int]] = (),
+    every_comment: bool = False,
+) -> Optional[Suppressions]:
     """The suppression comments of a document whose comments start with
     ``comment`` (`#`, `//`); None when it has none or has no comments (JSON).
 
     At the end of a line a directive covers that line; alone on a line, the
     next line that holds more than a comment. ``comment_starts``: the offsets
     where the format's parser saw comments begin; without it, a ``comment``
-    at the start of a line or after a space counts.
+    at the start of a line or after a space counts. ``every_comment``: they
+    are all the comments, so that a line that starts with ``comment`` but
+    not with one (a job directive `#SBATCH ...`) holds code. Lines end where
+    ``line_break`` matches. ``statements``: the (first, last) lines of
+    statements that run over several lines (a command continued with `\\`):
+    a directive at the end of one of their lines covers all of them, one
+    alone on a line the rest of the statement that follows it.
     """
     if comment is None or "hpu-port:" not in text:
         return None
-    lines = text.split("\n")
-    directives, offset = [], 0
+    breaks = list(line_break.finditer(text))
+    starts = [0] + [m.end() for m in breaks]
+    ends = [m.start() for m in breaks] + [len(text)]
+    reach = _statement_reach(statements)
+    known = comment_starts if every_comment else None
+    directives = []
     pending: list[Directive] = []
-    for number, line in enumerate(lines, 1):
+    for number, (offset, end) in enumerate(zip(starts, ends), 1):
+        line = text[offset:end]
         match = _directive_in(line, offset, comment, comment_starts)
         before = line[: match.start()] if match else line
-        has_code = bool(before.strip()) and not before.lstrip().startswith(comment)
-        if has_code or (not match and line.strip() and not line.lstrip().startswith(comment)):
+        has_code = bool(before.strip()) and not _starts_comment(before, offset, comment, known)
+        if has_code:
             for directive in pending:
-                directive.first = directive.last = number
+                directive.first, directive.last = number, reach.get(number, (number, number))[1]
             pending = []
         if match:
             codes = tuple(c.strip().upper() for c in (match.group("codes") or "").split(",") if c.strip())
             if match.group("kind") == "file-ignore":
-                directives.append(Directive(number, codes, 1, len(lines)))
+                directives.append(Directive(number, codes, 1, len(starts)))
             elif has_code:
-                directives.append(Directive(number, codes, number, number))
+                directives.append(Directive(number, codes, *reach.get(number, (number, number))))
             else:
                 directive = Directive(number, codes, 0, -1)
                 directives.append(directive)
                 pending.append(directive)
-        offset += len(line) + 1
     directives = [d for d in directives if d.last >= d.first]
     return Suppressions(directives) if directives else None
+
+
+def _statement_reach(statements: Iterable[tuple[int, int]]) -> dict[int, tuple[int, int]]:
+    """Line -> the (first, last) lines of the longest statement holding it."""
+    reach: dict[int, tuple[int, int]] = {}
+    for first, last in statements:
+        for line in range(first, last + 1):
+            held = reach.get(line)
+            if held is None or held[1] - held[0] < last - first:
+                reach[line] = (first, last)
+    return reach
+
+
+def _starts_comment(line: str, offset: int, comment: str, comment_starts: Optional[set]) -> bool:
+    """Whether the first thing on a line is a comment: one of ``comment_starts``
+    when given, else a ``comment``."""
+    start = len(line) - len(line.lstrip())
+    if comment_starts is not None:
+        return offset + start in comment_starts
+    return line.startswith(comment, start)
 
 
 def _directive_in(line: str, offset: int, comment: str, comment_starts: Optional[set]):

@@ -23,8 +23,14 @@ from __future__ import annotations
 
 import bisect
 import importlib
+import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
+
+
+LF = re.compile("\n")
+# CRLF, CR and LF (YAML, and files read with Python's universal newlines).
+ANY_EOL = re.compile("\r\n|[\r\n]")
 
 
 class FormatError(Exception):
@@ -125,8 +131,14 @@ class Document:
     format: str = ""
     # What starts a comment (suppression comments use it); None: no comments.
     comment: Optional[str] = "#"
+    # Whether comment_spans() finds every comment (none found: there are none);
+    # else a suppression comment is known by its text alone.
+    finds_comments: bool = False
     # The language name for examples in the rule docs.
     language: str = "text"
+    # What ends a line for the format's own reader: line numbers and the
+    # reach of suppression comments follow it.
+    line_break: re.Pattern = LF
 
     def __init__(self, text: str, path: str = "") -> None:
         self.text = text
@@ -156,6 +168,12 @@ class Document:
     def comment_spans(self) -> list[Span]:
         return []
 
+    def statements(self) -> list[Span]:
+        """Statements that may run over several lines (a command continued
+        with `\\`, a Dockerfile instruction): a suppression comment covers
+        each as a whole."""
+        return []
+
     def unread(self) -> list[Word]:
         """Parts of the file no parser read (a notebook's `%%html` cell, a CI
         script the shell parser rejects): what they are, and where."""
@@ -170,14 +188,17 @@ class Document:
     def in_comment(self, offset: int) -> bool:
         return any(span.start <= offset < span.end for span in self.comment_spans())
 
+    def line_starts(self) -> list[int]:
+        """The offset of each line, lines ended by the format's ``line_break``."""
+        if self._line_starts is None:
+            self._line_starts = [0] + [m.end() for m in self.line_break.finditer(self.text)]
+        return self._line_starts
+
     def line_col(self, offset: int) -> tuple[int, int]:
         """1-based line and column of a character offset."""
-        if self._line_starts is None:
-            starts = [0]
-            starts += [i + 1 for i, char in enumerate(self.text) if char == "\n"]
-            self._line_starts = starts
-        line = bisect.bisect_right(self._line_starts, offset)
-        return line, offset - self._line_starts[line - 1] + 1
+        starts = self.line_starts()
+        line = bisect.bisect_right(starts, offset)
+        return line, offset - starts[line - 1] + 1
 
 
 @dataclass

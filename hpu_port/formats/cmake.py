@@ -7,15 +7,25 @@ import re
 
 from hpu_port.formats import Document, Span
 
-_COMMENT = re.compile(r'#\[(=*)\[.*?\]\1\]|#[^\n]*|"(?:[^"\\]|\\.)*"', re.DOTALL)
+# What a `#` inside is not a comment of, and the comments, in the order CMake
+# meets them.
+_TOKEN = re.compile(
+    r"#\[(=*)\[.*?\]\1\]"  # a bracket comment
+    r"|#[^\n]*"  # a line comment
+    r'|"(?:[^"\\]|\\.)*"'  # a quoted argument
+    r"|(?<![^\s(])\[(=*)\[.*?\]\2\]"  # a bracket argument
+    r"|\\.",  # an escape sequence in an unquoted argument (`\"`, `\#`)
+    re.DOTALL,
+)
 
 
 class CMakeDocument(Document):
     format = "cmake"
     language = "cmake"
+    finds_comments = True
 
     def comment_spans(self) -> list[Span]:
-        return [Span(m.start(), m.end()) for m in _COMMENT.finditer(self.text) if m.group().startswith("#")]
+        return [Span(m.start(), m.end()) for m in _TOKEN.finditer(self.text) if m.group().startswith("#")]
 
 
 def parse(text: str, path: str = "", file_type: str = "cmake") -> CMakeDocument:

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
-from hpu_port.formats import Document
+import re
+
+from hpu_port.formats import Document, Span
+
+# Comments, and the literals a `//` inside is not a comment of.
+_TOKEN = re.compile(
+    r"//(?:[^\n\\]|\\\r\n|\\.)*"  # a line comment (a `\` at the end of a line continues it)
+    r"|/\*.*?\*/"  # a block comment
+    r'|(?<![A-Za-z0-9_])(?:u8|[uUL])?R"([^()\\\s]{0,16})\(.*?\)\1"'  # a raw string
+    r'|"(?:[^"\\\n]|\\.)*"'  # a string
+    r"|'(?:[^'\\\n]|\\.)*'",  # a character
+    re.DOTALL,
+)
 
 
 class CudaDocument(Document):
     format = "cuda"
     language = "cuda"
+    finds_comments = True
     comment = "//"
+
+    def comment_spans(self) -> list[Span]:
+        return [Span(m.start(), m.end()) for m in _TOKEN.finditer(self.text) if m.group().startswith("/")]
 
 
 def parse(text: str, path: str = "", file_type: str = "cuda") -> CudaDocument:

@@ -32,6 +32,7 @@ POSIX_SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh"})
 class DockerfileDocument(Document):
     format = "dockerfile"
     language = "dockerfile"
+    finds_comments = True
 
     def __init__(self, text: str, path: str) -> None:
         super().__init__(text, path)
@@ -41,6 +42,7 @@ class DockerfileDocument(Document):
         self._commands: list[Command] = []  # exec forms
         self._references: list[Word] = []
         self._unread: list[Word] = []
+        self._instructions: list[Span] = []  # without their here-documents' bodies
         self._shell = Scripts(text)
         self._escape = "\\"
         self._posix_shell = True
@@ -68,6 +70,9 @@ class DockerfileDocument(Document):
 
     def unread(self) -> list[Word]:
         return self._unread + self._shell.unread
+
+    def statements(self) -> list[Span]:
+        return self._instructions + self._shell.statements
 
     def exact(self, span: Span) -> bool:
         return self._shell.exact(span)
@@ -101,6 +106,7 @@ class DockerfileDocument(Document):
                 body = Span(min(marker_end + 1, body_end), body_end)
                 marker = Span(heredoc.start(), heredoc.end())
                 arguments = Span(arguments.start, marker_end)
+            self._instructions.append(Span(position, arguments.end))
             self._instruction(match.group(1).upper(), arguments, body, marker)
             position = finish + 1
 

@@ -63,6 +63,7 @@ class EmbeddedShell:
             position += len(piece)
         self.text = "".join(pieces)
         self._inexact: list[Span] = []
+        self._statements: list[Span] = []
         self._views: Optional[tuple] = None
 
     @property
@@ -81,18 +82,24 @@ class EmbeddedShell:
         self.views()
         return self._inexact
 
+    def statements(self) -> list[Span]:
+        """Host spans of the script's statements that run over several lines."""
+        self.views()
+        return self._statements
+
     def _read(self) -> tuple:
         from hpu_port.formats import shell
 
         try:
-            script = shell.parse(self.text)
+            script = shell.parse(self.text, directives=False)
         except FormatError as exc:
             self.error = exc
             return [], [], [], []
-        commands = [self._command(c) for c in script.commands() if not c.words[0].value.startswith("#")]
+        commands = [self._command(c) for c in script.commands()]
         assignments = [Assignment(self._word(a.name), self._word(a.value)) for a in script.assignments()]
         references = [self._word(w) for w in script.references()]
         comments = [self._span(s)[0] for s in script.comment_spans()]
+        self._statements = [self._span(s)[0] for s in script.statements()]
         return commands, assignments, references, comments
 
     def _command(self, command: Command) -> Command:
@@ -138,6 +145,7 @@ class Scripts:
         self.assignments: list[Assignment] = []
         self.references: list[Word] = []
         self.comments: list[Span] = []
+        self.statements: list[Span] = []
         self.unread: list[Word] = []
 
     def add(self, parts: list[Part], region: Span, label: str, captured: bool = False) -> EmbeddedShell:
@@ -153,6 +161,7 @@ class Scripts:
         self.assignments += assignments
         self.references += references
         self.comments += comments
+        self.statements += script.statements()
         return script
 
     def exact(self, span: Span) -> bool:

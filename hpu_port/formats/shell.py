@@ -20,6 +20,16 @@ from hpu_port.formats import Assignment, Command, Document, FormatError, Span, W
 _CAPTURING = frozenset({"command_substitution", "process_substitution", "pipeline", "test_command", "arithmetic_expansion"})
 _DIRECTIVE = re.compile(r"#(SBATCH|PBS|BSUB|\$)[ \t]+(.*)")
 _SIMPLE_WORD = frozenset({"word", "number"})
+# Statements that a suppression comment covers as a whole (all their lines),
+# unless they hold a compound statement, whose own statements count instead.
+_STATEMENTS = frozenset({
+    "command", "declaration_command", "unset_command", "variable_assignment", "variable_assignments", "pipeline",
+    "list", "redirected_statement", "negated_command", "test_command",
+})
+_COMPOUND = frozenset({
+    "if_statement", "for_statement", "c_style_for_statement", "while_statement", "case_statement",
+    "compound_statement", "subshell", "function_definition",
+})
 # Children of a command that are not among its words.
 _NOT_WORDS = frozenset({"variable_assignment", "file_redirect", "herestring_redirect", "heredoc_redirect", "comment"})
 
@@ -27,15 +37,20 @@ _NOT_WORDS = frozenset({"variable_assignment", "file_redirect", "herestring_redi
 class ShellDocument(Document):
     format = "shell"
     language = "sh"
+    finds_comments = True
 
-    def __init__(self, text: str, path: str, root, data: bytes) -> None:
+    def __init__(self, text: str, path: str, root, data: bytes, directives: bool = True) -> None:
         super().__init__(text, path)
         self._root = root
         self._data = data
         self._chars = _char_offsets(text, data)
+        self._read_directives = directives
         self._commands: Optional[list[Command]] = None
         self._assignments: Optional[list[Assignment]] = None
         self._comments: Optional[list[Span]] = None
+        self._all: Optional[list[Span]] = None  # every comment node, job directives too
+        self._directive_commands: Optional[list[Command]] = None
+        self._directive_comments: list[Span] = []
 
     # -- views -----------------------------------------------------------------
 
@@ -43,7 +58,7 @@ class ShellDocument(Document):
         if self._commands is None:
             found = [self._command(node) for node in self._nodes("command")]
             found += [self._array(node) for node in self._nodes("array")]
-            found += self._directives()
+            found += self._directives()[0]
             self._commands = sorted(found, key=lambda c: c.span.start)
         return self._commands
 
@@ -65,9 +80,30 @@ class ShellDocument(Document):
         return installed(self.commands())
 
     def comment_spans(self) -> list[Span]:
+        """Comments; a job directive (`#SBATCH --gres=gpu:1`) is a command
+        here, and only a comment after it (`# ...`) is one."""
         if self._comments is None:
-            self._comments = [self._span(node) for node in self._nodes("comment")]
+            directives, after = self._directives()
+            taken = {command.span for command in directives}
+            found = [span for span in self._all_comments() if span not in taken]
+            self._comments = sorted(found + after, key=lambda span: span.start)
         return self._comments
+
+    def _all_comments(self) -> list[Span]:
+        if self._all is None:
+            self._all = [self._span(node) for node in self._nodes("comment")]
+        return self._all
+
+    def statements(self) -> list[Span]:
+        found, stack = [], [self._root]
+        while stack:
+            node = stack.pop()
+            if node.type in _STATEMENTS and not _holds_compound(node):
+                if node.start_point[0] < node.end_point[0]:
+                    found.append(self._span(node))
+                continue
+            stack.extend(node.children)
+        return found
 
     # -- nodes -----------------------------------------------------------------
 
@@ -116,20 +152,26 @@ class ShellDocument(Document):
         value = node.child_by_field_name("value")
         return Assignment(self._word(name), self._word(value) if value is not None else None)
 
-    def _directives(self) -> list[Command]:
-        found = []
-        for span in self.comment_spans():
-            match = _DIRECTIVE.match(self.text, span.start, span.end)
-            if match is None:
-                continue
-            words = [Word(match.group(0)[: len(match.group(1)) + 1], Span(span.start, span.start + len(match.group(1)) + 1))]
-            for part in re.finditer(r"\S+", match.group(2)):
-                start = match.start(2) + part.start()
-                if part.group().startswith("#"):
-                    break  # a comment after the directive
-                words.append(Word(part.group(), Span(start, start + len(part.group()))))
-            found.append(Command(tuple(words), span, True))
-        return found
+    def _directives(self) -> tuple[list[Command], list[Span]]:
+        """The job directives, and the comments after them."""
+        if not self._read_directives:
+            return [], []
+        if self._directive_commands is None:
+            found, after = [], []
+            for span in self._all_comments():
+                match = _DIRECTIVE.match(self.text, span.start, span.end)
+                if match is None:
+                    continue
+                words = [Word(match.group(0)[: len(match.group(1)) + 1], Span(span.start, span.start + len(match.group(1)) + 1))]
+                for part in re.finditer(r"\S+", match.group(2)):
+                    start = match.start(2) + part.start()
+                    if part.group().startswith("#"):
+                        after.append(Span(start, span.end))  # a comment after the directive
+                        break
+                    words.append(Word(part.group(), Span(start, start + len(part.group()))))
+                found.append(Command(tuple(words), span, True))
+            self._directive_commands, self._directive_comments = found, after
+        return self._directive_commands, self._directive_comments
 
 
 def container_env(command: Command) -> list[Assignment]:
@@ -181,6 +223,16 @@ def _split_assignment(word: Word, equals: int) -> Assignment:
     return Assignment(name, Word(value[1:-1] if quote else value, Span(raw_start, word.span.end), quote))
 
 
+def _holds_compound(node) -> bool:
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        if child.type in _COMPOUND:
+            return True
+        stack.extend(child.children)
+    return False
+
+
 def _plain(node) -> bool:
     parent = node.parent
     while parent is not None:
@@ -218,7 +270,9 @@ def _parser():
 _PARSER = None
 
 
-def parse(text: str, path: str = "", file_type: str = "shell") -> ShellDocument:
+def parse(text: str, path: str = "", file_type: str = "shell", directives: bool = True) -> ShellDocument:
+    """``directives``: read job-scheduler directives (`#SBATCH ...`) as commands
+    (a script run by a job scheduler); else they are comments."""
     global _PARSER
     if _PARSER is None:
         _PARSER = _parser()
@@ -226,7 +280,7 @@ def parse(text: str, path: str = "", file_type: str = "shell") -> ShellDocument:
     tree = _PARSER.parse(data)
     if tree.root_node.has_error:
         raise FormatError("syntax the shell parser does not understand", _first_error_line(tree.root_node))
-    return ShellDocument(text, path, tree.root_node, data)
+    return ShellDocument(text, path, tree.root_node, data, directives)
 
 
 def _first_error_line(root) -> Optional[int]:

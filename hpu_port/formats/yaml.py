@@ -16,12 +16,17 @@ from hpu_port.formats import Assignment, Command, Document, Entry, FormatError, 
 from hpu_port.formats.embedded import Copy, Glue, Scripts
 
 _ENV_KEYS = frozenset({"env", "environment", "variables", "envs"})
-_COMMENT = re.compile(r"(?:^|[ \t])(#.*)$", re.MULTILINE)
+# PyYAML's line breaks (YAML 1.1): a comment ends at any of them.
+_BREAK = "\r\n\x85\u2028\u2029"
+LINE_BREAK = re.compile(f"\r\n|[{_BREAK}]")
+_COMMENT = re.compile(f"(?<![^ \t{_BREAK}])#[^{_BREAK}]*")
 
 
 class YamlDocument(Document):
     format = "yaml"
     language = "yaml"
+    finds_comments = True
+    line_break = LINE_BREAK
 
     def __init__(self, text: str, path: str, roots: list) -> None:
         super().__init__(text, path)
@@ -43,6 +48,9 @@ class YamlDocument(Document):
 
     def unread(self) -> list[Word]:
         return self._unread + self._shell.unread
+
+    def statements(self) -> list[Span]:
+        return self._shell.statements
 
     def exact(self, span: Span) -> bool:
         return self._shell.exact(span)
@@ -92,11 +100,16 @@ class YamlDocument(Document):
         return found + installed(self._shell.commands)
 
     def comment_spans(self) -> list[Span]:
-        found = [Span(m.start(1), m.end(1)) for m in _COMMENT.finditer(self.text) if not self._inside_scalar(m.start(1))]
+        found = [Span(m.start(), m.end()) for m in _COMMENT.finditer(self.text) if not self._inside_scalar(m.start())]
         return sorted(found + self._shell.comments, key=lambda span: span.start)
 
     def _inside_scalar(self, offset: int) -> bool:
-        return any(e.kind == "scalar" and e.span.start < offset < e.span.end for e in self._entries)
+        """Within a scalar's text: a value's, or a key's (`'a #b': 1`)."""
+        return any(
+            (e.kind == "scalar" and e.span.start < offset < e.span.end)
+            or (e.key is not None and e.key.span.start < offset < e.key.span.end)
+            for e in self._entries
+        )
 
     def _walk(self, node, path: tuple, key, seen: set) -> None:
         import yaml
@@ -201,18 +214,17 @@ def _script_parts(text: str, entry: Entry, style: str) -> list:
 def _literal_lines(text: str, span: Span, value: str):
     """(start, end) in ``text`` of each line of a literal block scalar's value,
     or None when the source does not hold them as they are."""
-    header_end = text.find("\n", span.start, span.end)
-    header = text[span.start:header_end] if header_end >= 0 else ""
-    if header_end < 0 or re.match(r"\|[+-]?[0-9]", header):
+    header_end = LINE_BREAK.search(text, span.start, span.end)
+    if header_end is None or re.match(r"\|[+-]?[0-9]", text[span.start:header_end.start()]):
         return None  # an explicit indentation indicator: not worth the risk
     lines = value.split("\n")
     while lines and lines[-1] == "":
         lines.pop()
-    position, indent, found = header_end + 1, None, []
+    position, indent, found = header_end.end(), None, []
     for line in lines:
-        end = text.find("\n", position)
-        end = len(text) if end < 0 else end
-        source = text[position:end].rstrip("\r")
+        line_end = LINE_BREAK.search(text, position)
+        end = len(text) if line_end is None else line_end.start()
+        source = text[position:end]
         if line == "":
             if source.strip():
                 return None
@@ -223,7 +235,7 @@ def _literal_lines(text: str, span: Span, value: str):
             if source[indent:] != line or source[:indent].strip():
                 return None
             found.append((position + indent, position + len(source)))
-        position = end + 1
+        position = len(text) if line_end is None else line_end.end()
     return found
 
 

@@ -60,13 +60,17 @@ class TextPattern(DocumentKind):
         if document.format not in rule.params["formats"]:
             return
         comments = document.comment_spans()
+        found = []
         for pattern in rule.params["patterns"]:
-            for found in pattern.finditer(document.text):
-                if any(c.start <= found.start() < c.end for c in comments):
-                    continue
-                yield Match(Span(found.start(), found.end()), rule.message.format(name=found.group()))
-                if rule.params["once"]:
-                    return
+            for match in pattern.finditer(document.text):
+                if not any(c.start <= match.start() < c.end for c in comments):
+                    found.append(match)
+                    if rule.params["once"]:
+                        break  # the first of each pattern; the first of all is reported
+        if rule.params["once"]:
+            found = sorted(found, key=lambda m: m.start())[:1]
+        for match in found:
+            yield Match(Span(match.start(), match.end()), rule.message.format(name=match.group()))
 
 
 @register_kind
