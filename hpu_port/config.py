@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from hpu_port._compat import toml
+from hpu_port.device.evidence import Evidence, EvidenceError, parse as parse_evidence
 
 TABLE = "tool.hpu-port"
 
@@ -45,6 +46,8 @@ class Settings:
     rules: tuple[str, ...] = ()
     max_file_size_mib: float = 4.0
     include_generated: bool = False
+    # Entries added to the device evidence (`[tool.hpu-port.device]`); None: none.
+    device: Optional[Evidence] = None
     root: Optional[str] = None  # directory of the pyproject.toml, for relative patterns
     source: Optional[str] = None  # the pyproject.toml the settings came from
     # Patterns of the configurations this one extends, each relative to its own file.
@@ -116,6 +119,7 @@ KEYS: dict[str, tuple[type, str]] = {
     "rules": (list, "rules"),
     "max-file-size": ((int, float), "max_file_size_mib"),
     "include-generated": (bool, "include_generated"),
+    "device": (dict, "device"),
 }
 
 
@@ -147,7 +151,7 @@ def _table_values(table: dict, source: str, root: str) -> tuple[dict, list[str]]
             problems.append(str(fail(f"{key!r} must be {_describe(expected)}")))
             continue
         try:
-            values[attribute] = _convert(key, value, root, fail)
+            values[attribute] = _device_additions(value, source) if key == "device" else _convert(key, value, root, fail)
         except ConfigError as exc:
             problems.append(str(exc))
     if values.get("mode", "lazy") not in ("lazy", "eager"):
@@ -155,6 +159,14 @@ def _table_values(table: dict, source: str, root: str) -> tuple[dict, list[str]]
     if values.get("max_file_size_mib", 1) <= 0:
         problems.append(str(fail("'max-file-size' must be a positive number of MiB")))
     return values, problems
+
+
+def _device_additions(table: dict, source: str) -> Evidence:
+    """Entries a project adds to ``rules/_device.toml``: the same sections and keys."""
+    try:
+        return parse_evidence(table, source, f"{TABLE}.device.")
+    except EvidenceError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _did_you_mean(word: str, choices) -> str:
@@ -234,6 +246,9 @@ def _merge(parent: dict, child: dict) -> dict:
     for key in _PATTERN_FIELDS:
         if key in child:
             merged[key] = child[key]
+    if parent.get("device") is not None and child.get("device") is not None:
+        # Additions add up: the nearer file's come after the inherited ones.
+        merged["device"] = parent["device"].extended(child["device"])
     # The parent's patterns stay relative to the parent; `exclude` and
     # `per-file-ignores` set here replace the parent's, `extend-exclude` adds.
     exclude = () if "exclude" in child else parent.get("exclude", ())
@@ -309,6 +324,8 @@ def render_settings(settings: Settings) -> str:
     lines.append(f"[{TABLE}]")
     for key, (_, attribute) in KEYS.items():
         value = getattr(settings, attribute)
+        if key == "device":
+            continue  # a table of its own, after the keys
         if key == "per-file-ignores":
             rendered = "{ " + ", ".join(f'"{p}" = {_toml_list(c)}' for p, c in value) + " }" if value else "{}"
         elif isinstance(value, tuple):
@@ -320,8 +337,27 @@ def render_settings(settings: Settings) -> str:
         else:
             rendered = f"{value:g}"
         lines.append(f"{key} = {rendered}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _device_lines(settings.device)) + "\n"
+
+
+def _device_lines(additions: Optional[Evidence]) -> list[str]:
+    """The project's additions to the device evidence, as the tables they came from."""
+    if additions is None:
+        return []
+    lines: list[str] = []
+    for section, entries in additions.as_table().items():
+        lines.append(f"[{TABLE}.device.{section}]")
+        lines += [f"{key} = {_toml_value(value)}" for key, value in entries.items()]
+    return lines
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f'"{key}" = {_toml_value(item)}' for key, item in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_toml_value, value)) + "]"
+    return f'"{value}"'
 
 
 def _toml_list(values) -> str:
-    return "[" + ", ".join(f'"{v}"' for v in values) + "]"
+    return _toml_value(list(values))

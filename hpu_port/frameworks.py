@@ -12,10 +12,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-# Frameworks whose files are never PyTorch CUDA code, even with torch imported.
-ALWAYS_FOREIGN = ("torch_xla",)
-# Frameworks whose files are left alone unless they import torch too.
-FOREIGN = ("tensorflow", "jax", "jaxlib", "flax", "mxnet", "paddle", "keras", *ALWAYS_FOREIGN)
+from hpu_port.device import evidence as device_evidence
 
 # Imports at the top level only: an indented one sits under a condition
 # (`if is_torch_xla_available(): import torch_xla`), in a library that
@@ -23,12 +20,18 @@ FOREIGN = ("tensorflow", "jax", "jaxlib", "flax", "mxnet", "paddle", "keras", *A
 _IMPORT = re.compile(rb"^(?:import|from)[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
 
 
-def foreign_framework(source: bytes) -> Optional[str]:
-    """The other framework this file is written for, or None for PyTorch (or no framework)."""
+def foreign_framework(source: bytes, evidence: Optional[device_evidence.Evidence] = None) -> Optional[str]:
+    """The other framework this file is written for, or None for PyTorch (or
+    no framework). The frameworks are the device evidence's (``[frameworks]``
+    of ``rules/_device.toml``); ``evidence``: the run's, with the project's
+    additions (default: the bundled table)."""
+    frameworks = evidence or device_evidence.bundled()
     roots = {match.group(1).decode("ascii") for match in _IMPORT.finditer(source)}
-    for name in ALWAYS_FOREIGN:
+    # Frameworks whose files are never PyTorch CUDA code, even with torch imported.
+    for name in frameworks.always_foreign_frameworks:
         if name in roots:
             return name
     if "torch" in roots:
         return None
-    return next((name for name in FOREIGN if name in roots), None)
+    # The others' files are left alone unless they import torch too.
+    return next((name for name in frameworks.foreign_frameworks if name in roots), None)

@@ -103,6 +103,10 @@ class Options:
     include_generated: bool = False
     # False: findings only, no fix is applied (build scripts).
     fixes: bool = True
+    # The project's additions to the device evidence (`[tool.hpu-port.device]`,
+    # an ``hpu_port.device.evidence.Evidence``); None: the bundled table alone.
+    # Carried here so that each file's result, and the cache, depend on them.
+    device: Any = None
 
     def fix_enabled(self, rule: "Rule") -> bool:
         """Whether ``rule``'s fix is applied under these options."""

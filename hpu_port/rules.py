@@ -14,6 +14,8 @@ from typing import Iterable, Optional
 
 from hpu_port import rule_cache
 from hpu_port._compat import toml
+from hpu_port.device import evidence
+from hpu_port.device.evidence import bundled_rules_dir
 from hpu_port.kinds import derive_screening, get_kind, kind_names
 from hpu_port.model import FIX_SAFETIES, MODES, OPTIONS, Example, Rule
 
@@ -46,20 +48,15 @@ COMMON_KEYS: dict[str, tuple[type, bool]] = {
     "examples": (dict, True),
 }
 
-def bundled_rules_dir() -> Path:
-    """The rule packs shipped with hpu-port (inside the wheel, or rules/ in a checkout)."""
-    installed = Path(__file__).resolve().parent / "rules"
-    if installed.is_dir():
-        return installed
-    return Path(__file__).resolve().parent.parent / "rules"
-
 
 def rule_files(paths: Iterable[Path]) -> list[Path]:
-    """Expand directories to their ``*.toml`` files, sorted for a stable order."""
+    """Expand directories to their ``*.toml`` files, sorted for a stable order.
+    A file whose name starts with `_` is data the rules share (the device
+    evidence, ``rules/_device.toml``), not a rule."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found.extend(sorted(path.glob("*.toml")))
+            found.extend(sorted(p for p in path.glob("*.toml") if not p.name.startswith("_")))
         else:
             found.append(path)
     return found
@@ -75,7 +72,8 @@ def load_rules(extra: Iterable[Path] = (), cache_dir: Optional[Path] = None) -> 
     paths = rule_files([bundled_rules_dir(), *extra])
     if cache_dir is None:
         return _load_all(paths)
-    key = rule_cache.key(paths)
+    # The device evidence is part of what loaded rules hold (see ``_load_all``).
+    key = rule_cache.key([*paths, evidence.bundled_file()])
     cached = rule_cache.read(cache_dir, key)
     if cached is not None:
         return cached
@@ -85,6 +83,7 @@ def load_rules(extra: Iterable[Path] = (), cache_dir: Optional[Path] = None) -> 
 
 
 def _load_all(paths: list[Path]) -> list[Rule]:
+    stamp = _device_evidence_stamp()
     rules: list[Rule] = []
     seen: dict[str, str] = {}
     for path in paths:
@@ -94,8 +93,23 @@ def _load_all(paths: list[Path]) -> list[Rule]:
                 f"{path}: rule {rule.code}: code already used by {seen[rule.code]}"
             )
         seen[rule.code] = str(path)
+        rule.raw_params[DEVICE_EVIDENCE] = stamp
         rules.append(rule)
     return sorted(rules, key=lambda r: r.code)
+
+
+# The key under which each loaded rule records the device evidence it is
+# ported with: the result cache keys on a rule's raw parameters, so a changed
+# ``rules/_device.toml`` is a new entry there too.
+DEVICE_EVIDENCE = "device-evidence"
+
+
+def _device_evidence_stamp() -> str:
+    """The bundled device evidence's digest; its problems stop the run, as a broken rule file's do."""
+    try:
+        return evidence.bundled().digest()
+    except evidence.EvidenceError as exc:
+        raise RuleFileError(str(exc)) from None
 
 
 def load_rule_file(path: Path) -> Rule:

@@ -29,8 +29,11 @@ FLOORS = [
     ["positions", "branches", "cache", "config"],
     ["files", "formats"],
     ["sealed"],
-    ["model", "filetypes", "results", "_compat", "frameworks", "triggers", "walk", "names", "edits", "suppressions", "splice",
+    ["model", "filetypes", "results", "frameworks", "triggers", "walk", "names", "edits", "suppressions", "splice",
      "notebooks", "gitignore", "deep_stack", "tempfiles"],
+    # The device evidence: data every floor above may read (frameworks too).
+    ["device"],
+    ["_compat"],
 ]
 # A larger number is a lower floor.
 FLOOR = {name: number for number, names in enumerate(FLOORS) for name in names}
@@ -41,7 +44,7 @@ WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runn
                   "config", "results", "model", "triggers", "narrow", "report", "report_sarif", "report_markdown",
                   "report_ci", "report_html", "planning", "toolkit_log",
                   "cli", "terminal", "options", "rule_listing", "suppressions", "notebooks", "gitignore", "_compat", "documents",
-                  "formats", "filetypes", "deep_stack", "tempfiles", "sealed"]
+                  "formats", "filetypes", "deep_stack", "tempfiles", "sealed", "device", "frameworks"]
 
 
 def modules():

@@ -22,18 +22,34 @@ device position, when the rule lists ``role-words``:
   (``x.device.type == "cuda"``, ``dist.get_backend() != "nccl"``), unless
   ``comparisons = false`` (for settings: a test of one is not a value given);
 - beside one of the ``siblings`` in a list, tuple, set or conditional
-  (``["cpu", "cuda"]``, ``"cuda" if ok else "cpu"``).
+  (``["cpu", "cuda"]``, ``"cuda" if ok else "cpu"``); with ``device-siblings
+  = true``, every device the device evidence knows is a sibling too
+  (``[devices]`` ``port``, ``other`` and ``pseudo`` of ``rules/_device.toml``).
 
-A device name in the test of an ``if``, ``while`` or conditional expression
-whose code uses one of the ``nvidia-only`` names (see the ``rename`` kind) is
-reported, not renamed. A comparison with one of the ``accelerator-queries``
-(patterns of calls as written, such as ``*accelerator*.device_name``: methods of a layer that already knows several accelerators, such as
-DeepSpeed's ``get_accelerator().device_name()``) is reported, not renamed:
-that layer answers ``"hpu"`` on Gaudi by itself, so a test for ``"cuda"``
-picks CUDA's own code. A module that tests for the ``replacement`` itself
-and uses one of the ``taken-by`` names (``torch_npu``: Ascend's backend is
-also called "hccl") means another backend by it: there every string is
-reported, not renamed. In a module that keeps a table of the devices it
+What the device evidence (``rules/_device.toml``) knows decides where a
+device name is kept and reported rather than renamed, by ``device`` and
+``replacement``:
+
+- with ``nvidia-guards = true``, in the test of an ``if``, ``while`` or
+  conditional expression whose code is NVIDIA's (``[nvidia-only]``, see the
+  ``rename`` kind), or, for a backend, whose code names one of its
+  ``[devices.branch-strings]`` (a test for ``"nccl"`` whose branch names the
+  CUDA device);
+- compared with one of its ``[devices.accelerator-queries]`` (patterns of
+  calls as written, such as ``*accelerator*.device_name``: methods of a layer
+  that already knows several accelerators, such as DeepSpeed's
+  ``get_accelerator().device_name()``): that layer answers ``"hpu"`` on Gaudi
+  by itself, so a test for ``"cuda"`` picks CUDA's own code;
+- anywhere in a module that tests for the ``replacement`` itself and uses one
+  of the replacement's ``[devices.taken-by]`` (``torch_npu``: Ascend's
+  backend is also called "hccl"): the module means another backend by it;
+- in the arguments of a call that registers code for a device
+  (``[devices] registrations``: ``torch.library.custom_op(...,
+  device_types="cuda")``): the registered code is that device's;
+- under one of its ``[devices.kept-checks]`` (qualified patterns such as
+  Lightning's ``*.CUDAAccelerator.is_available``), see below.
+
+In a module that keeps a table of the devices it
 knows (an enum of devices, a dict keyed by device names) listing ``device``
 but not the ``replacement``, every device string is reported: a renamed one
 would miss the table. A value typed with a ``Literal`` of strings that
@@ -41,8 +57,7 @@ lacks the replacement (``backend: Literal["nccl", "gloo"] = "nccl"``, also
 through a module-level alias), and a comparison with a parameter so typed,
 are reported: renamed, the value would break its type. In the branch of a test that stays a test for
 ``device`` (it compares with a ``device`` string that is not renamed, or
-calls one of the ``kept-checks``, qualified patterns such as Lightning's
-``*.CUDAAccelerator.is_available``), the branch runs only where that device
+calls one of its kept checks), the branch runs only where that device
 is, so its strings keep their name and are reported. Anything else is left to the fallback rule, which
 reports the line. Without
 ``role-words`` the bare word is rewritten wherever it stands. Docstrings and
@@ -67,10 +82,8 @@ class DeviceString(Kind):
         "role-calls": (list, False),
         "role-methods": (list, False),
         "siblings": (list, False),
-        "nvidia-only": (list, False),
-        "accelerator-queries": (list, False),
-        "taken-by": (list, False),
-        "kept-checks": (list, False),
+        "device-siblings": (bool, False),
+        "nvidia-guards": (bool, False),
         "comparisons": (bool, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
@@ -91,10 +104,8 @@ class DeviceString(Kind):
             "role-calls": frozenset(string_list(table.get("role-calls", []), "role-calls")),
             "role-methods": frozenset(string_list(table.get("role-methods", []), "role-methods")),
             "siblings": frozenset(string_list(table.get("siblings", []), "siblings")),
-            "nvidia-only": frozenset(string_list(table.get("nvidia-only", []), "nvidia-only")),
-            "accelerator-queries": frozenset(string_list(table.get("accelerator-queries", []), "accelerator-queries")),
-            "taken-by": tuple(string_list(table.get("taken-by", []), "taken-by")),
-            "kept-checks": frozenset(string_list(table.get("kept-checks", []), "kept-checks")),
+            "device-siblings": bool(table.get("device-siblings", False)),
+            "nvidia-guards": bool(table.get("nvidia-guards", False)),
             "comparisons": bool(table.get("comparisons", True)),
         }
 

@@ -21,17 +21,13 @@ class Rename(Kind):
     ``positions`` the name is renamed only where a dtype is produced (see
     ``positions_params``); its other uses are reported.
 
-    ``guards`` lists old names that test for CUDA (``torch.cuda.is_available``)
-    and ``nvidia-only`` the names (shell-style patterns, or ``keyword:NAME``
-    for a keyword argument, ``word:`` and ``string:`` patterns for names and
-    strings in the branch, ``raise:`` for the lower-cased message of an
-    exception it raises, ``device-table:NAME`` for a string NAME the module
-    looks up in its own table of devices, which has no ``"hpu"``; ``A unless
-    B``: A, where the same code does not also use B) that mark
-    NVIDIA-only code: a guard in the test of
-    an ``if``, ``while`` or conditional expression whose code uses one of them
-    is reported, not renamed, so that the NVIDIA-only branch does not start
-    running on Gaudi.
+    An old name among the device evidence's CUDA checks (``[devices]
+    cuda-checks`` of ``rules/_device.toml``: ``torch.cuda.is_available``) in
+    the test of an ``if``, ``while`` or conditional expression whose code is
+    NVIDIA's by that evidence (``[nvidia-only]``: a library, an API, CUDA's
+    internals, a name, string or error message that says so, a keyword whose
+    value the check picks) is reported, not renamed, so that the NVIDIA-only
+    branch does not start running on Gaudi.
 
     ``[result-keys]`` maps an old name that returns a dict to the keys its
     replacement's dict has (``torch.hpu.memory_stats()`` has "InUse", not
@@ -47,8 +43,6 @@ class Rename(Kind):
         "import-as": (dict, False),
         **FP16_KEYS,
         "positions": (dict, False),
-        "guards": (list, False),
-        "nvidia-only": (list, False),
         "result-keys": (dict, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
@@ -65,8 +59,6 @@ class Rename(Kind):
             "import-as": string_table(table.get("import-as", {}), "import-as"),
             **fp16_params(table),
             "positions": positions_params(table["positions"]) if "positions" in table else None,
-            "guards": frozenset(string_list(table.get("guards", []), "guards")),
-            "nvidia-only": frozenset(string_list(table.get("nvidia-only", []), "nvidia-only")),
             "result-keys": {
                 name: frozenset(string_list(keys, f"result-keys.{name}"))
                 for name, keys in table.get("result-keys", {}).items()

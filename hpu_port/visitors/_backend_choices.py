@@ -12,12 +12,9 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from hpu_port.context import FileContext
+from hpu_port.device.evidence import Evidence
 from hpu_port.visitors._definitions import blocks_of, body_of, functions, imported_library, name_words
 from hpu_port.visitors._references import shown_briefly, written
-
-
-# Device names that a per-device table lists beside other devices.
-PLAIN_DEVICES = frozenset({"cpu", "hpu", "cuda"})
 
 
 def mark_cuda_entry(ctx: FileContext, node: cst.Dict, devices: frozenset) -> None:
@@ -94,27 +91,29 @@ def _chosen_device(small) -> Optional[tuple[str, str]]:
     return (target, device) if device in ("cuda", "hpu") else None
 
 
-def mark_importing_arm(ctx: FileContext, node, libraries: frozenset) -> None:
-    """Hold the arm of an `if` that imports an NVIDIA-only runtime itself
-    (`elif engine:  import tensorrt as trt ...`): that arm is the library's."""
+def mark_importing_arm(ctx: FileContext, node, evidence: Evidence) -> None:
+    """Hold the arm of an `if` that imports an NVIDIA-only runtime (or another
+    framework) itself (`elif engine:  import tensorrt as trt ...`): that arm
+    is the library's."""
     if not isinstance(node, cst.If):
         return
-    library = imported_library(body_of(node), libraries)
+    library = imported_library(body_of(node), evidence.unit_library)
     if library is not None:
         ctx.other_backend.mark(
             node.body,
-            f"it imports `{library}`, which only runs on NVIDIA GPUs",
+            f"it imports `{library}`, {evidence.unit_library(library)}",
             name=f"the branch of `{shown_briefly(written(node.test))}`",
             at=node.test,
         )
 
 
-def mark_arm(ctx: FileContext, node, names: frozenset) -> Optional[bool]:
+def mark_arm(ctx: FileContext, node, evidence: Evidence) -> Optional[bool]:
     """Hold the arm of ``node`` (an `if` or a conditional expression) that
-    runs only for another device or export format: the body of `if format ==
-    "coreml":`, the `else` of `if not is_npu_available():`, the first value of
-    `"cuda" if is_torch_xla_available() else device.type`."""
-    found = _names_another_device(node.test, names)
+    runs only for another device or export format (the evidence's
+    ``branch_names``): the body of `if format == "coreml":`, the `else` of `if
+    not is_npu_available():`, the first value of `"cuda" if
+    is_torch_xla_available() else device.type`."""
+    found = _names_another_device(node.test, evidence)
     if found is None:
         return
     name, positive = found
@@ -134,14 +133,15 @@ def mark_arm(ctx: FileContext, node, names: frozenset) -> Optional[bool]:
     return True
 
 
-def _names_another_device(test: cst.BaseExpression, names: frozenset) -> Optional[tuple[str, bool]]:
+def _names_another_device(test: cst.BaseExpression, evidence: Evidence) -> Optional[tuple[str, bool]]:
     """(the device or format, whether the test is true for it) when ``test``
     holds only for another device, export format or NVIDIA-only library."""
+    names = evidence.branch_names
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _names_another_device(test.expression, names)
+        inner = _names_another_device(test.expression, evidence)
         return (inner[0], not inner[1]) if inner is not None else None
     if isinstance(test, cst.BooleanOperation):
-        left, right = (_names_another_device(side, names) for side in (test.left, test.right))
+        left, right = (_names_another_device(side, evidence) for side in (test.left, test.right))
         if isinstance(test.operator, cst.And):
             # True only for that device if either side is (`format == "coreml" and hasattr(F, ...)`).
             return next((side for side in (left, right) if side is not None and side[1]), None)
@@ -157,12 +157,9 @@ def _names_another_device(test: cst.BaseExpression, names: frozenset) -> Optiona
             return name.lower(), True  # a flag named for the format: `elif coreml:`
         words = name_words(name)
         device = next((w for w in words if w in names), None)
-        return (device, True) if device is not None and words[0] in _FLAG_WORDS else None
+        # `is_npu`, `use_xla`, `on_tpu`: a flag that says the code runs on that device.
+        return (device, True) if device is not None and words[0] in evidence.flag_words else None
     return None
-
-
-# `is_npu`, `use_xla`, `on_tpu`: a flag that says the code runs on that device.
-_FLAG_WORDS = frozenset({"is", "use", "on", "using", "has"})
 
 
 def _compared_device(test: cst.Comparison, names: frozenset) -> Optional[tuple[str, bool]]:

@@ -5,7 +5,7 @@ modules a body imports (for the ``other-backend`` kind)."""
 from __future__ import annotations
 
 import re
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
@@ -87,17 +87,16 @@ def name_words(name: str) -> list[str]:
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
-def imported_library(body, libraries: frozenset) -> Optional[str]:
-    """The first of ``libraries`` a function imports in its own body (also
-    under `try:`, `import tensorrt` or install it and import it again). An
-    import under an `if` or in a loop is one branch of a function that does
-    more (an exporter for many formats); nested functions are units of
-    their own."""
+def imported_library(body, is_library: Callable[[str], object]) -> Optional[str]:
+    """The first module a function imports in its own body that
+    ``is_library`` says is one (also under `try:`, `import tensorrt` or
+    install it and import it again). An import under an `if` or in a loop is
+    one branch of a function that does more (an exporter for many formats);
+    nested functions are units of their own."""
     for statement in statements(body):
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 for module in imported_modules(small):
-                    root = module.split(".")[0]
-                    if root in libraries:
+                    if is_library(module):
                         return module
     return None

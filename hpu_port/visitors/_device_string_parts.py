@@ -26,10 +26,10 @@ class CudaCalls:
 
 class KeptTest:
     """Whether a test compares with a device string that is not renamed, or
-    calls one of the ``kept-checks``."""
+    calls one of ``kept_checks`` (the device evidence's for the device)."""
 
-    def __init__(self, ctx, params, renamed) -> None:
-        self.ctx, self.params, self.renamed = ctx, params, renamed
+    def __init__(self, ctx, params, kept_checks: tuple, renamed) -> None:
+        self.ctx, self.params, self.kept_checks, self.renamed = ctx, params, kept_checks, renamed
         self.found = False
 
     def visit_SimpleString(self, node) -> None:
@@ -41,7 +41,7 @@ class KeptTest:
 
     def visit_Call(self, node) -> None:
         hit = self.ctx.qualify(node.func)
-        if hit is not None and any(fnmatch.fnmatchcase(hit[0], p) for p in self.params["kept-checks"]):
+        if hit is not None and any(fnmatch.fnmatchcase(hit[0], p) for p in self.kept_checks):
             self.found = True
 
 

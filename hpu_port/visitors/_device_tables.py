@@ -16,7 +16,6 @@ import libcst as cst
 
 from hpu_port.visitors._references import literal_value
 
-DEVICE_TABLE = "device-table:"
 # What a table must list for a renamed device to be found in it.
 GAUDI_DEVICE = "hpu"
 
@@ -30,15 +29,14 @@ def device_table(module: cst.Module, device: str, missing: str) -> Optional[str]
     return None
 
 
-def table_in_patterns(module: cst.Module, patterns, holds_string, missing: str = GAUDI_DEVICE) -> Optional[str]:
-    """For each ``device-table:NAME`` pattern: the table, if the module has
-    one for NAME and ``holds_string(NAME)`` says the guarded code names it."""
-    for pattern in patterns:
-        if pattern.startswith(DEVICE_TABLE):
-            device = pattern[len(DEVICE_TABLE):]
-            table = device_table(module, device, missing) if holds_string(device) else None
-            if table is not None:
-                return table
+def table_for(module: cst.Module, devices, holds_string, missing: str = GAUDI_DEVICE) -> Optional[str]:
+    """For each of ``devices`` (the device evidence's ``tables``) that
+    ``holds_string`` says the guarded code names: the module's table that
+    lists it without ``missing``, if there is one."""
+    for device in devices:
+        table = device_table(module, device, missing) if holds_string(device) else None
+        if table is not None:
+            return table
     return None
 
 

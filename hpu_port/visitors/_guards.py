@@ -16,8 +16,9 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
+from hpu_port.device.evidence import Guard, of_options
 from hpu_port.visitors._definitions import name_words
-from hpu_port.visitors._device_tables import table_in_patterns
+from hpu_port.visitors._device_tables import table_for
 from hpu_port.visitors._enclosing import enclosing
 from hpu_port.visitors._references import literal_value, shown_briefly, written
 from hpu_port.walk import contains, descendants, walk
@@ -111,11 +112,15 @@ def code_after_exit(guard: cst.CSTNode, ctx) -> list:
     return statements[statements.index(guard) + 1:]
 
 
-def nvidia_only_use(guard: cst.CSTNode, ctx, patterns: frozenset, flag: str = "") -> Optional[str]:
+def nvidia_evidence(ctx, device: str = "") -> Guard:
+    """What marks NVIDIA-only code for a check of ``device`` in this file's
+    run: the device evidence, with the project's additions."""
+    return of_options(ctx.options).guard(device)
+
+
+def nvidia_only_use(guard: cst.CSTNode, ctx, patterns: Guard, flag: str = "") -> Optional[str]:
     """The first NVIDIA-only name the guarded code uses (as written), or None.
     A ``flag`` the guard tests is not one itself (`if USE_CUDA:`)."""
-    if not patterns:
-        return None
     finder = _Finder(ctx, patterns)
     after = code_after_exit(guard, ctx)
     for part in (guard, *after):
@@ -130,16 +135,15 @@ def nvidia_only_use(guard: cst.CSTNode, ctx, patterns: frozenset, flag: str = ""
     if markers.found is None and markers.strings:
         # `if torch.cuda.is_available(): device = "cuda"` where the module
         # checks device names against a table that has no Gaudi entry.
-        table = table_in_patterns(ctx.module, patterns, markers.strings.__contains__)
-        return table
+        return table_for(ctx.module, patterns.tables, markers.strings.__contains__)
     return markers.found
 
 
-def cuda_branch(guard: cst.CSTNode, ctx, patterns: frozenset) -> Optional[str]:
+def cuda_branch(guard: cst.CSTNode, ctx, patterns: Guard) -> Optional[str]:
     """For a branch whose test itself names CUDA (`if IS_CUDA_SYSTEM:`, a
     CUDA-only check) and whose code uses an NVIDIA-only API, that API: the
     port leaves both, so the branch still runs only on NVIDIA GPUs."""
-    if not patterns or not isinstance(guard, (cst.If, cst.While)):
+    if not isinstance(guard, (cst.If, cst.While)):
         return None
     finder = _Finder(ctx, patterns)
     walk(guard, [finder])
@@ -196,15 +200,12 @@ def library_switch(around: list, ctx) -> Optional[str]:
     arg, call = around[index], around[index - 1]
     if not isinstance(arg, cst.Arg) or arg.keyword is None or not isinstance(call, cst.Call):
         return None
-    if not _CUDA_SWITCH_WORDS & set(name_words(arg.keyword.value)):
+    if not set(of_options(ctx.options).switch_keywords) & set(name_words(arg.keyword.value)):
         return None
     hit = ctx.qualify(call.func)
     if hit is None or first_party(ctx.path, hit[0].split(".")[0]):
         return None
     return f"{arg.keyword.value}="
-
-
-_CUDA_SWITCH_WORDS = frozenset({"cuda", "gpu", "gpus"})
 
 
 def first_party(path: str, root: str) -> bool:
@@ -258,7 +259,7 @@ class _HpuNames:
             self.found = name
 
 
-def flag_guards_nvidia_code(around: list, ctx, patterns: frozenset) -> tuple[str, Optional[str]]:
+def flag_guards_nvidia_code(around: list, ctx, patterns: Guard) -> tuple[str, Optional[str]]:
     """For a check assigned to a name (`cuda = torch.cuda.is_available()`),
     the name and the first NVIDIA-only name that a test of it guards in the
     same scope (`"onnxruntime-gpu" if cuda else "onnxruntime"`): the check
@@ -334,11 +335,11 @@ def _test_and_body(guard: cst.CSTNode) -> list:
     return [guard]
 
 
-def passed_as(guard: cst.CSTNode, around: list, patterns: frozenset) -> Optional[str]:
-    """``keyword=`` when the guard (a conditional expression) is the value of a
-    keyword argument listed as ``keyword:NAME`` (`map_location=...`)."""
+def passed_as(guard: cst.CSTNode, around: list, patterns: Guard) -> Optional[str]:
+    """``keyword=`` when the guard (a conditional expression) is the value of
+    one of the evidence's keyword arguments (`map_location=...`)."""
     for node in around[: around.index(guard)] if guard in around else ():
-        if isinstance(node, cst.Arg) and node.keyword is not None and f"keyword:{node.keyword.value}" in patterns:
+        if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in patterns.keywords:
             return f"{node.keyword.value}="
     return None
 
@@ -368,15 +369,16 @@ class _Identity:
 
 
 class _Finder:
-    """The first NVIDIA-only name the code uses. A pattern written `A unless B`
-    counts only where the same code does not also use B (DataParallel is
+    """The first NVIDIA-only name the code uses. An exception's name counts
+    only where the same code does not also use its `unless` (DataParallel is
     NVIDIA-only set-up, unless the branch also builds DistributedDataParallel,
     which Gaudi needs)."""
 
-    def __init__(self, ctx, patterns: frozenset) -> None:
+    def __init__(self, ctx, patterns: Guard) -> None:
         self.ctx = ctx
-        self.patterns = [p for p in patterns if _UNLESS not in p]
-        self.conditional = [tuple(p.split(_UNLESS, 1)) for p in sorted(patterns) if _UNLESS in p]
+        self.patterns = patterns.names
+        self.keywords = patterns.keywords
+        self.conditional = patterns.exceptions
         self.found: Optional[str] = None
         self.candidate: Optional[tuple[str, str]] = None
         self.excepted: set[str] = set()
@@ -395,7 +397,7 @@ class _Finder:
     def visit_Arg(self, node) -> None:
         # `map_location="cpu" if not torch.cuda.is_available() else None` picks
         # where a checkpoint's tensors go: neither arm is right on Gaudi as such.
-        if node.keyword is not None and f"keyword:{node.keyword.value}" in self.patterns and self.found is None:
+        if node.keyword is not None and node.keyword.value in self.keywords and self.found is None:
             self.found = f"{node.keyword.value}="
 
     def _check(self, node) -> None:
@@ -413,18 +415,14 @@ class _Finder:
                 self.excepted.add(exception)
 
 
-_UNLESS = " unless "
-
-
-def _matches(text: str, patterns: frozenset, prefix: str) -> bool:
-    return any(p.startswith(prefix) and fnmatchcase(text, p[len(prefix):]) for p in patterns)
+def _matches(text: str, patterns: tuple) -> bool:
+    return any(fnmatchcase(text, pattern) for pattern in patterns)
 
 
 class _Markers:
-    """Names and strings that say a branch is for NVIDIA GPUs (``word:`` and
-    ``string:`` patterns)."""
+    """Names, strings and error messages that say a branch is for NVIDIA GPUs."""
 
-    def __init__(self, patterns: frozenset, flag: str = "") -> None:
+    def __init__(self, patterns: Guard, flag: str = "") -> None:
         self.patterns = patterns
         self.flag = flag
         self.found: Optional[str] = None
@@ -455,7 +453,7 @@ class _Markers:
         if self.found is None:
             # Names only (`onnxruntime-gpu`, `CUDAExecutionProvider`): a message
             # that mentions a library does not make the branch NVIDIA-only.
-            if isinstance(value, str) and not any(c.isspace() for c in value) and _matches(value, self.patterns, "string:"):
+            if isinstance(value, str) and not any(c.isspace() for c in value) and _matches(value, self.patterns.strings):
                 self.found = value
 
     def _check_error(self, text: str) -> None:
@@ -463,12 +461,12 @@ class _Markers:
         # explains a failure of a CUDA capability, which Gaudi lacks.
         if self.found is None and self.raising:
             text = text.lower()
-            for pattern in self.patterns:
-                if pattern.startswith("raise:") and fnmatchcase(text, pattern[len("raise:"):]):
-                    self.found = pattern[len("raise:"):].strip("*")
+            for pattern in self.patterns.errors:
+                if fnmatchcase(text, pattern):
+                    self.found = pattern.strip("*")
                     return
 
     def _check_word(self, word: str) -> None:
         # `self.use_triton`, `enable_cuda_graph`: names that say what the branch is for.
-        if self.found is None and word != self.flag and _matches(word, self.patterns, "word:"):
+        if self.found is None and word != self.flag and _matches(word, self.patterns.words):
             self.found = word

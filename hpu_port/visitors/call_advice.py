@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import re
 import string
 from typing import Optional
 
 import libcst as cst
 
 from hpu_port.context import FileContext
+from hpu_port.device.evidence import of_options
 from hpu_port.kinds.call_advice import ANY_CALL, ANY_VALUE
 from hpu_port.model import Rule
 from hpu_port.visitors._references import NOT_A_LITERAL, RulesVisitor, literal_value, written
 from hpu_port.visitors.keyword_args import calls_match, same_value
-
-
-# A test naming another accelerator: its body is written for that device, and
-# advice about Gaudi has no place there (`if device.type == "npu": ...`).
-OTHER_DEVICE = re.compile(r"(?<![A-Za-z])(npu|xla|mps|xpu|tpu|mlu|musa|neuron)(?![A-Za-z])", re.IGNORECASE)
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
@@ -36,11 +31,14 @@ class _CallAdviceVisitor(RulesVisitor):
         self.held: list[tuple] = []  # (rule, entry, call, message): decided once the file was seen
         self.other_device_bodies: set[cst.CSTNode] = set()
         self.other_device_depth = 0
+        # A test naming another accelerator: its body is written for that device, and
+        # advice about Gaudi has no place there (`if device.type == "npu": ...`).
+        self.other_device_test = of_options(ctx.options).other_device_test
 
     # -- branches for other devices ----------------------------------------------
 
     def visit_If(self, node: cst.If) -> None:
-        if OTHER_DEVICE.search(written(node.test)):
+        if self.other_device_test.search(written(node.test)):
             self.other_device_bodies.add(node.body)
 
     def visit_IndentedBlock(self, node) -> None:

@@ -8,6 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from hpu_port.context import FileContext
+from hpu_port.device.evidence import by_name, of_options
 from hpu_port.kinds.device_string import name_parts
 from hpu_port.model import Rule
 from hpu_port.visitors._device_string_parts import (
@@ -24,7 +25,18 @@ from hpu_port.visitors._device_string_parts import (
     target_name,
 )
 from hpu_port.visitors._device_tables import device_table
-from hpu_port.visitors._guards import Surroundings, cuda_branch, guarded_by, hold_guarded_body, library_switch, negated, nvidia_only_use, own_hpu_path, passed_as
+from hpu_port.visitors._guards import (
+    Surroundings,
+    cuda_branch,
+    guarded_by,
+    hold_guarded_body,
+    library_switch,
+    negated,
+    nvidia_evidence,
+    nvidia_only_use,
+    own_hpu_path,
+    passed_as,
+)
 from hpu_port.visitors._references import literal_value, shown_briefly, written
 from hpu_port.walk import walk
 
@@ -71,11 +83,23 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         # function its parameters typed with such a Literal.
         self.literal_aliases: dict[str, tuple[str, frozenset]] = {}
         self.typed_params: list[dict[str, tuple[str, frozenset]]] = []
+        self._read_evidence(of_options(ctx.options))
+
+    def _read_evidence(self, evidence) -> None:
+        """What the device evidence says about this rule's device and replacement."""
+        device, replacement = self.params["device"], self.params["replacement"]
+        self.siblings = self.params["siblings"] | (evidence.siblings(device) if self.params["device-siblings"] else frozenset())
+        self.accelerator_queries = by_name(evidence.accelerator_queries, device)
+        self.kept_checks = by_name(evidence.kept_checks, device)
+        self.taken_by = by_name(evidence.taken_by, replacement)
+        self.registers_code = evidence.registers_code
+        # What marks the code of a test as NVIDIA's; None: this rule's tests are ported regardless.
+        self.nvidia = nvidia_evidence(self.ctx, device) if self.params["nvidia-guards"] else None
 
     def visit_Module(self, node: cst.Module) -> None:
         self.literal_aliases = dict(literal_aliases(node.body))
         self.device_table = device_table(node, self.params["device"], self.params["replacement"])
-        self.taken = replacement_taken(self.ctx.source, self.params["replacement"], self.params["taken-by"])
+        self.taken = replacement_taken(self.ctx.source, self.params["replacement"], self.taken_by)
         self._keep_named_constants(node.body)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -143,7 +167,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
 
     def _names_a_sibling(self, exprs) -> bool:
         values = [literal_value(written(e)) for e in exprs if isinstance(e, cst.SimpleString)]
-        return any(v in self.params["siblings"] for v in values if isinstance(v, str))
+        return any(v in self.siblings for v in values if isinstance(v, str))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if self._names_a_role(node.target):
@@ -213,7 +237,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         accelerators and answers for the one in use."""
         if isinstance(expr, cst.Call) and not expr.args:
             called = written(expr.func)
-            if any(fnmatch.fnmatchcase(called, pattern) for pattern in self.params["accelerator-queries"]):
+            if any(fnmatch.fnmatchcase(called, pattern) for pattern in self.accelerator_queries):
                 return shown_briefly(written(expr))
         return None
 
@@ -231,11 +255,11 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         are method names, `("gpu", "cuda", "tpu")` option values), or next to
         the replacement itself (a rename would repeat it), are left alone."""
         params = self.params
-        if not params["siblings"]:
+        if not self.siblings:
             return
         strings = [e for e in exprs if isinstance(e, cst.SimpleString)]
         words = [w for w in (literal_value(written(e)) for e in strings) if isinstance(w, str)]
-        known = params["siblings"] | {params["device"], params["replacement"]}
+        known = self.siblings | {params["device"], params["replacement"]}
         other = next((w for w in words if w.split(":")[0] not in known), None)
         if other is not None:
             reason = f"listed with {other!r}, which is not a device: the list names something else"
@@ -270,12 +294,27 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             if func.value == "getattr" and len(node.args) > 2 and self._names_a_role_string(node.args[1].value):
                 self._mark(node.args[2].value)  # getattr(args, "device", "cuda")
             return
+        self._keep_registered_device(node)
         if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, cst.SimpleString):
             self.templates.add(func.value)
         if isinstance(func, cst.Attribute) and func.attr.value in LIST_ADDS and written(func.value) in self.device_lists:
             for arg in node.args:
                 self._mark(arg.value)
         self._mark_arguments(node)
+
+    def _keep_registered_device(self, node: cst.Call) -> None:
+        """`@torch.library.custom_op(..., device_types="cuda")`,
+        `op.register_kernel("cuda")`: the code registered is that device's
+        (a Triton or CUDA kernel); renamed, it would be registered for the
+        replacement, which it was never written for."""
+        hit = self.ctx.qualify(node.func)
+        called = hit[0] if hit is not None else written(node.func)
+        if not self.registers_code(called):
+            return
+        reason = f"`{shown_briefly(written(node.func))}` registers code written for {self.params['device']!r}, not for {self.params['replacement']!r}"
+        for arg in node.args:
+            for string in strings_in(arg.value):
+                self.kept.setdefault(string, reason)
 
     def _mark_arguments(self, node: cst.Call) -> None:
         positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
@@ -405,7 +444,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             strings = not isinstance(guard, cst.IfExp)
             if self._stays_a_device_test(guard.test, strings):
                 return f"`{shown_briefly(test)}` stays a test for {self.params['device']!r}"
-            used = cuda_branch(guard, self.ctx, self.params["nvidia-only"])
+            used = cuda_branch(guard, self.ctx, self.nvidia) if self.nvidia is not None else None
             if used:
                 return f"`{shown_briefly(test)}` tests for CUDA and its branch uses `{used}`"
             hpu = self._asks_cuda(guard.test) and own_hpu_path(self.ctx)
@@ -421,13 +460,13 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         return calls.found
 
     def _stays_a_device_test(self, test: cst.BaseExpression, strings: bool) -> bool:
-        kept = KeptTest(self.ctx, self.params, self.renamed if strings else None)
+        kept = KeptTest(self.ctx, self.params, self.kept_checks, self.renamed if strings else None)
         walk(test, [kept])
         return kept.found
 
     def _guarded_nvidia_code(self, node) -> Optional[str]:
-        patterns = self.params["nvidia-only"]
-        guard = guarded_by(node, self.around) if patterns else None
+        patterns = self.nvidia
+        guard = guarded_by(node, self.around) if patterns is not None else None
         if guard is None:
             return None
         used = nvidia_only_use(guard, self.ctx, patterns) or passed_as(guard, self.around, patterns)

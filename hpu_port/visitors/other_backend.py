@@ -13,9 +13,10 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from hpu_port.context import FileContext
+from hpu_port.device.evidence import Evidence, of_options
 from hpu_port.filetypes import path_words
 from hpu_port.model import Rule
-from hpu_port.visitors._backend_choices import PLAIN_DEVICES, mark_arm, mark_cuda_choices, mark_cuda_entry, mark_importing_arm
+from hpu_port.visitors._backend_choices import mark_arm, mark_cuda_choices, mark_cuda_entry, mark_importing_arm
 from hpu_port.visitors._held_helpers import mark_helpers_of_held_code
 from hpu_port.visitors._definitions import (
     body_of,
@@ -33,28 +34,31 @@ __all__ = ["visitor", "name_words"]
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> None:
+    # What is another device's or an NVIDIA-only library's code is the device
+    # evidence's; the rules of this kind only say how it is reported.
+    evidence = of_options(ctx.options)
     for rule in rules:
         params = rule.params
-        reason = _module_reason(ctx, params)
+        reason = _module_reason(ctx, evidence)
         if reason is not None:
             ctx.other_backend.mark(ctx.module, reason)
             continue  # the whole module is reported as one
-        bound = _library_bindings(ctx.module.body, params["libraries"])
+        bound = _library_bindings(ctx.module.body, evidence)
         for function in functions(ctx.module.body):
-            library = imported_library(body_of(function), params["libraries"]) or _called_library(function, bound)
+            library = imported_library(body_of(function), evidence.unit_library) or _called_library(function, bound)
             if library is not None:
-                ctx.other_backend.mark(function, f"it uses `{library}`, which only runs on NVIDIA GPUs")
+                ctx.other_backend.mark(function, f"it uses `{library}`, {evidence.unit_library(library)}")
         for node in classes(ctx.module.body):
-            base = _matching_base(ctx, node, params["class-bases"])
+            base = _matching_base(ctx, node, evidence.unit_class_bases)
             if base is not None:
                 ctx.other_backend.mark(node, _implements(node, base))
         defined = list(definitions(ctx.module.body))
         for node in defined:
-            word = _named_for(node.name.value, params["definition-names"])
+            word = _named_for(node.name.value, evidence.unit_words)
             if word is not None:
-                ctx.other_backend.mark(node, f"its name says it is for `{word}`, another device or an NVIDIA-only library")
+                ctx.other_backend.mark(node, f"its name says it is for `{word}`, another device or framework or an NVIDIA-only library")
         _mark_cuda_twins(ctx, defined)
-        internals, attributes = params["internal-names"], params["internal-attributes"]
+        internals, attributes = evidence.internals, frozenset(evidence.internal_attributes)
         if _mentioned(ctx.source, (*internals, *attributes)):
             on_internals = set()
             for function in _outermost_functions(ctx.module.body):
@@ -66,16 +70,14 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
         _mark_cuda_classes(ctx)
         if params["held-helpers"]:
             mark_helpers_of_held_code(ctx)
-        if params["branch-names"]:
-            ctx.other_backend.branch_watcher = lambda node, names=params["branch-names"], libraries=params["libraries"]: (
-                mark_arm(ctx, node, names) or mark_importing_arm(ctx, node, libraries)
-            )
-            if b"cuda" in ctx.source:
-                devices = params["branch-names"] | PLAIN_DEVICES
-                ctx.other_backend.dict_watcher = lambda node, names=devices: mark_cuda_entry(ctx, node, names)
+        ctx.other_backend.branch_watcher = lambda node: mark_arm(ctx, node, evidence) or mark_importing_arm(ctx, node, evidence)
+        if b"cuda" in ctx.source:
+            # Device names that a per-device table lists beside each other.
+            devices = evidence.branch_names | frozenset(evidence.port)
+            ctx.other_backend.dict_watcher = lambda node: mark_cuda_entry(ctx, node, devices)
         if b"hpu" in ctx.source and b"cuda" in ctx.source:
             mark_cuda_choices(ctx)
-        statement_names = params["statement-names"]
+        statement_names = evidence.statement_names
         if statement_names and _mentioned(ctx.source, statement_names):
             ctx.other_backend.statement_watcher = lambda node: _mark_statement(ctx, node, statement_names)
     return None
@@ -220,17 +222,17 @@ def _named_for(name: str, words: frozenset) -> Optional[str]:
     return next((word for word in (*split, *pairs) if word in words), None)
 
 
-def _library_bindings(body, libraries: frozenset) -> dict[str, str]:
-    """Names the module binds to imports of ``libraries`` (at top level, also
-    under `if`/`try`): `from cuda.bindings import runtime as cudart` binds
-    cudart to cuda.bindings.runtime."""
+def _library_bindings(body, evidence: Evidence) -> dict[str, str]:
+    """Names the module binds to imports of libraries whose code is not
+    ported (at top level, also under `if`/`try`): `from cuda.bindings import
+    runtime as cudart` binds cudart to cuda.bindings.runtime."""
     bound, elsewhere = {}, set()
     for statement in statements_outside_defs(body):
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
         for small in statement.body:
             for name, module in _bindings(small):
-                if module.split(".")[0] in libraries:
+                if evidence.unit_library(module):
                     bound[name] = module
                 else:
                     elsewhere.add(name)
@@ -267,17 +269,17 @@ def _called_library(function: cst.FunctionDef, bound: dict[str, str]) -> Optiona
     return calls.found
 
 
-def _module_reason(ctx: FileContext, params: dict) -> Optional[str]:
-    named = sorted(path_words(ctx.path) & params["path-names"])
+def _module_reason(ctx: FileContext, evidence: Evidence) -> Optional[str]:
+    named = sorted(path_words(ctx.path) & evidence.unit_words)
     if named:
-        return f"its path names `{named[0]}`, code for another device or an NVIDIA-only library"
+        return f"its path names `{named[0]}`, code for another device or framework or an NVIDIA-only library"
     for function in functions(ctx.module.body):
-        decorator = _kernel_decorator(ctx, function, params["kernel-decorators"])
+        decorator = _kernel_decorator(ctx, function, evidence.kernel_decorators)
         if decorator is not None:
             return f"it defines `@{decorator}` kernels (`{function.name.value}`), which only run on NVIDIA GPUs"
     for node in ctx.module.body:
         if isinstance(node, cst.ClassDef):
-            base = _matching_base(ctx, node, params["class-bases"])
+            base = _matching_base(ctx, node, evidence.unit_class_bases)
             if base is not None:
                 return _implements(node, base)
     return None

@@ -9,6 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from hpu_port.context import FileContext
+from hpu_port.device.evidence import of_options
 from hpu_port.edits import replace_expression
 from hpu_port.model import Rule
 from hpu_port.visitors._fp16 import Fp16Choices
@@ -20,6 +21,7 @@ from hpu_port.visitors._guards import (
     keep_guards_over_kept_cuda,
     library_switch,
     negated_at,
+    nvidia_evidence,
     nvidia_only_use,
     own_hpu_path,
     passed_as,
@@ -53,6 +55,11 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
         self.init_fp16()
         # Guards renamed to test for the HPU, with the code they guard.
         self.flipped: list = []
+        evidence = of_options(ctx.options)
+        # Names that test for CUDA: renamed only when their code is not NVIDIA's.
+        self.cuda_checks = frozenset(evidence.cuda_checks)
+        # Autocast devices whose float16 the port may turn into bfloat16.
+        self.port_devices = frozenset(evidence.port)
 
     def visit_Comparison(self, node) -> None:
         self.looked_at.add(node.left)
@@ -122,7 +129,7 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
             reason = f"a type test: against `{target}` it would match other classes too; check what it should test on Gaudi"
         if rule.params["positions"] is not None:
             reason = reason or self._not_produced(rule.params["positions"], node) or self.fp16_reason(rule, node)
-        if qualified in rule.params["guards"]:
+        if qualified in self.cuda_checks:
             reason = reason or self._guards_nvidia_code(node, rule)
         if qualified in rule.params["result-keys"]:
             reason = reason or self._read_with_other_keys(node, rule.params["result-keys"][qualified], target)
@@ -136,7 +143,7 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
         hit = self.ctx.report(
             rule, node, message, self.ctx.replace(node, replace_expression(spelling.code)), spelling, binding
         )
-        if qualified in rule.params["guards"]:
+        if qualified in self.cuda_checks:
             guard = guarded_by(node, self.around)
             if isinstance(guard, (cst.If, cst.While, cst.IfExp)) and not negated_at(guard.test, node):
                 self.flipped.append((hit, guard))
@@ -150,7 +157,7 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
             return "a dtype tested or listed, not one the code computes in; check what it should be on Gaudi"
         if any(isinstance(n, cst.Dict) for n in self.around):
             return "a table of values; check which entry Gaudi should use"
-        other = _autocast_for_another_device(self.around)
+        other = _autocast_for_another_device(self.around, self.port_devices)
         if other:
             return f"the dtype of autocast for {other!r}, another device"
         choice = next((n for n in reversed(self.around) if isinstance(n, (cst.If, cst.IfExp))), None)
@@ -189,7 +196,7 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
         return f"its result is read with {other!r}, a key the dict of `{target}` does not have ({', '.join(sorted(keys))})"
 
     def _guards_nvidia_code(self, node, rule) -> Optional[str]:
-        patterns = rule.params["nvidia-only"]
+        patterns = nvidia_evidence(self.ctx)
         guard = guarded_by(node, self.around)
         used = guard is not None and (nvidia_only_use(guard, self.ctx, patterns) or passed_as(guard, self.around, patterns))
         if used:
@@ -207,19 +214,15 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
         return None
 
 
-def _autocast_for_another_device(around: list) -> Optional[str]:
+def _autocast_for_another_device(around: list, port_devices: frozenset) -> Optional[str]:
     """The device of the innermost enclosing `autocast(...)` call, when it
-    names another device (`torch.autocast("xla", dtype=torch.float16)`)."""
+    is not one of ``port_devices`` (`torch.autocast("xla", dtype=torch.float16)`)."""
     call = next((n for n in reversed(around) if isinstance(n, cst.Call)), None)
     if call is None or _last_name(call.func) != "autocast":
         return None
     device = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "device_type"), None)
     value = literal_value(written(device)) if isinstance(device, cst.SimpleString) else None
-    return value if isinstance(value, str) and value not in _DEVICES_OF_THE_PORT else None
-
-
-# Autocast devices whose float16 the port may turn into bfloat16.
-_DEVICES_OF_THE_PORT = frozenset({"cuda", "hpu", "cpu"})
+    return value if isinstance(value, str) and value not in port_devices else None
 
 
 def _keys_read(text: str, name: str) -> list[str]:
