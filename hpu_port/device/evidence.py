@@ -248,6 +248,18 @@ def _merge_by_name(first: tuple, second: tuple) -> tuple:
 def parse(data: Any, source: str, table: str = "") -> Evidence:
     """Validate a table: the bundled file, or a project's additions (then
     ``table`` is where its sections sit: `tool.hpu-port.device.`)."""
+    _check_layout(data, source, table)
+    values = {}
+    for item in fields(Evidence):
+        section, key, shape = item.metadata["section"], item.metadata["key"], item.metadata["shape"]
+        if key in data.get(section, {}):
+            values[item.name] = _READERS[shape](data[section][key], _failure(f"{source}: [{table}{section}] {key!r}"))
+    return Evidence(**values)
+
+
+def _check_layout(data: Any, source: str, table: str) -> None:
+    """Only known sections, each a table of known keys: a misspelt key would
+    otherwise be evidence silently lost."""
     if not isinstance(data, dict):
         raise EvidenceError(f"{source}: [{table.rstrip('.')}] must be a table")
     shapes = _keys_by_section()
@@ -258,18 +270,11 @@ def parse(data: Any, source: str, table: str = "") -> Evidence:
             raise EvidenceError(f"{source}: [{table}{section}] must be a table")
         for key in keys:
             if key not in shapes[section]:
-                known = ", ".join(shapes[section])
-                raise EvidenceError(f"{source}: [{table}{section}] unknown key {key!r} (known: {known})")
-    values = {}
-    for item in fields(Evidence):
-        section, key, shape = item.metadata["section"], item.metadata["key"], item.metadata["shape"]
-        if key in data.get(section, {}):
+                raise EvidenceError(f"{source}: [{table}{section}] unknown key {key!r} (known: {', '.join(shapes[section])})")
 
-            def fail(problem: str, section=section, key=key) -> EvidenceError:
-                return EvidenceError(f"{source}: [{table}{section}] {key!r} {problem}")
 
-            values[item.name] = _READERS[shape](data[section][key], fail)
-    return Evidence(**values)
+def _failure(where: str) -> Callable[[str], EvidenceError]:
+    return lambda problem: EvidenceError(f"{where} {problem}")
 
 
 def _keys_by_section() -> dict:
