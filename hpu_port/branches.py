@@ -20,7 +20,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 import libcst as cst
 
-from hpu_port.walk import contains
+from hpu_port.walk import contains, descendants
 
 NAMES_THE_HPU = re.compile(r"(?<![A-Za-z])(hpu|HPU)(?![A-Za-z])")
 NAMES_CUDA = re.compile(r"(?<![A-Za-z])(cuda|CUDA|Cuda)(?![A-Za-z])")
@@ -119,6 +119,8 @@ class OtherBackendCode:
         self._watched: set[cst.CSTNode] = set()
         # The blocks the walk is in, innermost last (the module's own body is not one).
         self.blocks: list[cst.IndentedBlock] = []
+        # Each unit's nodes, once a fix is checked against it after the walk.
+        self._contents: dict[cst.CSTNode, set] = {}
 
     def enter_if(self, node: cst.If) -> None:
         if self.branch_watcher is not None:
@@ -187,6 +189,29 @@ class OtherBackendCode:
             return None
         self.held_count[unit] = self.held_count.get(unit, 0) + 1
         return f"{self.units[unit]}; it is not ported"
+
+    def held_by_containment(self, node: cst.CSTNode) -> Optional[str]:
+        """Like ``held``, for a fix decided before its unit was found (the
+        arm of a conditional expression is walked before its test; a check
+        is judged after the code before it): the innermost unit holding
+        ``node``, whatever the walk's order."""
+        unit = self._innermost_holding(node)
+        if unit is None:
+            return None
+        self.held_count[unit] = self.held_count.get(unit, 0) + 1
+        return f"{self.units[unit]}; it is not ported"
+
+    def _innermost_holding(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        if self.module in self.units:
+            return self.module
+        best, size = None, 0
+        for unit in self.units:
+            contents = self._contents.get(unit)
+            if contents is None:
+                contents = self._contents[unit] = {id(n) for n in descendants(unit)}
+            if id(node) in contents and (best is None or len(contents) < size):
+                best, size = unit, len(contents)
+        return best
 
     def innermost(self) -> Optional[cst.CSTNode]:
         """The unit the walk is in now, if any."""

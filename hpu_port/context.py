@@ -23,6 +23,7 @@ from hpu_port.names import (
     spell,
     target_name_nodes,
 )
+from hpu_port.project import NO_FACTS, ProjectFacts
 from hpu_port.positions import holding_statements, positions_in_statements, positions_of
 from hpu_port.results import Finding
 from hpu_port.walk import descendants, walk
@@ -53,6 +54,9 @@ class FileContext:
         self.statement_starts: Optional[dict] = None
         self.suppressions = None
         self._claimed: set[cst.CSTNode] = set()
+        # The codes that report and fix; the other rules' hits are silent:
+        # they only tell the device analysis what the whole port would do.
+        self.selected: Optional[frozenset] = None
         self.branches = DeviceBranches(module)
         self.other_backend = OtherBackendCode(module)
         # The file's path as the run names it (some rules read its directory names),
@@ -61,6 +65,10 @@ class FileContext:
         self.source = b""
         # The standard parser's tree of the source as read, when made.
         self.tree = None
+        # What the runner found about the rest of the project (hpu_port.project).
+        self.facts: ProjectFacts = NO_FACTS
+        # The file as read, when this pass reads an earlier pass's output.
+        self.origin: Optional[bytes] = None
 
     # -- names ------------------------------------------------------------------
 
@@ -144,6 +152,7 @@ class FileContext:
         fixable = has_fix and self.options.fix_enabled(rule)
         hit = Hit(node, rule, message, fix if fixable else None, spelling, binding, has_fix, fixable)
         hit.statement = self.statement
+        hit.silent = self.selected is not None and rule.code not in self.selected
         self._hits.append(hit)
         return hit
 
@@ -161,7 +170,9 @@ class FileContext:
 
     def report_at(self, rule: Rule, line: int, message: str) -> None:
         """Record a finding about a line rather than a node (a comment, say)."""
-        self._hits.append(Hit(None, rule, message, None, None, None, False, False, (line, 1), (line, 1)))
+        hit = Hit(None, rule, message, None, None, None, False, False, (line, 1), (line, 1))
+        hit.silent = self.selected is not None and rule.code not in self.selected
+        self._hits.append(hit)
 
     def resolve_hits(self) -> None:
         """Place the new findings, drop the suppressed ones, plan the fixes of the rest.
@@ -172,6 +183,7 @@ class FileContext:
         new = [hit for hit in self._hits if hit.start is None]
         if not new:
             return
+        self._hold_by_containment(new)
         self._place({hit.node: hit.statement for hit in new if hit.node is not None})
         for hit in new:
             where = self._positions.get(hit.node)
@@ -179,8 +191,20 @@ class FileContext:
             hit.end = (where.end.line, where.end.column + 1) if where else hit.start
             if self.suppressions and self.suppressions.suppresses(hit.rule.code, hit.start[0], hit.end[0]):
                 hit.suppressed = True
-            elif hit.fixable:
+            elif hit.fixable and not hit.silent:
                 self._plan(hit)
+
+    def _hold_by_containment(self, hits: list) -> None:
+        """Hold the fixes that lie in a unit kept for another device, also
+        those made before the walk found the unit: what is held depends on
+        where a fix is, never on the order the walk met it."""
+        if not self.other_backend.units:
+            return
+        for hit in hits:
+            if hit.has_fix and hit.node is not None and hit.node is not self.module:
+                why = self.other_backend.held_by_containment(hit.node)
+                if why:
+                    self.withdraw_fix(hit, why)
 
     def _place(self, nodes: dict) -> None:
         """Find the positions of ``nodes`` (node -> its top-level statement, or None if unknown)."""
@@ -248,7 +272,11 @@ class FileContext:
         # user just silenced, under another code.
         silenced = [(h.start, h.end) for h in self._hits if h.suppressed and h.rule.code not in fallback]
         findings = [f for f in findings if f.code not in fallback or not _inside_any(_span(f), silenced)]
-        return _without_redundant_fallbacks(sorted(set(findings), key=Finding.sort_key), removed_lines, fallback)
+        findings = _without_redundant_fallbacks(sorted(set(findings), key=Finding.sort_key), removed_lines, fallback)
+        # Silent hits (rules not selected) were judged with the rest, so that a
+        # fallback finding is said where it would be said with every rule on.
+        silent = {hit.rule.code for hit in self._hits if hit.silent}
+        return [f for f in findings if f.code not in silent] if silent else findings
 
 
 def _without_redundant_fallbacks(findings: list[Finding], removed_lines: set, fallback: set) -> list[Finding]:
@@ -295,6 +323,8 @@ class Hit:
     end: Optional[tuple[int, int]] = None
     suppressed: bool = False
     statement: Optional[cst.CSTNode] = None
+    # A rule that is not selected: it reports nothing and fixes nothing.
+    silent: bool = False
 
 
 @dataclass

@@ -21,6 +21,7 @@ from hpu_port import deep_stack, filetypes
 from hpu_port.context import FileContext, ScopeEnter, ScopeExit
 from hpu_port.edits import EditPlan, apply_plan
 from hpu_port.files import text_problem
+from hpu_port.device.evidence import of_options
 from hpu_port.frameworks import foreign_framework
 from hpu_port.kinds import fallback_codes
 from hpu_port.narrow import narrow
@@ -68,10 +69,18 @@ def port_module(
     source: bytes = b"",
     tree: Optional[ast.Module] = None,
     path: str = "",
+    selected: Optional[frozenset] = None,
+    origin: Optional[bytes] = None,
 ) -> FileContext:
-    """Run every selected rule over a parsed module; edits are planned, not
-    applied. ``tree``: the standard parser's tree of the same lines, if made."""
+    """Run the rules over a parsed module; edits are planned, not applied.
+    ``tree``: the standard parser's tree of the same lines, if made.
+    ``selected``: the codes that report and fix (None: all of ``ruleset``);
+    the others walk too, for what they tell the device analysis.
+    ``origin``: the file as read, when ``module`` is an earlier pass's output."""
     ctx = FileContext(module, ruleset.options, apply)
+    ctx.origin = origin
+    ctx.selected = selected
+    ctx.facts = ruleset.facts
     ctx.path = path
     ctx.source = source
     ctx.tree = tree
@@ -79,6 +88,10 @@ def port_module(
     ctx.suppressions = scan_suppressions(source, module.encoding) if source else None
     visitors: list[cst.BatchableCSTVisitor] = [ScopeEnter(ctx)]
     for kind, rules in ruleset.by_kind():
+        if selected is not None:
+            # Where two rules match the same code (a project's rule beside a
+            # bundled one), the one the user selected answers first.
+            rules = sorted(rules, key=lambda rule: rule.code not in selected)
         visitors.extend(kind.visitors(rules, ctx))
     visitors.append(ScopeExit(ctx))
     walk_module(module, visitors, lambda statement: setattr(ctx, "statement", statement))
@@ -128,7 +141,7 @@ def _port_until_stable(path: str, source: bytes, ruleset: RuleSet, apply: bool) 
     for _ in range(MAX_EXTRA_PASSES):
         if current is None or result.failed:
             break
-        again = _port_once(path, current, ruleset, apply)
+        again = _port_once(path, current, ruleset, apply, origin=source)
         if again.failed:
             break
         if again.new_source is None:
@@ -149,14 +162,20 @@ def _place_in_output(result: FileResult, remaining: list[Finding], output: bytes
     result.output_findings = sorted({*fixed, *remaining}, key=Finding.sort_key)
 
 
-def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
+def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool, origin: Optional[bytes] = None) -> FileResult:
+    """One pass; ``origin``: the file as read, when this pass reads an earlier
+    pass's output (which is never evidence of what the code was written for)."""
     result = FileResult(path=path, source=source)
+    selected = ruleset.selected_codes
+    # Every rule walks, selected or not, so a file is screened for all of them:
+    # a selected rule can report what another one's analysis holds (HPU615).
+    ruleset = ruleset.walked
     rules = ruleset.for_source(source)
     if rules is None:
         return result
     if not ruleset.options.include_generated and GENERATED_MARKER in source[:GENERATED_SCAN]:
         return result  # generated code is regenerated, not edited
-    if foreign_framework(source) is not None:
+    if foreign_framework(source, of_options(ruleset.options)) is not None:
         return result  # TensorFlow, JAX, PyTorch/XLA...: not PyTorch CUDA code
     limit = ruleset.options.max_file_size
     if len(source) > limit:
@@ -172,7 +191,7 @@ def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileR
     module = _parse_what_rules_read(source, view, rules, apply, result)
     if module is None:
         return result
-    ctx = port_module(module, rules, apply, source, view.tree if view is not None else None, path)
+    ctx = port_module(module, rules, apply, source, view.tree if view is not None else None, path, selected, origin)
     result.findings = ctx.findings(fallback_codes(rules.rules))
     result.imports_changed = bool(ctx.plan.new_imports or ctx.plan.dropped_aliases)
     if apply and ctx.plan:

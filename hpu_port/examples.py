@@ -28,12 +28,13 @@ def example_options(example: Example) -> Options:
 
 
 def example_ruleset(rule: Rule, all_rules: list[Rule], example: Example) -> RuleSet:
-    """The rule itself, plus the import rules its fixes trigger (or the example's own selection)."""
+    """The rule itself, plus the import rules its fixes trigger (or the example's own selection),
+    with every rule's analysis behind it, as a run with that selection has."""
     if example.select:
         chosen = [r for r in all_rules if r.code in example.select]
     else:
         chosen = [rule, *(r for r in all_rules if r.kind == "ensure-import" and r is not rule)]
-    return RuleSet(chosen, example_options(example))
+    return RuleSet(chosen, example_options(example), analysis=all_rules)
 
 
 def example_file(rule: Rule, example: Example) -> str:

@@ -8,6 +8,7 @@ from typing import Optional
 
 from hpu_port.kinds import Kind, get_kind, screening
 from hpu_port.model import Options, Rule
+from hpu_port.project import NO_FACTS, ProjectFacts
 from hpu_port.triggers import CodeView, TriggerIndex, code_view
 
 
@@ -17,9 +18,44 @@ class RuleSet:
 
     rules: list[Rule]
     options: Options = field(default_factory=Options)
+    # Every loaded rule, selected or not: what code is whose device is decided
+    # with all of them, whatever the selection (a rule left out only stops
+    # reporting and fixing), so that `--select` and `--ignore` never change
+    # what is held. None: the selected rules alone.
+    analysis: Optional[list[Rule]] = None
+    # The rule set this one was narrowed from: project facts are the root's.
+    parent: Optional["RuleSet"] = field(default=None, repr=False, compare=False)
+    _facts: Optional[ProjectFacts] = field(default=None, repr=False, compare=False)
+
+    @property
+    def facts(self) -> ProjectFacts:
+        """What the runner found about the project (``hpu_port.project``):
+        the same for every rule set narrowed from this one."""
+        root = self
+        while root.parent is not None:
+            root = root.parent
+        return root._facts or NO_FACTS
+
+    @facts.setter
+    def facts(self, facts: ProjectFacts) -> None:
+        self._facts = facts
 
     def __post_init__(self) -> None:
         self.rules = [r for r in self.rules if self._active(r)]
+        if self.analysis is not None:
+            selected = _ids(self.rules)
+            extra = [r for r in self.analysis if id(r) not in selected and self._active(r)]
+            self.analysis = sorted([*self.rules, *extra], key=lambda r: r.code) if extra else None
+
+    @cached_property
+    def selected_codes(self) -> Optional[frozenset]:
+        """The codes that report and fix; None when every rule walked does."""
+        return None if self.analysis is None else frozenset(r.code for r in self.rules)
+
+    @cached_property
+    def walked(self) -> "RuleSet":
+        """The rules whose visitors walk a file: the analysis, selected or not."""
+        return self if self.analysis is None else RuleSet(self.analysis, self.options, parent=self)
 
     def _active(self, rule: Rule) -> bool:
         return rule.mode is None or rule.mode == self.options.mode
@@ -47,9 +83,12 @@ class RuleSet:
         """The rules whose kind reads Python (those of the kinds that read
         shell scripts, YAML or JSON never act on Python code)."""
         chosen = [rule for rule in self.rules if screening(rule).reads_python]
-        if len(chosen) == len(self.rules):
+        if len(chosen) == len(self.rules) and self.analysis is None:
             return self
-        return self._subset(chosen) or RuleSet([], self.options)
+        analysis = None if self.analysis is None else [r for r in self.analysis if screening(r).reads_python]
+        if analysis is not None:
+            return RuleSet(chosen, self.options, analysis, parent=self)
+        return self._subset(chosen) or RuleSet([], self.options, parent=self)
 
     @cached_property
     def trigger_index(self) -> TriggerIndex:
@@ -83,7 +122,7 @@ class RuleSet:
         checked, never rewritten: installing the project must not need Gaudi)."""
         import dataclasses
 
-        return RuleSet(self.rules, dataclasses.replace(self.options, fixes=False))
+        return RuleSet(self.rules, dataclasses.replace(self.options, fixes=False), self.analysis, parent=self)
 
     @cached_property
     def _comment_rules(self) -> list[Rule]:
@@ -125,7 +164,7 @@ class RuleSet:
             return None
         if len(chosen) == len(self.rules):
             return self
-        subset = RuleSet(chosen, self.options)
+        subset = RuleSet(chosen, self.options, parent=self)
         # By identity: comparing rules field by field costs more than the screen.
         picked = _ids(chosen)
         subset.__dict__["trigger_index"] = TriggerIndex(e for e in self.trigger_index.entries if id(e[0]) in picked)

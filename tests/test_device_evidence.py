@@ -249,7 +249,6 @@ def _copies_entries(value) -> bool:
     return isinstance(value, list) and len(value) >= 3 and all(isinstance(v, str) and v in ENTRIES for v in value)
 
 
-@pytest.mark.xfail(strict=True, reason="hpu_port/selection.py does not yet pass Settings.device to Options(device=...)")
 def test_a_project_addition_reaches_a_run(tmp_path):
     from click.testing import CliRunner
 

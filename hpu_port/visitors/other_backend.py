@@ -75,7 +75,8 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
             # Device names that a per-device table lists beside each other.
             devices = evidence.branch_names | frozenset(evidence.port)
             ctx.other_backend.dict_watcher = lambda node: mark_cuda_entry(ctx, node, devices)
-        if b"hpu" in ctx.source and b"cuda" in ctx.source:
+        # "hpu" the file itself says, not one an earlier pass wrote.
+        if b"hpu" in (ctx.origin or ctx.source) and b"cuda" in ctx.source:
             mark_cuda_choices(ctx)
         statement_names = evidence.statement_names
         if statement_names and _mentioned(ctx.source, statement_names):
@@ -270,7 +271,7 @@ def _called_library(function: cst.FunctionDef, bound: dict[str, str]) -> Optiona
 
 
 def _module_reason(ctx: FileContext, evidence: Evidence) -> Optional[str]:
-    named = sorted(path_words(ctx.path) & evidence.unit_words)
+    named = sorted(path_words(ctx.path, ctx.facts.packages) & evidence.unit_words)
     if named:
         return f"its path names `{named[0]}`, code for another device or framework or an NVIDIA-only library"
     for function in functions(ctx.module.body):
