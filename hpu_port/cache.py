@@ -145,7 +145,9 @@ def _used_since(entry, day: int) -> bool:
 def fingerprint(ruleset) -> str:
     """A name for everything a file's result depends on, besides its bytes."""
     digest = blake2b()
-    digest.update(f"{__version__}\n{code_stamp()}\n{ruleset.options!r}\n".encode())
+    # The project facts (``hpu_port.project``): a change elsewhere in the
+    # project can change a file's result.
+    digest.update(f"{__version__}\n{code_stamp()}\n{ruleset.options!r}\n{ruleset.facts.digest()}\n".encode())
     for rule in ruleset.rules:
         fields = (rule.code, rule.kind, rule.fix, rule.category, rule.message, rule.mode, rule.option,
                   rule.hpu_runtime, rule.remove_imports_of, rule.triggers, rule.raw_params)

@@ -120,21 +120,22 @@ def is_build_script(path: str) -> bool:
 BUILD_SCRIPTS = frozenset({"setup.py"})
 
 
-def path_words(path: str) -> frozenset:
+def path_words(path: str, packages: frozenset) -> frozenset:
     """The name of the file's directory, of the package directories above it
-    (those holding an `__init__.py`, and their words: `nvshmem_copy_service/core/kernel.py`
-    gives nvshmem_copy_service and nvshmem too) and the words of its own name
+    (``packages``: the absolute folders that hold an `__init__.py`, and their
+    words: `nvshmem_copy_service/core/kernel.py` gives nvshmem_copy_service and
+    nvshmem too) and the words of its own name
     (`quantizers/bitsandbytes/bnb_quantizer.py`: bitsandbytes, bnb, quantizer,
     bnb_quantizer), from its absolute path, so that where the run starts
     changes nothing. Directories above the package are the user's, not the code's."""
     parent, name = os.path.split(os.path.abspath(path))
     stem = os.path.splitext(name)[0]
-    words = {os.path.basename(parent), stem, *re.split(r"[_.\-]+", stem), *_package_directories(parent)}
+    words = {os.path.basename(parent), stem, *re.split(r"[_.\-]+", stem), *_package_directories(parent, packages)}
     return frozenset(word for word in words if word)
 
 
-def _package_directories(directory: str):
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
+def _package_directories(directory: str, packages: frozenset):
+    while directory in packages:
         directory, name = os.path.split(directory)
         if not name:
             return

@@ -121,8 +121,10 @@ def run(
         if progress is not None:
             progress(done, len(planned), result.path)
 
-    for index, (entry, ruleset) in enumerate(planned):
-        result = _answer_from_disk(entry, ruleset, apply, cache)
+    sources = [_read_planned(entry) for entry, _ in planned]
+    _attach_project_facts(planned, sources)
+    for index, ((entry, ruleset), source) in enumerate(zip(planned, sources)):
+        result = _answer(entry, source, ruleset, apply, cache)
         if isinstance(result, FileResult):
             answered(index, result)
         else:
@@ -202,12 +204,41 @@ class Task:
     ruleset: RuleSet
 
 
-def _answer_from_disk(entry, ruleset, apply: bool, cache: Optional[Cache]) -> Union[FileResult, bytes]:
-    """The file's result when it needs no porting (an error, a cached
-    result); otherwise its bytes."""
+def _read_planned(entry) -> Union[FileResult, bytes]:
     if entry.error:
         return FileResult(path=entry.path, error=entry.error)
-    source = _read(entry.path)
+    return _read(entry.path)
+
+
+def _attach_project_facts(planned: list, sources: list) -> None:
+    """Find the project facts once, from the Python files as read, and give
+    them to every rule set of the run (they are part of each file's result)."""
+    from hpu_port.project import find_facts
+
+    python = {
+        entry.path: source
+        for (entry, ruleset), source in zip(planned, sources)
+        if ruleset is not None and isinstance(source, bytes) and entry.file_type == filetypes.PYTHON
+    }
+    rulesets = list({id(ruleset): ruleset for _, ruleset in planned if ruleset is not None}.values())
+    if not python or not rulesets:
+        return
+    facts = find_facts(python, _nvidia_only_libraries(rulesets))
+    for ruleset in rulesets:
+        ruleset.facts = facts
+
+
+def _nvidia_only_libraries(rulesets: list) -> set:
+    """The top-level modules of the NVIDIA-only libraries, by the device
+    evidence each rule set is ported with (the project may add some)."""
+    from hpu_port.device.evidence import of_options
+
+    return {library for ruleset in rulesets for library in of_options(ruleset.options).libraries}
+
+
+def _answer(entry, source, ruleset, apply: bool, cache: Optional[Cache]) -> Union[FileResult, bytes]:
+    """The file's result when it needs no porting (an error, a cached
+    result); otherwise its bytes."""
     if isinstance(source, FileResult):
         return source
     cached = cache.lookup(ruleset, apply, entry.path, source) if cache is not None else None

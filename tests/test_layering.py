@@ -30,7 +30,7 @@ FLOORS = [
     ["files", "formats"],
     ["sealed"],
     ["model", "filetypes", "results", "frameworks", "triggers", "walk", "names", "edits", "suppressions", "splice",
-     "notebooks", "gitignore", "deep_stack", "tempfiles"],
+     "notebooks", "gitignore", "deep_stack", "tempfiles", "project"],
     # The device evidence: data every floor above may read (frameworks too).
     ["device"],
     ["_compat"],
@@ -44,7 +44,7 @@ WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runn
                   "config", "results", "model", "triggers", "narrow", "report", "report_sarif", "report_markdown",
                   "report_ci", "report_html", "planning", "toolkit_log",
                   "cli", "terminal", "options", "rule_listing", "suppressions", "notebooks", "gitignore", "_compat", "documents",
-                  "formats", "filetypes", "deep_stack", "tempfiles", "sealed", "device", "frameworks"]
+                  "formats", "filetypes", "deep_stack", "tempfiles", "sealed", "device", "frameworks", "project"]
 
 
 def modules():

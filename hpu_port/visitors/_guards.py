@@ -9,7 +9,6 @@ ported only when what it guards holds none of the NVIDIA-only names.
 
 from __future__ import annotations
 
-import os
 import re
 from fnmatch import fnmatchcase
 from typing import Iterable, Optional
@@ -58,8 +57,10 @@ def hold_guarded_body(guard: cst.CSTNode, ctx, used: str) -> None:
     Only a plain test: under `if not ...:` the body is the other path."""
     if isinstance(guard, cst.IfExp) and not negated(written(guard.test)):
         # `str(torch.cuda.get_device_name()) if is_cuda else ""`: the arm for CUDA.
-        ctx.other_backend.mark(guard.body, f"it is kept for NVIDIA GPUs, to use `{used}`, which has no Gaudi equivalent",
-                               name=f"the value for `{shown_briefly(written(guard.test))}`", at=guard.test)
+        reason = f"it is kept for NVIDIA GPUs, to use `{used}`, which has no Gaudi equivalent"
+        name = f"the value for `{shown_briefly(written(guard.test))}`"
+        for part in (guard.body, guard.test):
+            ctx.other_backend.mark(part, reason, name=name, at=guard.test)
         return
     if not isinstance(guard, (cst.If, cst.While, cst.For)) or not isinstance(guard.body, cst.IndentedBlock):
         return
@@ -76,7 +77,10 @@ def hold_guarded_body(guard: cst.CSTNode, ctx, used: str) -> None:
     if negated(test):
         return  # the body is the other path
     unit = "the loop over" if looped else "the branch of"
-    ctx.other_backend.mark(guard.body, reason, name=f"{unit} `{shown_briefly(test)}`", at=tested)
+    # The test too: `torch.cuda.is_available() and pynvml.nvmlInit() is None`
+    # half ported would call pyhlml on NVIDIA GPUs.
+    for part in (guard.body, tested):
+        ctx.other_backend.mark(part, reason, name=f"{unit} `{shown_briefly(test)}`", at=tested)
 
 
 def negated(test: str) -> bool:
@@ -175,6 +179,16 @@ def keep_guards_over_kept_cuda(ctx, flipped: list) -> None:
                 break
 
 
+def kept_cuda_inside(ctx, tree: cst.CSTNode):
+    """The first finding inside ``tree`` that leaves CUDA code there: a CUDA
+    call the port could not change, or one it reports as unsupported."""
+    return next((h for h in ctx.hits_inside(tree) if _kept_cuda(h) or _unsupported(h)), None)
+
+
+def _unsupported(hit) -> bool:
+    return hit.rule.category == "unsupported" and not hit.has_fix and hit.rule.kind != "other-backend"
+
+
 def _module_functions_called(body: cst.CSTNode, module: cst.Module) -> list:
     called = {node.func.value for node in descendants(body) if isinstance(node, cst.Call) and isinstance(node.func, cst.Name)}
     return [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value in called] if called else []
@@ -203,21 +217,9 @@ def library_switch(around: list, ctx) -> Optional[str]:
     if not set(of_options(ctx.options).switch_keywords) & set(name_words(arg.keyword.value)):
         return None
     hit = ctx.qualify(call.func)
-    if hit is None or first_party(ctx.path, hit[0].split(".")[0]):
+    if hit is None or hit[0].split(".")[0] in ctx.facts.first_party:
         return None
     return f"{arg.keyword.value}="
-
-
-def first_party(path: str, root: str) -> bool:
-    """Whether the module ``root`` is the project's own: the package that
-    holds ``path``, or a module or package beside it (beside the script)."""
-    directory = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
-        parent = os.path.dirname(directory)
-        if os.path.basename(directory) == root or parent == directory:
-            return True
-        directory = parent
-    return os.path.isfile(os.path.join(directory, root + ".py")) or os.path.isdir(os.path.join(directory, root))
 
 
 def own_hpu_path(ctx) -> Optional[str]:
@@ -229,7 +231,24 @@ def own_hpu_path(ctx) -> Optional[str]:
         return None
     finder = _HpuNames()
     walk(function, [finder])
+    if finder.found is not None and ctx.origin is not None and not _written_before_the_port(ctx, function, finder.found):
+        return None  # an earlier pass wrote it: the port's own output is no evidence
     return finder.found
+
+
+def _written_before_the_port(ctx, function: cst.FunctionDef, name: str) -> bool:
+    """Whether the function of that name in the file as read already said ``name``."""
+    import ast
+
+    try:
+        tree = ast.parse(ctx.origin)
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function.name.value:
+            if name in (ast.get_source_segment(ctx.origin.decode("utf-8", "replace"), node) or ""):
+                return True
+    return False
 
 
 class _HpuNames:
@@ -394,6 +413,22 @@ class _Finder:
     def visit_Name(self, node) -> None:
         self._check(node)
 
+    def visit_Import(self, node) -> None:
+        # `import torch.distributed._symmetric_memory as symm_mem` inside the code itself.
+        for alias in node.names:
+            self._check_module(written(alias.name))
+
+    def visit_ImportFrom(self, node) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        module = written(node.module)
+        for alias in node.names:
+            self._check_module(f"{module}.{written(alias.name)}")
+
+    def _check_module(self, name: str) -> None:
+        if self.found is None and any(fnmatchcase(name, p) for p in self.patterns):
+            self.found = name
+
     def visit_Arg(self, node) -> None:
         # `map_location="cpu" if not torch.cuda.is_available() else None` picks
         # where a checkpoint's tensors go: neither arm is right on Gaudi as such.
@@ -405,6 +440,10 @@ class _Finder:
             return
         hit = self.ctx.qualify(node)
         if hit is None:
+            self._check_project(node)
+            return
+        if self.ctx.facts.why_nvidia_only(hit[0]):
+            self.found = hit[0]
             return
         if any(fnmatchcase(hit[0], p) for p in self.patterns):
             self.found = hit[0]
@@ -413,6 +452,17 @@ class _Finder:
                 self.candidate = (hit[0], exception)
             if fnmatchcase(hit[0], exception):
                 self.excepted.add(exception)
+
+
+    def _check_project(self, node) -> None:
+        """A function of this module that the project facts know only NVIDIA
+        GPUs run (it builds CUDA sources through a helper of another module)."""
+        if not isinstance(node, cst.Name) or not self.ctx.facts.nvidia_only:
+            return
+        module = self.ctx.facts.module_name(self.ctx.path) if self.ctx.path else ""
+        qualified = f"{module}.{node.value}" if module else node.value
+        if node.value in self.ctx.scopes.module.locals and self.ctx.facts.why_nvidia_only(qualified):
+            self.found = node.value
 
 
 def _matches(text: str, patterns: tuple) -> bool:

@@ -27,13 +27,14 @@ from hpu_port.visitors._guards import (
     passed_as,
 )
 from hpu_port.visitors._references import ReferenceVisitor, literal_value, written
+from hpu_port.visitors._skip_guards import SkipConditions, keep_skips_of_nvidia_only_tests
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
     return _RenameVisitor(ctx, rules)
 
 
-class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
+class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor):
     def __init__(self, ctx, rules) -> None:
         self.table = {}
         for rule in rules:
@@ -60,6 +61,7 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
         self.cuda_checks = frozenset(evidence.cuda_checks)
         # Autocast devices whose float16 the port may turn into bfloat16.
         self.port_devices = frozenset(evidence.port)
+        self.init_skip_conditions()
 
     def visit_Comparison(self, node) -> None:
         self.looked_at.add(node.left)
@@ -147,9 +149,12 @@ class _RenameVisitor(Fp16Choices, Surroundings, ReferenceVisitor):
             guard = guarded_by(node, self.around)
             if isinstance(guard, (cst.If, cst.While, cst.IfExp)) and not negated_at(guard.test, node):
                 self.flipped.append((hit, guard))
+            self.note_skip_condition(hit, node)
 
     def leave_Module(self, node) -> None:
         keep_guards_over_kept_cuda(self.ctx, self.flipped)
+        if self.skip_hits:
+            keep_skips_of_nvidia_only_tests(self.ctx, self.skip_hits, nvidia_evidence(self.ctx))
 
     def _kept_for(self, rule, node) -> Optional[str]:
         """Why this use must keep its name, if it must."""

@@ -1,0 +1,331 @@
+"""Facts about the project as a whole, found once per run before any file is ported.
+
+A check like `if x.device.type == "cuda" and _init():` is only right to port
+when what it guards can run on Gaudi, and what `_init()` does may be written in
+another module of the project (it builds `.cu` sources through a helper of
+the project's). Those answers need more than one file, so the runner finds them
+here, from the project's files as they are on disk, and hands them to the
+per-file core as data (which reads no disk and keys its cache on them):
+
+- the names of the project's own top-level modules and packages;
+- the folders that are packages, so a file's module name is known;
+- the project's functions and classes that only NVIDIA GPUs can run: they
+  build or load CUDA extensions, use an NVIDIA-only library or CUDA's
+  internals, or call (across modules, transitively) one that does.
+
+Only files whose bytes could hold such evidence are parsed, with the standard
+parser; the rest cost a read of their bytes.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+from hpu_port._compat import blake2b
+
+# Calls that build or load a C++/CUDA extension; with CUDA sources, or when
+# named for CUDA, what they build only runs on NVIDIA GPUs.
+EXTENSION_BUILDERS = frozenset({
+    "torch.utils.cpp_extension.load",
+    "torch.utils.cpp_extension.load_inline",
+    "torch.utils.cpp_extension.CUDAExtension",
+})
+CUDA_ONLY_BUILDERS = frozenset({"torch.utils.cpp_extension.CUDAExtension"})
+_CUDA_SOURCE = re.compile(r"\.(cu|cuh)$")
+_CUDA_KEYWORDS = frozenset({"cuda_sources", "with_cuda", "extra_cuda_cflags"})
+_INTERNALS = ("torch.cuda._", "torch._C._cuda")
+# How many rounds of "calls a function found in the last round" are followed.
+MAX_ROUNDS = 6
+
+
+@dataclass(frozen=True)
+class ProjectFacts:
+    """What the per-file core may know of the rest of the project."""
+
+    first_party: frozenset = frozenset()
+    packages: frozenset = frozenset()  # absolute folders that hold an __init__.py
+    # Qualified name (`pkg.ops.upfirdn2d._init`) -> why only NVIDIA GPUs run it.
+    nvidia_only: tuple = ()
+    _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def why_nvidia_only(self, qualified: str) -> Optional[str]:
+        if not self._index and self.nvidia_only:
+            self._index.update(self.nvidia_only)
+        return self._index.get(qualified)
+
+    def module_name(self, path: str) -> str:
+        """The dotted name the project imports ``path`` by."""
+        directory, name = os.path.split(os.path.abspath(path))
+        parts = [] if name == "__init__.py" else [os.path.splitext(name)[0]]
+        while directory in self.packages:
+            directory, package = os.path.split(directory)
+            parts.insert(0, package)
+        return ".".join(parts)
+
+    def digest(self) -> str:
+        text = repr((sorted(self.first_party), sorted(self.packages), self.nvidia_only))
+        return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+
+
+NO_FACTS = ProjectFacts()
+
+
+def find_facts(python_files: dict, libraries: Iterable[str]) -> ProjectFacts:
+    """The facts of the project made of ``python_files`` (path -> bytes, as
+    the run read them); ``libraries``: the NVIDIA-only libraries' top-level
+    modules (triton, tensorrt...)."""
+    sources = {os.path.abspath(path): source for path, source in python_files.items()}
+    files = sorted(sources)
+    packages = frozenset(os.path.dirname(p) for p in files if os.path.basename(p) == "__init__.py")
+    facts = ProjectFacts(frozenset(_top_level_names(files, packages)), packages)
+    libraries = frozenset(libraries)
+    found: dict[str, str] = {}
+    builders: set[str] = set()
+    parsed: dict[str, Optional[_Module]] = {}
+    needles = _first_needles(libraries)
+    known: set = set()
+    for _ in range(MAX_ROUNDS):
+        for path, source in sources.items():
+            if path not in parsed and source is not None and any(needle in source for needle in needles):
+                parsed[path] = _Module.of(path, source, facts.module_name(path), builders)
+        modules = [module for module in parsed.values() if module is not None]
+        while any([module.judge(found, libraries) for module in modules]):
+            pass  # within what is parsed, until nothing more is found
+        new = {*found, *builders} - known
+        if not new:
+            break
+        known |= new
+        # Next round: the files that name a module or definition just found.
+        needles = _name_needles(new)
+    return ProjectFacts(facts.first_party, packages, tuple(sorted(found.items())))
+
+
+def _top_level_names(files: list[str], packages: frozenset) -> set[str]:
+    names = set()
+    for path in files:
+        directory = os.path.dirname(path)
+        if directory in packages:
+            while os.path.dirname(directory) in packages:
+                directory = os.path.dirname(directory)
+            names.add(os.path.basename(directory))
+        elif os.path.basename(path) != "__init__.py":
+            names.add(os.path.splitext(os.path.basename(path))[0])
+    return names
+
+
+def _first_needles(libraries: frozenset) -> list[bytes]:
+    """Bytes one of which a file that holds direct evidence must contain
+    (searched as plain bytes: a regular expression over every file of a
+    large tree costs seconds)."""
+    needles = [b"cpp_extension", b"torch.cuda._", b"_C._cuda"]
+    for library in sorted(libraries):
+        top, _, rest = library.partition(".")
+        if top == "torch":
+            needles.append(rest.rsplit(".", 1)[-1].encode())  # `torch.distributed._symmetric_memory`
+        else:
+            needles += [f"import {top}".encode(), f"from {top}".encode()]
+    return needles
+
+
+def _is_library(qualified: str, libraries: frozenset) -> bool:
+    """Whether ``qualified`` names one of ``libraries`` or something in it
+    (`flash_attn*` also covers `flash_attn_interface`)."""
+    for library in libraries:
+        name = library.rstrip("*")
+        if qualified == name or qualified.startswith(name + ".") or (library.endswith("*") and qualified.startswith(name)):
+            return True
+    return False
+
+
+def _name_needles(qualified: Iterable[str]) -> list[bytes]:
+    return sorted({part.encode() for name in qualified for part in name.split(".")[1:] if len(part) > 2})
+
+
+class _Module:
+    """One module's definitions, and what each uses and calls, by qualified name."""
+
+    def __init__(self, name: str, tree: ast.Module, is_package: bool, builders: set) -> None:
+        self.name = name
+        # The project's functions that build extensions from the sources they are given.
+        self.builders = builders
+        self.imports = _imports(tree, name if is_package else name.rpartition(".")[0])
+        self.definitions: dict[str, ast.AST] = {}
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.definitions[node.name] = node
+            elif isinstance(node, ast.ClassDef):
+                # Methods one by one: a class with one CUDA-only method is not CUDA-only.
+                for member in node.body:
+                    if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        self.definitions[f"{node.name}.{member.name}"] = member
+        # Names bound at module level to an extension built for CUDA (`_C = load(..., ["k.cu"])`).
+        self.built: dict[str, str] = {}
+        for node in tree.body:
+            if isinstance(node, ast.Assign):
+                why = self._builds_cuda(node.value, {})
+                if why:
+                    for target in node.targets:
+                        if isinstance(target, ast.Name):
+                            self.built[target.id] = why
+
+    @classmethod
+    def of(cls, path: str, source: bytes, name: str, builders: set) -> Optional["_Module"]:
+        try:
+            return cls(name, ast.parse(source, filename=path), os.path.basename(path) == "__init__.py", builders)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None  # the file's own port reports it
+
+    def judge(self, found: dict, libraries: frozenset) -> bool:
+        """Add the definitions that only run on NVIDIA GPUs to ``found``; True if any is new."""
+        new = False
+        for local, node in self.definitions.items():
+            qualified = f"{self.name}.{local}" if self.name else local
+            if qualified in found:
+                continue
+            why = self._why(node, found, libraries)
+            if why:
+                found[qualified] = why
+                new = True
+            elif qualified not in self.builders and self._builds_extensions(node):
+                self.builders.add(qualified)
+                new = True
+        return new
+
+    def _builds_extensions(self, definition: ast.AST) -> bool:
+        return any(
+            isinstance(node, ast.Call) and self._qualified(node.func) in EXTENSION_BUILDERS | self.builders
+            for node in ast.walk(definition)
+        )
+
+    def _why(self, definition: ast.AST, found: dict, libraries: frozenset) -> Optional[str]:
+        unconditional = _unconditional(definition)
+        # `sources = ["k.cpp", "k.cu"]` ... `load(name, sources=sources)`: the
+        # CUDA source may be named anywhere in the function.
+        cuda_source = _cuda_source_in(definition)
+        for node in ast.walk(definition):
+            if isinstance(node, ast.Call):
+                why = self._builds_cuda(node, found, cuda_source)
+                if why:
+                    return why
+            if isinstance(node, ast.Name) and node.id in self.built:
+                return self.built[node.id]
+            if isinstance(node, (ast.Name, ast.Attribute)):
+                qualified = self._qualified(node)
+                if qualified is None:
+                    continue
+                if _is_library(qualified, libraries):
+                    return f"uses `{qualified}`, which only runs on NVIDIA GPUs"
+                if qualified.startswith(_INTERNALS):
+                    return f"uses `{qualified}`, one of CUDA's own internals"
+                callee = found.get(qualified)
+                # A call under a condition (`if x.is_cuda and _init():`) only
+                # picks CUDA's path: the caller has another one.
+                if callee is not None and node in unconditional and not _same_definition(qualified, self.name, definition):
+                    return f"calls `{_short(qualified)}`, which {callee.split(', calls', 1)[0]}"
+        return None
+
+    def _builds_cuda(self, node: ast.AST, found: dict, cuda_source: Optional[str] = None) -> Optional[str]:
+        """Why the call ``node`` builds or loads a CUDA extension, if it does;
+        ``cuda_source``: a CUDA source the code around the call names."""
+        if not isinstance(node, ast.Call):
+            return None
+        callee = self._qualified(node.func)
+        if callee is None or not (callee in EXTENSION_BUILDERS or callee in self.builders):
+            return None
+        source = _cuda_source_in(node) or cuda_source
+        if callee in CUDA_ONLY_BUILDERS or source or _cuda_keyword(node):
+            what = f"`{source}`" if source else "CUDA sources"
+            if callee in self.builders:
+                return f"builds {what} through `{_short(callee)}`"
+            return f"builds a CUDA extension ({what})"
+        return None
+
+    def _qualified(self, node: ast.AST) -> Optional[str]:
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.insert(0, node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        head = node.id
+        if head in self.imports:
+            return ".".join([self.imports[head], *parts])
+        if head in self.definitions:
+            return ".".join([self.name, head, *parts]) if self.name else ".".join([head, *parts])
+        return None
+
+
+_CONDITIONAL = (ast.If, ast.IfExp, ast.While, ast.Try, ast.BoolOp, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _unconditional(definition: ast.AST) -> set:
+    """The nodes of ``definition`` that run whenever it runs: not inside a
+    condition, a `try`, or a nested function."""
+    reached: set = set()
+    pending = list(ast.iter_child_nodes(definition))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, _CONDITIONAL):
+            continue
+        reached.add(node)
+        pending.extend(ast.iter_child_nodes(node))
+    return reached
+
+
+def _same_definition(qualified: str, module: str, definition: ast.AST) -> bool:
+    return qualified.rsplit(".", 1)[-1] == getattr(definition, "name", None) and qualified.startswith(module)
+
+
+def _short(qualified: str) -> str:
+    return ".".join(qualified.split(".")[-2:])
+
+
+def _cuda_source_in(call: ast.Call) -> Optional[str]:
+    for node in ast.walk(call):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _CUDA_SOURCE.search(node.value):
+            return os.path.basename(node.value)
+    return None
+
+
+def _cuda_keyword(call: ast.Call) -> bool:
+    for keyword in call.keywords:
+        if keyword.arg in _CUDA_KEYWORDS and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
+            return True
+    return False
+
+
+def _imports(tree: ast.Module, package: str) -> dict[str, str]:
+    """Local name -> qualified name, for the module's own imports (relative
+    ones resolved against ``package``, the package the module is in)."""
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bound[alias.asname] = alias.name
+                else:
+                    bound[alias.name.split(".")[0]] = alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node, package)
+            if base is None:
+                continue
+            for alias in node.names:
+                if alias.name != "*":
+                    bound[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+    return bound
+
+
+def _absolute(node: ast.ImportFrom, package: str) -> Optional[str]:
+    if not node.level:
+        return node.module
+    parts = package.split(".") if package else []
+    if node.level - 1 > len(parts):
+        return None
+    parts = parts[: len(parts) - (node.level - 1)]
+    if node.module:
+        parts.append(node.module)
+    return ".".join(parts)

@@ -1,0 +1,170 @@
+"""Project facts: what a check guards may be NVIDIA-only through another module of the project."""
+
+import os
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from hpu_port.cache import Cache
+from hpu_port.cli import main
+from hpu_port.project import find_facts
+from hpu_port.runner import run
+from tests.conftest import make_ruleset
+
+LIBRARIES = {"triton", "tensorrt"}
+
+# The layout of StyleGAN-style repositories: ops that build `.cu` sources
+# through a helper module of the project, and a pure-PyTorch fallback.
+PROJECT = {
+    "torch_utils/__init__.py": "",
+    "torch_utils/ops/__init__.py": "",
+    "torch_utils/custom_ops.py": """
+        import torch.utils.cpp_extension
+
+        def get_plugin(module_name, sources, **build_kwargs):
+            return torch.utils.cpp_extension.load(name=module_name, sources=sources, **build_kwargs)
+    """,
+    "torch_utils/ops/upfirdn2d.py": """
+        import torch
+        from .. import custom_ops
+
+        _plugin = None
+
+        def _init():
+            global _plugin
+            if _plugin is None:
+                _plugin = custom_ops.get_plugin(module_name="upfirdn2d_plugin", sources=["upfirdn2d.cpp", "upfirdn2d.cu"])
+            return True
+
+        def upfirdn2d(x, f, impl="cuda"):
+            if impl == "cuda" and x.device.type == "cuda" and _init():
+                return _plugin.upfirdn2d(x, f)
+            return x
+    """,
+    "train.py": """
+        import torch
+        from torch_utils.ops import upfirdn2d
+
+        def warm_up():
+            if torch.cuda.is_available():
+                upfirdn2d._init()
+
+        def step(x, f):
+            return upfirdn2d.upfirdn2d(x.to("cuda"), f)
+    """,
+}
+
+
+def _write(root, files: dict) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+
+
+def _facts(root):
+    sources = {str(p): p.read_bytes() for p in root.rglob("*.py")}
+    return find_facts(sources, LIBRARIES)
+
+
+def test_a_function_that_builds_cuda_sources_through_a_helper_is_nvidia_only(tmp_path):
+    _write(tmp_path, PROJECT)
+    facts = _facts(tmp_path)
+    assert "builds `upfirdn2d.cu` through `custom_ops.get_plugin`" in facts.why_nvidia_only(
+        "torch_utils.ops.upfirdn2d._init"
+    )
+    # It chooses CUDA's path only under a condition: it has another one.
+    assert facts.why_nvidia_only("torch_utils.ops.upfirdn2d.upfirdn2d") is None
+    assert facts.why_nvidia_only("train.warm_up") is None
+    assert facts.why_nvidia_only("torch_utils.custom_ops.get_plugin") is None  # builds what it is given
+    assert facts.first_party == {"torch_utils", "train"}
+    assert facts.module_name(str(tmp_path / "torch_utils" / "ops" / "upfirdn2d.py")) == "torch_utils.ops.upfirdn2d"
+
+
+@pytest.mark.parametrize(
+    "files, qualified, why",
+    [
+        pytest.param(
+            {"kern.py": "import triton\n\ndef launch(x):\n    return triton.cdiv(x, 2)\n",
+             "model.py": "from kern import launch\n\ndef forward(x):\n    return launch(x)\n"},
+            "model.forward", "calls `kern.launch`", id="through-a-library-user",
+        ),
+        pytest.param(
+            {"ext.py": "from torch.utils.cpp_extension import load\n_C = load('k', ['k.cu'])\n\ndef run(x):\n    return _C.run(x)\n"},
+            "ext.run", "builds a CUDA extension (`k.cu`)", id="module-level-extension",
+        ),
+        pytest.param(
+            {"pkg/__init__.py": "", "pkg/a.py": "import torch\n\ndef rng():\n    return torch.cuda._lazy_call(print)\n",
+             "pkg/b.py": "from .a import rng\n\nclass Sampler:\n    def seed(self):\n        rng()\n",
+             "pkg/c.py": "from pkg.b import Sampler\n\ndef go():\n    Sampler().seed()\n"},
+            "pkg.b.Sampler.seed", "calls `a.rng`", id="relative-import-and-method",
+        ),
+        pytest.param(
+            {"setup_ext.py": "from torch.utils.cpp_extension import CUDAExtension\n\ndef ext():\n    return CUDAExtension('x', ['x.cpp'])\n"},
+            "setup_ext.ext", "builds a CUDA extension", id="cuda-extension",
+        ),
+    ],
+)
+def test_nvidia_only_definitions(tmp_path, files, qualified, why):
+    _write(tmp_path, files)
+    assert why in (_facts(tmp_path).why_nvidia_only(qualified) or "")
+
+
+def test_a_cpu_extension_and_a_dispatcher_are_not_nvidia_only(tmp_path):
+    _write(tmp_path, {
+        "cpu_ext.py": "from torch.utils.cpp_extension import load\n\ndef build():\n    return load('k', ['k.cpp'])\n",
+        "kern.py": "import triton\n\ndef launch(x):\n    return triton.cdiv(x, 2)\n",
+        "model.py": "import torch\nfrom kern import launch\n\ndef forward(x):\n    if x.is_cuda:\n        return launch(x)\n    return x\n",
+    })
+    facts = _facts(tmp_path)
+    assert facts.why_nvidia_only("cpu_ext.build") is None
+    assert facts.why_nvidia_only("model.forward") is None
+    assert facts.why_nvidia_only("kern.launch")
+
+
+def test_guards_in_front_of_nvidia_only_project_code_are_kept(tmp_path):
+    _write(tmp_path, PROJECT)
+    result = CliRunner().invoke(main, ["rewrite", "--dry-run", "--no-cache", str(tmp_path)])
+    diff = result.stdout
+    # The device test in front of `_init()` and the check around `_init()` stay CUDA's...
+    assert "x.device.type == \"hpu\"" not in diff and "torch.hpu.is_available" not in diff
+    # ...and what can run on Gaudi is still ported.
+    assert '+    return upfirdn2d.upfirdn2d(x.to("hpu"), f)' in diff
+    check = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
+    assert "the code it guards uses `torch_utils.ops.upfirdn2d._init`" in check
+    assert "the code this test guards uses `_init`" in check
+
+
+def test_a_new_module_of_the_project_changes_the_cached_answer(tmp_path):
+    """The facts are part of what a cached result depends on."""
+    project = tmp_path / "proj"
+    _write(project, {"train.py": "import torch\nfrom mylib import knn\n\ndef run(x):\n    return knn(x, gpu=torch.cuda.is_available())\n"})
+    cache = Cache(tmp_path / "cache")
+    before = run([str(project)], make_ruleset(), apply=False, cache=cache)
+    assert any("handed to `gpu=`" in f.message for f in before.results[0].findings)
+    _write(project, {"mylib.py": "def knn(x, gpu):\n    return x\n"})
+    after = run([str(project)], make_ruleset(), apply=False, cache=Cache(tmp_path / "cache"))
+    (train,) = [r for r in after.results if r.path.endswith("train.py")]
+    assert not train.from_cache
+    assert not any("handed to `gpu=`" in f.message for f in train.findings)
+    assert any(f.code == "HPU101" and f.fixable for f in train.findings)
+
+
+def test_the_per_file_core_reads_no_disk(tmp_path, monkeypatch):
+    """What is beside a file changes nothing unless the runner found it."""
+    from hpu_port.engine import port_bytes
+
+    (tmp_path / "mylib.py").write_text("def knn(x, gpu):\n    return x\n")
+    source = b"import torch\nfrom mylib import knn\n\ndef run(x):\n    return knn(x, gpu=torch.cuda.is_available())\n"
+    path = str(tmp_path / "train.py")
+
+    def no_disk(*args, **kwargs):
+        raise AssertionError("the per-file core looked at the disk")
+
+    for name in ("isfile", "isdir", "exists"):
+        monkeypatch.setattr(os.path, name, no_disk)
+    monkeypatch.setattr(os, "listdir", no_disk)
+    result = port_bytes(path, source, make_ruleset(), False)
+    assert result.error is None
+    assert any("handed to `gpu=`" in f.message for f in result.findings)
