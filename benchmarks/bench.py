@@ -16,6 +16,11 @@ table with the ratios to ruff and the targets. hpu-port's modules are compiled
 to bytecode first, as a wheel install does. Needs ruff on PATH
 (`pip install -e '.[bench]'`).
 
+--against REV also times `check --no-cache` and `rewrite --dry-run --no-cache`
+of hpu-port as it was at the commit REV (83854ca is the reference the speed
+targets name), checked out into --workdir, in the same rounds: the table then
+says how the code now compares with that commit on this machine, today.
+
 --startup measures what a pre-commit hook pays per commit: `hpu-port check`
 and `black --check` on a file with no CUDA text and on the bundled 100-line
 CUDA script, taking turns, and whether hpu-port imported libcst for them.
@@ -64,6 +69,7 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "hpu-port-bench")
     parser.add_argument("--output", type=Path, help="also write the report (Markdown) to this file")
     parser.add_argument("--startup", action="store_true", help="small files next to black --check (what a pre-commit hook pays)")
+    parser.add_argument("--against", metavar="REV", help="also time hpu-port as it was at this commit (e.g. 83854ca)")
     args = parser.parse_args()
     if args.startup:
         return startup(args)
@@ -89,15 +95,18 @@ def main() -> int:
     run_once(warm_command)  # fills the cache
     # Each round runs every command once, so that a machine that slows down
     # or speeds up during the run affects them alike (the ratios hold).
-    measures = measure_rounds(
-        {
-            "ruff": ("ruff check (tree)", ruff_tree),
-            "cold": ("hpu-port check --no-cache (cold)", [*hpu, "check", "-q", "--no-cache", *jobs, str(tree)]),
-            "warm": ("hpu-port check (warm cache)", warm_command),
-            "dry": ("hpu-port rewrite --dry-run --no-cache", [*hpu, "rewrite", "--dry-run", "-q", "--no-cache", *jobs, str(tree)]),
-        },
-        args.runs,
-    )
+    commands = {
+        "ruff": ("ruff check (tree)", ruff_tree),
+        "cold": ("hpu-port check --no-cache (cold)", [*hpu, "check", "-q", "--no-cache", *jobs, str(tree)]),
+        "warm": ("hpu-port check (warm cache)", warm_command),
+        "dry": ("hpu-port rewrite --dry-run --no-cache", [*hpu, "rewrite", "--dry-run", "-q", "--no-cache", *jobs, str(tree)]),
+    }
+    if args.against:
+        old = [*older_checkout(args.against, args.workdir), "-m", "hpu_port"]
+        commands["cold-old"] = (f"check --no-cache at {args.against}", [*old, "check", "-q", "--no-cache", *jobs, str(tree)])
+        commands["dry-old"] = (f"rewrite --dry-run --no-cache at {args.against}",
+                               [*old, "rewrite", "--dry-run", "-q", "--no-cache", *jobs, str(tree)])
+    measures = measure_rounds(commands, args.runs)
     measures.update(
         measure_rounds(
             {
@@ -289,6 +298,22 @@ def _summary(label: str, samples: list) -> Measure:
 PARSE_ONLY = "import sys, libcst; libcst.parse_module(open(sys.argv[1], 'rb').read())"
 
 
+def older_checkout(revision: str, workdir: Path) -> list:
+    """The command prefix that runs hpu-port as it was at ``revision``: that
+    commit's package, exported from this repository into ``workdir`` and
+    compiled, run by this interpreter (the dependencies are the same)."""
+    sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", f"{revision}^{{commit}}"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    target = workdir / f"hpu-port-{sha[:12]}"
+    if not (target / "hpu_port").is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", sha, "hpu_port", "rules"], capture_output=True, check=True).stdout
+        # The package finds rules/ beside it, as in a checkout.
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(target / "hpu_port")], stdout=subprocess.DEVNULL, check=False)
+    return ["env", f"PYTHONPATH={target}", sys.executable]
+
+
 def compile_bytecode() -> None:
     """Compile hpu-port's modules, as installing a wheel does: without it a
     run in an environment that sets PYTHONDONTWRITEBYTECODE (or an editable
@@ -358,6 +383,13 @@ def render(name, version, files, lines, measures, args) -> str:
     ]
     if "torchfix" in measures:
         rows.append(("torchfix", "TorchFix", measures["torchfix"], ruff, "peer"))
+    if "cold-old" in measures:
+        rows += [
+            ("cold-old", f"hpu-port check --no-cache at {args.against}", measures["cold-old"], ruff,
+             f"now {measures['cold'].seconds / measures['cold-old'].seconds:.2f}x of it"),
+            ("dry-old", f"hpu-port rewrite --dry-run --no-cache at {args.against}", measures["dry-old"], ruff,
+             f"now {measures['dry'].seconds / measures['dry-old'].seconds:.2f}x of it"),
+        ]
     out = [
         f"## {name} {version}: {files:,} files, {lines:,} lines",
         "",
