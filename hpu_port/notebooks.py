@@ -14,7 +14,9 @@ Markers and placeholders carry a tag that occurs in none of the code cells, so
 no line a user wrote can be taken for one. Cells are split into lines where
 Python splits them (`\\n`, `\\r\\n`, `\\r`), not where ``str.splitlines`` does:
 a form feed or U+2028 is text inside a line. The module has `\\n` line ends;
-each line gets its own line end back, and a new line the cell's usual one.
+each line gets its own line end back, and a new line the cell's usual one
+(or, where that would join it to the line next to it, that of the line
+above it, or CRLF: a lone CR above an empty LF line reads as one CRLF).
 
 The notebook's JSON is never dumped again: only the text of a changed cell's
 `"source"` value is replaced, so everything else in the file (other cells,
@@ -243,8 +245,10 @@ def new_sources(notebook: Notebook, module_text: str) -> dict[int, str]:
 
 def _restored(notebook: Notebook, number: int, lines: list[str]) -> str:
     """A cell's text from its new module lines: masked lines back, line ends kept."""
-    ends = _line_ends(notebook.masked[number], lines)
-    return "".join(_unmasked(notebook, line) + end for line, end in zip(lines, ends))
+    contents = [_unmasked(notebook, line) for line in lines]
+    ends, written = _line_ends(notebook.masked[number], lines)
+    ends = _kept_apart(contents, ends, written)
+    return "".join(content + end for content, end in zip(contents, ends))
 
 
 def _unmasked(notebook: Notebook, line: str) -> str:
@@ -252,19 +256,53 @@ def _unmasked(notebook: Notebook, line: str) -> str:
     return line if key is None else notebook.magics[key]
 
 
-def _line_ends(old: list[tuple[str, str]], new: list[str]) -> list[str]:
+def _line_ends(old: list[tuple[str, str]], new: list[str]) -> tuple[list[str], set[int]]:
     """The line end of each new line: the old line's where a line stayed or was
     changed in place, the cell's usual line end for new lines, none after the
-    last line when the cell did not end with one."""
+    last line when the cell did not end with one; and which new lines the
+    rules wrote (all but the lines that stayed)."""
     usual = _usual_line_end(old)
     ends = [usual] * len(new)
+    written = set(range(len(new)))
     matcher = SequenceMatcher(None, [content for content, _ in old], new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
             ends[j1:j2] = [end or usual for _, end in old[i1:i2]]
+        if tag == "equal":
+            written.difference_update(range(j1, j2))
     if new and not (old and old[-1][1]):
         ends[-1] = ""
+    return ends, written
+
+
+def _kept_apart(contents: list[str], ends: list[str], written: set[int]) -> list[str]:
+    """``ends`` changed so that the lines, joined, read as the same lines again.
+
+    A line ending in a lone CR above an empty line ending in LF would read as
+    one line ending in CRLF, and a line would be lost. No two lines of a cell
+    were ever so, but a line the rules wrote (``written``), with the cell's
+    usual line end, can meet a line kept as it was. Of such a pair, the line
+    the rules wrote (the lower one when both or neither were) takes another
+    line end: that of the line above it, else CRLF, which joins no line.
+    """
+    ends = list(ends)
+
+    def text(index: int) -> str:
+        return contents[index] + ends[index] if index < len(ends) else ""
+
+    for below in range(1, len(ends)):
+        above = below - 1
+        if not _joins(ends[above], text(below)):
+            continue
+        changed = above if above in written and below not in written else below
+        end = ends[changed - 1] if changed else "\r\n"  # (only the last line may have no end)
+        ends[changed] = "\r\n" if _joins(end, text(changed + 1)) else end
     return ends
+
+
+def _joins(end: str, following: str) -> bool:
+    """Whether a line ending in ``end`` and the line ``following`` it read as one."""
+    return end == "\r" and following.startswith("\n")
 
 
 def _usual_line_end(lines: list[tuple[str, str]]) -> str:

@@ -9,11 +9,12 @@ the same bytes (in a notebook, every cell no rule touched, JSON text and all).
 """
 
 import json
+import os
 import re
 import warnings
 
 import hypothesmith
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from hpu_port.engine import port_bytes, port_source
@@ -21,7 +22,12 @@ from tests.conftest import make_ruleset
 
 RULES = make_ruleset()
 # Each example takes a few milliseconds: these stay well under the quick suite's budget.
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+# HPU_PORT_FIDELITY_EXAMPLES=2000 searches longer.
+SETTINGS = settings(
+    max_examples=int(os.environ.get("HPU_PORT_FIDELITY_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 LINE_ENDS = ["\n", "\r\n", "\r"]
 # Units of Python lines that no rule acts on, each valid on its own at the top level.
@@ -181,6 +187,42 @@ def assert_untouched_lines_kept(old, new):
 
 @SETTINGS
 @given(notebook_text())
+@example(
+    example=(
+        '{"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# Uses `cuda`\\r\\n", "and é\\f"]}, {"cell_type": "code", "metadata": {}, "source": "import torch\\r\\n\\n\\rx = torch.randn(2).cuda()\\r", "execution_count": 1, "outputs": [{"name": "stdout", "output_type": "stream", "text": ["cuda\\n"]}]}], "metadata": {"kernelspec": {"display_name": "Python 3 é", "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}',
+        [
+            '{"cells": [{"cell_type": "markdown", "metadata": {}, "source": ',
+            '}, {"cell_type": "code", "metadata": {}, "source": ',
+            ', "execution_count": 1, "outputs": [{"name": "stdout", "output_type": "stream", "text": ["cuda\\n"]}]}], "metadata": {"kernelspec": {"display_name": "Python 3 é", "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}',
+        ],
+        [
+            ("markdown", "# Uses `cuda`\r\nand é\x0c"),
+            ("code", "import torch\r\n\n\rx = torch.randn(2).cuda()\r"),
+        ],
+        [
+            '["# Uses `cuda`\\r\\n", "and é\\f"]',
+            '"import torch\\r\\n\\n\\rx = torch.randn(2).cuda()\\r"',
+        ],
+    )
+).via("discovered failure")
+@example(
+    example=(
+        '{"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# Uses `cuda`\\r\\n", "and é\\f"]}, {"cell_type": "code", "metadata": {}, "source": "import torch\\r\\n\\na = 1\\rx = torch.randn(2).cuda()\\r", "execution_count": 1, "outputs": [{"name": "stdout", "output_type": "stream", "text": ["cuda\\n"]}]}], "metadata": {"kernelspec": {"display_name": "Python 3 é", "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}',
+        [
+            '{"cells": [{"cell_type": "markdown", "metadata": {}, "source": ',
+            '}, {"cell_type": "code", "metadata": {}, "source": ',
+            ', "execution_count": 1, "outputs": [{"name": "stdout", "output_type": "stream", "text": ["cuda\\n"]}]}], "metadata": {"kernelspec": {"display_name": "Python 3 é", "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}',
+        ],
+        [
+            ("markdown", "# Uses `cuda`\r\nand é\x0c"),
+            ("code", "import torch\r\n\na = 1\rx = torch.randn(2).cuda()\r"),
+        ],
+        [
+            '["# Uses `cuda`\\r\\n", "and é\\f"]',
+            '"import torch\\r\\n\\na = 1\\rx = torch.randn(2).cuda()\\r"',
+        ],
+    )
+).via("discovered failure")
 def test_a_notebook_rewrite_changes_only_the_cells_rules_change(example):
     text, around, cells, rendered = example
     result = port_bytes("random.ipynb", text.encode("utf-8"), RULES, True)

@@ -203,3 +203,44 @@ def test_an_empty_list_source_that_gets_code_is_laid_out_like_the_file(indent):
     new = notebooks.dumps(notebook, {0: "import os\r\n\r\nx = 2"})
     data["cells"][0]["source"] = ["import os\r\n", "\r\n", "x = 2"]
     assert new.decode() == json.dumps(data, indent=indent)
+
+
+@pytest.mark.parametrize("between", ["\n", "\na = 1"])
+def test_a_new_line_never_joins_an_empty_line_below_it(tmp_path, between):
+    # The cell's usual line end is a lone CR: the added import ending in one
+    # would read as CRLF with the empty LF line below it, and that line would
+    # be lost. It takes the line end of the line above it instead.
+    source = f"import torch\r\n{between}\rx = torch.randn(2).cuda()\r"
+    _, new, cells = rewrite_sources(tmp_path, [source])
+    added = "import habana_frameworks.torch.core as htcore\r\n"
+    assert cells == [f'import torch\r\n{added}{between}\rx = torch.randn(2).to("hpu")\r']
+    assert rewrite_text(tmp_path, new)[1] == new
+
+
+@pytest.mark.parametrize(
+    ("lines", "written", "expected"),
+    [
+        # A written line ending in a lone CR above a kept empty LF line: the line above's end.
+        (["a\r\n", "new\r", "\n", "b\r"], {1}, ["a\r\n", "new\r\n", "\n", "b\r"]),
+        # ... and CRLF when the line above ends in a lone CR too.
+        (["a\r", "new\r", "\n"], {1}, ["a\r", "new\r\n", "\n"]),
+        # A written empty LF line below a kept lone CR: the lone CR of the line above.
+        (["a\r", "\n", "b\n"], {1}, ["a\r", "\r", "b\n"]),
+        # ... and CRLF when it is above an empty LF line as well.
+        (["a\r", "\n", "\n"], {1}, ["a\r", "\r\n", "\n"]),
+        # Neither written (a line between them was removed): the lower one changes.
+        (["a\r", "\n", "b"], set(), ["a\r", "\r", "b"]),
+        # The first line written: CRLF.
+        (["new\r", "\n"], {0}, ["new\r\n", "\n"]),
+        # Nothing joins: nothing changes.
+        (["a\r", "\r\n", "\n", "b"], {0, 1, 2}, ["a\r", "\r\n", "\n", "b"]),
+    ],
+)
+def test_line_ends_that_would_join_two_lines_are_changed(lines, written, expected):
+    from hpu_port import notebooks
+
+    contents = [line.rstrip("\r\n") for line in lines]
+    ends = [line[len(content):] for line, content in zip(lines, contents)]
+    new = notebooks._kept_apart(contents, ends, written)
+    assert list(map(str.__add__, contents, new)) == expected
+    assert len("".join(expected).splitlines()) == len(lines)
