@@ -266,6 +266,11 @@ def _unchecked(node: CSTNode) -> None:
 
 def _apply(module: cst.Module, plan: EditPlan, source: bytes, result: FileResult) -> None:
     """Apply the plan; keep untouched bytes; refuse output that does not parse."""
+    if module.default_newline == "\r" and b"\n" in source:
+        # Lines the rules add end like the file's first line; a lone CR
+        # followed by a kept empty LF line would read as one CRLF line. A
+        # CRLF joins nothing (the kept lines get their own ends back below).
+        module = module.with_changes(default_newline="\r\n")
     new_source = apply_plan(module, plan).bytes
     if new_source == source:
         return

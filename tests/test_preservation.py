@@ -131,3 +131,22 @@ def test_splice_of_a_long_changed_block_goes_line_by_line():
     started = time.perf_counter()
     assert splice(original, roundtrip, new) == b"".join(b"\x0c" + line for line in new.splitlines(keepends=True))
     assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        b"import os\rimport torch\n\nx = torch.randn(2).cuda()\n",
+        b"import os\rimport torch\n\n\nx = torch.randn(2).cuda()\r",
+        b"import torch\r\n\n\rx = torch.randn(2).cuda()\r",
+    ],
+)
+def test_an_added_line_never_joins_the_empty_line_after_it(source):
+    """A file whose first line ends in a lone CR: an added import that ended
+    in CR too, before a kept empty LF line, would read as one CRLF line."""
+    result = port_source("mixed.py", source, make_ruleset())
+    assert result.error is None and result.new_source is not None
+    kept = [line for line in source.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n") if b"cuda" not in line]
+    out = result.new_source.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+    assert out.count(b"") == kept.count(b"")
+    assert port_source("mixed.py", result.new_source, make_ruleset()).new_source is None
