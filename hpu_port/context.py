@@ -13,6 +13,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from hpu_port.edits import EditPlan, NodeEdit
+from hpu_port.intervals import Reach
 from hpu_port.branches import DeviceBranches, OtherBackendCode
 from hpu_port.model import Options, Rule
 from hpu_port.names import (
@@ -271,7 +272,8 @@ class FileContext:
         # A fallback on the code of a suppressed finding would report what the
         # user just silenced, under another code.
         silenced = [(h.start, h.end) for h in self._hits if h.suppressed and h.rule.code not in fallback]
-        findings = [f for f in findings if f.code not in fallback or not _inside_any(_span(f), silenced)]
+        silenced_spans = Reach(silenced)
+        findings = [f for f in findings if f.code not in fallback or not silenced_spans.holds(*_span(f))]
         findings = _without_redundant_fallbacks(sorted(set(findings), key=Finding.sort_key), removed_lines, fallback)
         # Silent hits (rules not selected) were judged with the rest, so that a
         # fallback finding is said where it would be said with every rule on.
@@ -288,11 +290,11 @@ def _without_redundant_fallbacks(findings: list[Finding], removed_lines: set, fa
     """
     specific = [f for f in findings if f.code not in fallback]
     spoken_lines = {f.line for f in specific if not f.fixable} | removed_lines
-    rewritten = [_span(f) for f in specific if f.fixable]
+    rewritten = Reach(_span(f) for f in specific if f.fixable)
     kept, fallback_lines = [], set()
     for finding in findings:
         if finding.code in fallback:
-            if finding.line in spoken_lines or finding.line in fallback_lines or _inside_any(_span(finding), rewritten):
+            if finding.line in spoken_lines or finding.line in fallback_lines or rewritten.holds(*_span(finding)):
                 continue
             fallback_lines.add(finding.line)
         kept.append(finding)
@@ -301,10 +303,6 @@ def _without_redundant_fallbacks(findings: list[Finding], removed_lines: set, fa
 
 def _span(finding: Finding) -> tuple:
     return (finding.line, finding.column), (finding.end_line, finding.end_column)
-
-
-def _inside_any(span: tuple, spans: list) -> bool:
-    return any(outer[0] <= span[0] and span[1] <= outer[1] for outer in spans)
 
 
 @dataclass(eq=False)

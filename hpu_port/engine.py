@@ -25,6 +25,7 @@ from hpu_port.device.evidence import of_options
 from hpu_port.frameworks import foreign_framework
 from hpu_port.kinds import fallback_codes
 from hpu_port.narrow import narrow
+from hpu_port.nesting import python_nesting_problem
 from hpu_port.positions import statement_starts
 from hpu_port.results import FileResult, Finding
 from hpu_port.settings import RuleSet
@@ -188,6 +189,9 @@ def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool, origin: 
     rules = rules.for_code(source, view)
     if rules is None:
         return result
+    result.error = python_nesting_problem(source, view.tree if view is not None else None)
+    if result.error is not None:
+        return result  # libcst would take minutes and gigabytes, or never finish
     module = _parse_what_rules_read(source, view, rules, apply, result)
     if module is None:
         return result

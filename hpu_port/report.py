@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import csv
-import difflib
 import importlib
 import io
 import json
 from typing import Callable, Optional
 
 from hpu_port import __version__
+from hpu_port.diffing import BoundedMatcher
 from hpu_port.model import MODE_IMPLIES
 from hpu_port.planning import make_plan, numbered_findings, rule_names
 from hpu_port.results import FileResult, Finding, all_findings, modes_in
@@ -35,9 +35,9 @@ def unified_diff(result: FileResult, context: int = 3) -> str:
 
 def _diff(old: list, new: list, name: str, context: int) -> str:
     lines = [f"--- {name}", f"+++ {name}"]
-    # autojunk off: with it, frequent lines (blank ones) are ignored while
-    # matching, and untouched blank lines show up as removed and re-added.
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    # Frequent lines (blank ones) take part in the matching (SequenceMatcher's
+    # autojunk off), or untouched blank lines show up as removed and re-added.
+    matcher = BoundedMatcher(None, old, new)
     for group in matcher.get_grouped_opcodes(context):
         lines.append(_hunk_header(group))
         for tag, i1, i2, j1, j2 in group:

@@ -11,8 +11,11 @@ changed line is kept too.
 
 from __future__ import annotations
 
-from difflib import SequenceMatcher
+import bisect
+import itertools
 from typing import Callable, Optional
+
+from hpu_port.diffing import BoundedMatcher
 
 
 def splice(original: bytes, roundtrip: bytes, new: bytes) -> Optional[bytes]:
@@ -35,7 +38,7 @@ def splice(original: bytes, roundtrip: bytes, new: bytes) -> Optional[bytes]:
     # Blank lines do not anchor the comparison: the blank line after an added
     # import would otherwise pair with one below a changed line, and that
     # line's form feed would go to the import.
-    matcher = SequenceMatcher(_blank, round_lines, new_lines, autojunk=False)
+    matcher = BoundedMatcher(_blank, round_lines, new_lines)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             out += old_lines[i1:i2]
@@ -90,7 +93,7 @@ def _merge_text(original: bytes, roundtrip: bytes, new: bytes) -> bytes:
 
 def _edits(old: bytes, new: bytes) -> list[tuple[int, int, bytes]]:
     """(start, end, replacement) in ``old`` for each difference from ``new``."""
-    matcher = SequenceMatcher(None, old, new, autojunk=False)
+    matcher = BoundedMatcher(None, old, new)
     return [(i1, i2, new[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
 
@@ -114,15 +117,21 @@ def line_map(old: bytes, new: bytes) -> Callable[[int], int]:
     """Where each line (1-based) of ``old`` stands in ``new``: an unchanged line
     where it moved to, a changed one at the first line that replaced it."""
     starts: list[tuple[int, int, int, bool]] = []
-    matcher = SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    matcher = BoundedMatcher(None, old.splitlines(), new.splitlines())
     for tag, i1, i2, j1, _ in matcher.get_opcodes():
         starts.append((i1, i2, j1, tag == "equal"))
 
+    ends = [i2 for _, i2, _, _ in starts]
+
     def new_line(line: int) -> int:
         index = line - 1
-        for i1, i2, j1, equal in starts:
+        # The first opcode that holds the line: one of the two from where
+        # the ranges of old lines reach it (a search per finding, not a scan).
+        for i1, i2, j1, equal in itertools.islice(starts, bisect.bisect_left(ends, index), None):
             if i1 <= index < i2 or (i1 == i2 == index):
                 return j1 + (index - i1 if equal else 0) + 1
+            if i1 > index:
+                break
         return line
 
     return new_line

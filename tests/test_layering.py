@@ -22,7 +22,7 @@ FLOORS = [
     ["runner", "selection", "report", "docs", "options", "rule_listing"],
     ["parallel", "examples", "report_sarif", "report_markdown", "report_ci", "report_html"],
     ["engine", "planning", "toolkit_log"],
-    ["narrow", "visitors", "documents"],
+    ["narrow", "nesting", "visitors", "documents"],
     ["settings", "rules"],
     ["kinds", "rule_cache"],
     ["context"],
@@ -31,6 +31,8 @@ FLOORS = [
     ["sealed"],
     ["model", "filetypes", "results", "frameworks", "triggers", "walk", "names", "edits", "suppressions", "splice",
      "notebooks", "gitignore", "deep_stack", "tempfiles", "project"],
+    # Searching ranges and matching sequences in bounded time.
+    ["intervals", "diffing"],
     # The device evidence: data every floor above may read (frameworks too).
     ["device"],
     ["_compat"],
@@ -44,7 +46,8 @@ WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runn
                   "config", "results", "model", "triggers", "narrow", "report", "report_sarif", "report_markdown",
                   "report_ci", "report_html", "planning", "toolkit_log",
                   "cli", "terminal", "options", "rule_listing", "suppressions", "notebooks", "gitignore", "_compat", "documents",
-                  "formats", "filetypes", "deep_stack", "tempfiles", "sealed", "device", "frameworks", "project"]
+                  "formats", "filetypes", "deep_stack", "tempfiles", "sealed", "device", "frameworks", "project",
+                  "nesting", "intervals", "diffing"]
 
 
 def modules():

@@ -1,0 +1,129 @@
+"""Python nested too deeply to port, told before libcst is asked to read it.
+
+Python's own parser stops at 200 nested brackets, 100 levels of indentation
+and a few thousand levels of anything else; code past those limits is not
+Python any version runs. libcst's parser has no such limits: it reads 10,000
+nested brackets for minutes while its memory grows by gigabytes. Within the
+limits it copes, but each level of a long chain it builds bottom-up (`a.b.c`,
+`x.f().g()`, `a + b + c`, `-(-(-x))`) costs it more than the one before:
+2,000 levels take it seconds, 4,000 minutes.
+
+So a file goes to libcst only when the standard parser read it, and no
+expression in it is deeper than ``MAX_EXPRESSION_DEPTH``, and its deep
+expressions together stay within ``DEEP_BUDGET``; else one line says which
+limit it passed and where. The standard parser's tree is made anyway (see
+hpu_port.triggers); measuring its depth costs a walk of the statements that
+are long enough to be deep.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from typing import Optional
+
+from hpu_port.triggers import child_statements
+
+# libcst reads an expression this deep in a few seconds (a chain of 1,500
+# operators, as generated code holds, in one).
+MAX_EXPRESSION_DEPTH = 2000
+# Up to this depth libcst's time grows with the length of the code alone.
+SHALLOW = 100
+# What the levels past SHALLOW may add up to, squared, over the whole file:
+# a few expressions near the limit, or many moderately deep ones.
+DEEP_BUDGET = 4 * (MAX_EXPRESSION_DEPTH - SHALLOW) ** 2
+# What Python's tokenizer and parser say when they reach their limits.
+_PARSER_LIMITS = ("too many nested parentheses", "too many levels of indentation", "too complex")
+MAX_BRACKETS = 200  # Python's tokenizer: "too many nested parentheses"
+
+
+def python_nesting_problem(source: bytes, tree: Optional[ast.Module]) -> Optional[str]:
+    """Why libcst must not be given ``source``, or None. ``tree``: the
+    standard parser's tree of it, None when that parser did not read it."""
+    if tree is None:
+        return _parser_limit(source)
+    return _too_deep_for_libcst(tree)
+
+
+def _parser_limit(source: bytes) -> Optional[str]:
+    """The limit of Python's parser that ``source`` passes, if that is why it
+    does not parse."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(source)
+    except SyntaxError as exc:
+        if any(limit in str(exc.msg) for limit in _PARSER_LIMITS):
+            return f"nested too deeply for the Python parser: {exc.msg} at line {exc.lineno}"
+        # Syntax newer than this Python goes to libcst, which may read it; its
+        # brackets must still be within every Python's limit.
+        return _bracket_problem(source)
+    except (MemoryError, RecursionError):
+        return "nested too deeply for the Python parser: too complex to parse (more levels than its stack holds)"
+    except ValueError:  # null bytes: libcst gives the error
+        return None
+    return None
+
+
+# Comments and strings (single, triple, any prefix), whose brackets do not
+# count, and the brackets.
+_BRACKET_TOKENS = re.compile(
+    rb"""#[^\r\n]*|[rRbBuUfF]{0,2}(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^\\'\r\n])*'|"(?:\\.|[^\\"\r\n])*")|[(\[{]|[)\]}]""",
+    re.DOTALL,
+)
+
+
+def _bracket_problem(source: bytes) -> Optional[str]:
+    depth = 0
+    for token in _BRACKET_TOKENS.finditer(source):
+        bracket = token.group()
+        if bracket in b"([{":
+            depth += 1
+            if depth > MAX_BRACKETS:
+                line = source.count(b"\n", 0, token.start()) + 1
+                return f"nested too deeply for the Python parser: more than {MAX_BRACKETS} nested brackets at line {line}"
+        elif bracket in b")]}":
+            depth = max(0, depth - 1)
+    return None
+
+
+def _too_deep_for_libcst(tree: ast.Module) -> Optional[str]:
+    spent = 0
+    stack = list(tree.body)
+    while stack:
+        statement = stack.pop()
+        stack.extend(child_statements(statement))
+        if not _long_enough_to_be_deep(statement):
+            continue
+        depth = _expression_depth(statement)
+        if depth > MAX_EXPRESSION_DEPTH:
+            return (
+                f"nested too deeply for libcst, the parser hpu-port uses: an expression {depth} levels deep "
+                f"at line {statement.lineno} (at most {MAX_EXPRESSION_DEPTH})"
+            )
+        spent += max(0, depth - SHALLOW) ** 2
+        if spent > DEEP_BUDGET:
+            return (
+                f"too many deeply nested expressions for libcst, the parser hpu-port uses, to read in reasonable "
+                f"time (the last at line {statement.lineno})"
+            )
+    return None
+
+
+def _long_enough_to_be_deep(statement: ast.stmt) -> bool:
+    # Each level takes at least a character: a statement on one line shorter
+    # than SHALLOW cannot be deeper.
+    return statement.end_lineno != statement.lineno or statement.end_col_offset - statement.col_offset > SHALLOW
+
+
+def _expression_depth(statement: ast.stmt) -> int:
+    """How deep the expressions of a statement nest (its inner statements left out)."""
+    deepest = 0
+    stack = [(child, 1) for child in ast.iter_child_nodes(statement) if not isinstance(child, ast.stmt)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > deepest:
+            deepest = depth
+        stack += [(child, depth + 1) for child in ast.iter_child_nodes(node) if not isinstance(child, ast.stmt)]
+    return deepest
