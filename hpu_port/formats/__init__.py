@@ -33,6 +33,17 @@ LF = re.compile("\n")
 ANY_EOL = re.compile("\r\n|[\r\n]")
 
 
+# How deeply the structured formats (JSON, YAML) may nest. Every value is
+# kept with the keys that lead to it, so a file nested N levels deep costs
+# memory that grows with N times its length; real files nest a few dozen
+# levels at most.
+MAX_NESTING = 128
+
+
+def too_deep() -> str:
+    return f"nested too deeply (more than {MAX_NESTING} levels)"
+
+
 class FormatError(Exception):
     """Text that the format's parser rejects; ``line`` is 1-based when known."""
 
@@ -210,13 +221,14 @@ class Applied:
 def apply_edits(text: str, groups: list[tuple[Edit, ...]]) -> Applied:
     """Apply groups of edits (each group is one finding's fix, all or nothing);
     a group that overlaps one applied before it is left out."""
-    taken: list[Span] = []
+    taken = _TakenSpans()
     chosen: list[Edit] = []
     used: list[int] = []
     for index, group in enumerate(groups):
-        if any(_overlap(edit.span, other) for edit in group for other in taken):
+        if any(taken.collides(edit.span) for edit in group):
             continue
-        taken += [edit.span for edit in group]
+        for edit in group:
+            taken.add(edit.span)
         chosen += group
         used.append(index)
     pieces, position = [], 0
@@ -225,6 +237,39 @@ def apply_edits(text: str, groups: list[tuple[Edit, ...]]) -> Applied:
         position = edit.span.end
     pieces.append(text[position:])
     return Applied("".join(pieces), used)
+
+
+class _TakenSpans:
+    """The spans of the edits taken so far, ordered by start. No two of them
+    collide (the edits of one group that do are kept as one span around
+    them), so they follow one another, touching at most, and a span can
+    collide only with its neighbours in that order: the last to start
+    before it, and the first to start at or after it."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._spans: list[Span] = []
+
+    def collides(self, span: Span) -> bool:
+        return self._colliding(span) is not None
+
+    def add(self, span: Span) -> None:
+        place = self._colliding(span)
+        while place is not None:
+            other = self._spans.pop(place)
+            del self._starts[place]
+            span = Span(min(span.start, other.start), max(span.end, other.end))
+            place = self._colliding(span)
+        place = bisect.bisect_left(self._starts, span.start)
+        self._starts.insert(place, span.start)
+        self._spans.insert(place, span)
+
+    def _colliding(self, span: Span) -> Optional[int]:
+        place = bisect.bisect_left(self._starts, span.start)
+        for neighbour in (place - 1, place):
+            if 0 <= neighbour < len(self._spans) and _overlap(span, self._spans[neighbour]):
+                return neighbour
+        return None
 
 
 def _overlap(a: Span, b: Span) -> bool:

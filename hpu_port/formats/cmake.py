@@ -8,12 +8,13 @@ import re
 from hpu_port.formats import Document, Span
 
 # What a `#` inside is not a comment of, and the comments, in the order CMake
-# meets them.
+# meets them. A bracket left open runs to the end of the file: were it not
+# to match, the search would read on to the end from every `[[` after it.
 _TOKEN = re.compile(
-    r"#\[(=*)\[.*?\]\1\]"  # a bracket comment
+    r"#\[(=*)\[.*?(?:\]\1\]|\Z)"  # a bracket comment
     r"|#[^\n]*"  # a line comment
-    r'|"(?:[^"\\]|\\.)*"'  # a quoted argument
-    r"|(?<![^\s(])\[(=*)\[.*?\]\2\]"  # a bracket argument
+    r'|"[^"\\]*(?:\\.[^"\\]*)*"'  # a quoted argument
+    r"|(?<![^\s(])\[(=*)\[.*?(?:\]\2\]|\Z)"  # a bracket argument
     r"|\\.",  # an escape sequence in an unquoted argument (`\"`, `\#`)
     re.DOTALL,
 )

@@ -22,9 +22,14 @@ from hpu_port.formats.embedded import Copy, EmbeddedShell, Glue, Scripts
 
 _INSTRUCTION = re.compile(r"[ \t]*([A-Za-z]+)(?:[ \t]+|$)")
 _HEREDOC = re.compile(r"<<-?[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?")
-_KEY_VALUE = re.compile(r"""([A-Za-z_][A-Za-z0-9_.-]*)=("(?:[^"\\]|\\.)*"|'[^']*'|(?:[^\s\\]|\\.)*)""")
+# Runs of plain characters are matched in one step, escapes one at a time:
+# an alternation per character would keep a backtracking point for each.
+_KEY_VALUE = re.compile(r"""([A-Za-z_][A-Za-z0-9_.-]*)=("[^"\\]*(?:\\.[^"\\]*)*"|'[^']*'|[^\s\\]*(?:\\.[^\s\\]*)*)""")
 _DIRECTIVE = re.compile(r"#[ \t]*([A-Za-z]+)[ \t]*=[ \t]*(\S*)[ \t]*\r?$")
-_RUN_FLAG = re.compile(r"--[a-z-]+(?:=(?:\"[^\"]*\"|\S)*)?[ \t]+")
+# A quote in a flag's value is the start of a quoted part when another
+# follows it, else a character like any other: each quote is read one way
+# only (read both ways, 40 quotes took the search minutes).
+_RUN_FLAG = re.compile(r"--[a-z-]+(?:=(?:\"[^\"]*\"|[^\s\"]|\"(?![^\"]*\"))*)?[ \t]+")
 _REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 POSIX_SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh"})
 

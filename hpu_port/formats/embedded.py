@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 from hpu_port.formats import Assignment, Command, FormatError, Span, Word
+from hpu_port.intervals import Reach
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,7 @@ class Scripts:
         self.comments: list[Span] = []
         self.statements: list[Span] = []
         self.unread: list[Word] = []
+        self._index: Optional[tuple[int, _EditIndex]] = None  # for as many scripts as were added
 
     def add(self, parts: list[Part], region: Span, label: str, captured: bool = False) -> EmbeddedShell:
         """Read the script made of ``parts``, which stands in ``region`` of the
@@ -165,26 +167,33 @@ class Scripts:
         return script
 
     def exact(self, span: Span) -> bool:
-        return exact_edit(span, self.scripts, self.regions)
+        """Whether an edit of ``span`` lands on the bytes it means: clear of
+        (and not touching) every word that maps inexactly, since kinds place
+        edits relative to a word's span; and outside every region, or inside
+        one copied piece."""
+        if self._index is None or self._index[0] != len(self.scripts):
+            self._index = (len(self.scripts), _EditIndex(self.scripts, self.regions))
+        return self._index[1].exact(span)
 
 
-def exact_edit(span: Span, scripts: list[EmbeddedShell], regions: list[Span]) -> bool:
-    """Whether an edit of ``span`` in a host text with embedded ``scripts``
-    (spread over ``regions``) lands on the bytes it means: clear of (and not
-    touching) every word that maps inexactly, since kinds place edits relative
-    to a word's span; and outside every region, or inside one copied piece."""
-    if any(_overlaps(span, other) for script in scripts for other in script.inexact()):
-        return False
-    inside = [r for r in regions if r.start <= span.start and span.end <= r.end and span.start != r.end]
-    if not inside:
-        return not any(r.start < span.end and span.start < r.end for r in regions)
-    return any(
-        isinstance(part, Copy) and part.host.start <= span.start and span.end <= part.host.end
-        for script in scripts
-        for part in script.parts
-    )
+class _EditIndex:
+    """The spans an edit is checked against, each kind searchable (a Dockerfile
+    has as many scripts as RUN lines, and a fix for each)."""
 
+    def __init__(self, scripts: list[EmbeddedShell], regions: list[Span]) -> None:
+        self.inexact = Reach((s.start, s.end) for script in scripts for s in script.inexact())
+        self.regions = Reach((r.start, r.end) for r in regions)
+        self.copies = Reach(
+            (part.host.start, part.host.end) for script in scripts for part in script.parts if isinstance(part, Copy)
+        )
 
-def _overlaps(a: Span, b: Span) -> bool:
-    """Overlapping or touching."""
-    return a.start <= b.end and b.start <= a.end
+    def exact(self, span: Span) -> bool:
+        touching = self.inexact.farthest_end(span.end)
+        if touching is not None and touching >= span.start:
+            return False  # an inexact word that overlaps or touches the span
+        holding = self.regions.farthest_end(span.start)
+        if holding is None or holding < span.end or holding == span.start:
+            # In no region (one that ends where an insertion is does not hold it).
+            overlapping = self.regions.farthest_end(span.end, starting_at_place=False)
+            return overlapping is None or overlapping <= span.start
+        return self.copies.holds(span.start, span.end)

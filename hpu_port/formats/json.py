@@ -13,10 +13,9 @@ import json
 import re
 from typing import Optional
 
-from hpu_port.formats import Document, Entry, FormatError, Span, Word
+from hpu_port.formats import MAX_NESTING, Document, Entry, FormatError, Span, Word, too_deep
 
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
-_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 
@@ -52,11 +51,16 @@ class _Parser:
             return self.container(position, path, key, removal, "}", self.members)
         if char == "[":
             return self.container(position, path, key, removal, "]", self.items)
-        match = _STRING.match(self.text, position) if char == '"' else _NUMBER.match(self.text, position)
+        if char == '"':
+            word = self.string(position)
+            if word is None:
+                raise self.fail(position, "expected a JSON value")
+            self.entries.append(Entry(path, key, word, word.span, "scalar", word.value, removal))
+            return word.span.end
+        match = _NUMBER.match(self.text, position)
         if match is not None:
-            raw = json.loads(match.group())
-            word = Word(raw if isinstance(raw, str) else match.group(), Span(match.start(), match.end()), '"' if char == '"' else "")
-            self.entries.append(Entry(path, key, word, word.span, "scalar", raw, removal))
+            word = Word(match.group(), Span(match.start(), match.end()))
+            self.entries.append(Entry(path, key, word, word.span, "scalar", json.loads(match.group()), removal))
             return match.end()
         for literal, raw in _LITERALS.items():
             if self.text.startswith(literal, position):
@@ -65,7 +69,21 @@ class _Parser:
                 return position + len(literal)
         raise self.fail(position, "expected a JSON value")
 
+    def string(self, position: int) -> Optional[Word]:
+        """The string that starts at ``position``, or None. Read by the json
+        module's own scanner: a regular expression would keep a backtracking
+        point per character (hundreds of megabytes for a long string)."""
+        if not self.text.startswith('"', position):
+            return None
+        try:
+            value, end = json.decoder.scanstring(self.text, position + 1, True)
+        except json.JSONDecodeError:
+            return None
+        return Word(value, Span(position, end), '"')
+
     def container(self, start, path, key, removal, closer, read_inside) -> int:
+        if len(path) >= MAX_NESTING:
+            raise self.fail(start, too_deep())
         index = len(self.entries)
         self.entries.append(None)  # placeholder, filled once the end is known
         end = read_inside(start + 1, path, closer)
@@ -80,11 +98,10 @@ class _Parser:
         pending: list[tuple] = []  # (key word, value end, index of first entry) for the removal spans
         opened = position
         while True:
-            match = _STRING.match(self.text, position)
-            if match is None:
+            key = self.string(position)
+            if key is None:
                 raise self.fail(position, "expected a string key")
-            key = Word(json.loads(match.group()), Span(match.start(), match.end()), '"')
-            position = self.skip(match.end())
+            position = self.skip(key.span.end)
             if not self.text.startswith(":", position):
                 raise self.fail(position, "expected ':'")
             first = len(self.entries)
@@ -134,10 +151,7 @@ def parse(text: str, path: str = "", file_type: str = "json") -> JsonDocument:
     start = parser.skip(0)
     if start == len(text):
         raise FormatError("empty document", 1)
-    try:
-        end = parser.skip(parser.value(start, (), None, None))
-    except RecursionError:
-        raise FormatError("too deeply nested") from None
+    end = parser.skip(parser.value(start, (), None, None))
     if end != len(text):
         raise parser.fail(end, "text after the JSON value")
     return JsonDocument(text, path, parser.entries)

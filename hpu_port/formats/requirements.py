@@ -113,9 +113,9 @@ def _logical_line(pieces: list[tuple[int, str]], read: _Read) -> None:
 
 # TOML's strings and comments, in the order a reader meets them.
 _TOML_TOKEN = re.compile(
-    r'"""(?:[^"\\]|\\.|"(?!""))*"""'  # a multi-line basic string
+    r'"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'  # a multi-line basic string
     r"|'''.*?'''"  # a multi-line literal string
-    r'|"(?:[^"\\\n]|\\.)*"'  # a basic string
+    r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'  # a basic string
     r"|'[^'\n]*'"  # a literal string
     r"|#[^\r\n]*",  # a comment
     re.DOTALL,

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Optional
 
-from hpu_port.formats import Assignment, Command, Document, Entry, FormatError, Span, Word
+from hpu_port.formats import MAX_NESTING, Assignment, Command, Document, Entry, FormatError, Span, Word, too_deep
 from hpu_port.formats.embedded import Copy, Glue, Scripts
+from hpu_port.intervals import Reach
 
 _ENV_KEYS = frozenset({"env", "environment", "variables", "envs"})
 # PyYAML's line breaks (YAML 1.1): a comment ends at any of them.
@@ -32,6 +34,7 @@ class YamlDocument(Document):
         super().__init__(text, path)
         self._entries: list[Entry] = []
         self._styles: dict[int, str] = {}  # scalar start -> its style (`|`, `>`, quotes)
+        self._scalars: Optional[Reach] = None
         seen: set[int] = set()
         for root in roots:
             self._walk(root, (), None, seen)
@@ -105,11 +108,11 @@ class YamlDocument(Document):
 
     def _inside_scalar(self, offset: int) -> bool:
         """Within a scalar's text: a value's, or a key's (`'a #b': 1`)."""
-        return any(
-            (e.kind == "scalar" and e.span.start < offset < e.span.end)
-            or (e.key is not None and e.key.span.start < offset < e.key.span.end)
-            for e in self._entries
-        )
+        if self._scalars is None:  # searched, not scanned: a file can hold thousands of comments and values
+            values = [(e.span.start, e.span.end) for e in self._entries if e.kind == "scalar"]
+            keys = [(e.key.span.start, e.key.span.end) for e in self._entries if e.key is not None]
+            self._scalars = Reach(values + keys)
+        return self._scalars.surrounds(offset)
 
     def _walk(self, node, path: tuple, key, seen: set) -> None:
         import yaml
@@ -146,7 +149,9 @@ SHELLS = frozenset({"bash", "sh"})
 _STEP_KEYS = frozenset({"run", "script", "bash"})
 _JOB_SCRIPT_KEYS = frozenset({"script", "before_script", "after_script"})
 _TRAVIS_KEYS = frozenset({"install", "before_install", "script", "before_script", "after_success", "after_failure", "after_script", "before_deploy"})
-_EXPRESSION = re.compile(r"\$\{\{.*?\}\}")
+# An expression left open runs to the end of its line: were it not to
+# match, the search would read on to the line's end from every `${{` after it.
+_EXPRESSION = re.compile(r"\$\{\{.*?(?:\}\}|$)", re.MULTILINE)
 
 
 def ci_scripts(entries: list[Entry], path: str) -> list[tuple[Entry, str]]:
@@ -269,10 +274,45 @@ def parse(text: str, path: str = "", file_type: str = "yaml") -> YamlDocument:
     import yaml
 
     try:
-        roots = [root for root in yaml.compose_all(text, Loader=yaml.SafeLoader) if root is not None]
+        roots = [root for root in yaml.compose_all(text, Loader=_nesting_loader()) if root is not None]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise FormatError(exc.problem or str(exc), mark.line + 1 if mark else None) from None
     except yaml.YAMLError as exc:
         raise FormatError(str(exc).splitlines()[0]) from None
     return YamlDocument(text, path, roots)
+
+
+_NESTING_LOADER = None
+
+
+def _nesting_loader():
+    """PyYAML's SafeLoader, stopped past MAX_NESTING levels of nesting.
+
+    Its scanner looks again at every open flow collection (`[`, `{`) for each
+    token it reads, so 10,000 nested brackets take it minutes; and every
+    level costs memory here (each value keeps the keys that lead to it).
+    """
+    global _NESTING_LOADER
+    if _NESTING_LOADER is None:
+        import yaml
+
+        class NestingLoader(yaml.SafeLoader):
+            depth = 0
+
+            def fetch_flow_collection_start(self, TokenClass):
+                if self.flow_level >= MAX_NESTING:
+                    raise yaml.scanner.ScannerError(None, None, too_deep(), self.get_mark())
+                super().fetch_flow_collection_start(TokenClass)
+
+            def compose_node(self, parent, index):
+                if self.depth >= MAX_NESTING:  # block collections, nested by indentation
+                    raise yaml.composer.ComposerError(None, None, too_deep(), self.peek_event().start_mark)
+                self.depth += 1
+                try:
+                    return super().compose_node(parent, index)
+                finally:
+                    self.depth -= 1
+
+        _NESTING_LOADER = NestingLoader
+    return _NESTING_LOADER

@@ -22,6 +22,7 @@ import re
 from typing import Iterator
 
 from hpu_port.formats import Span
+from hpu_port.intervals import Reach
 from hpu_port.kinds import DocumentKind, Match, register_kind, string_list
 from hpu_port.kinds._patterns import MatchingWords, compile_all, needles_of, patterns
 
@@ -59,11 +60,11 @@ class TextPattern(DocumentKind):
     def match(self, rule, document, options) -> Iterator[Match]:
         if document.format not in rule.params["formats"]:
             return
-        comments = document.comment_spans()
+        comments = Reach((c.start, c.end) for c in document.comment_spans())
         found = []
         for pattern in rule.params["patterns"]:
             for match in pattern.finditer(document.text):
-                if not any(c.start <= match.start() < c.end for c in comments):
+                if not comments.covers(match.start()):
                     found.append(match)
                     if rule.params["once"]:
                         break  # the first of each pattern; the first of all is reported
