@@ -3,6 +3,7 @@
     python benchmarks/bench.py            # transformers 5.23.0 (2,860 files)
     python benchmarks/bench.py --quick    # timm 1.0.15 (255 files), plus TorchFix if installed
     python benchmarks/bench.py --startup  # one small file at a time, next to `black --check`
+    python benchmarks/bench.py --hostile  # the generated hostile inputs of tests/test_hostile_inputs.py
 
 Downloads the package's wheel with pip (once, into --workdir), unpacks it and
 measures, as the median of --runs runs each: `hpu-port check --no-cache`
@@ -24,6 +25,11 @@ says how the code now compares with that commit on this machine, today.
 --startup measures what a pre-commit hook pays per commit: `hpu-port check`
 and `black --check` on a file with no CUDA text and on the bundled 100-line
 CUDA script, taking turns, and whether hpu-port imported libcst for them.
+
+--hostile times `hpu-port rewrite --no-cache` on each hostile input the
+tests generate (deep nesting, long lines, many comments and continued
+lines, alias-heavy YAML, a huge notebook output), each run on a fresh copy,
+and says whether it was ported or refused: every one should take seconds.
 """
 
 from __future__ import annotations
@@ -70,9 +76,12 @@ def main() -> int:
     parser.add_argument("--output", type=Path, help="also write the report (Markdown) to this file")
     parser.add_argument("--startup", action="store_true", help="small files next to black --check (what a pre-commit hook pays)")
     parser.add_argument("--against", metavar="REV", help="also time hpu-port as it was at this commit (e.g. 83854ca)")
+    parser.add_argument("--hostile", action="store_true", help="the hostile inputs the tests generate, one at a time")
     args = parser.parse_args()
     if args.startup:
         return startup(args)
+    if args.hostile:
+        return hostile(args)
     if args.runs < 3:
         parser.error("--runs must be at least 3 (medians of fewer runs mislead)")
     ruff = shutil.which("ruff")
@@ -121,7 +130,11 @@ def main() -> int:
     if args.quick and torchfix:
         measures["torchfix"] = measure("TorchFix (tree)", [torchfix, str(tree)], args.runs)
 
-    report = render(name, version, len(files), lines, measures, args)
+    return publish(render(name, version, len(files), lines, measures, args), args)
+
+
+def publish(report: str, args) -> int:
+    """Print the report, and write it to --output if given."""
     print(report)
     if args.output:
         args.output.write_text(report, encoding="utf-8")
@@ -196,11 +209,37 @@ def startup(args) -> int:
         f"`black --check {example.name}` ({floor.cpu_seconds / theirs.cpu_seconds:.2f}x in CPU time).",
     ]
     out += ["", "## Machine", "", machine(0)]
-    report = "\n".join(out) + "\n"
-    print(report)
-    if args.output:
-        args.output.write_text(report, encoding="utf-8")
-    return 0
+    return publish("\n".join(out) + "\n", args)
+
+
+def hostile(args) -> int:
+    sys.path.insert(0, str(REPO))
+    from tests.test_hostile_inputs import FAST, SLOW
+
+    corpus = dict(sorted({**FAST, **SLOW}.items()))
+    compile_bytecode()
+    measures = measure_rounds(hostile_commands(corpus, args.workdir / "hostile"), args.runs, allowed=(0, 1, 2))
+    out = ["## Hostile inputs: `hpu-port rewrite --no-cache`, one file at a time", "",
+           "| input | size | wall time | peak memory | the tests expect it |", "|---|---|---|---|---|"]
+    for name, (text, expected) in corpus.items():
+        m, outcome = measures[name], "ported" if expected == "ported" else "refused"
+        out.append(f"| {name} | {len(text.encode()) / 2**10:,.0f} KiB | {m.seconds:.2f} s | {m.peak_mb:.0f} MB | {outcome} |")
+    out += ["", "## Machine", "", machine(1)]
+    return publish("\n".join(out) + "\n", args)
+
+
+def hostile_commands(corpus: dict, workdir: Path) -> dict:
+    """A rewrite of each input, on a fresh copy each run (a rewritten file has nothing left to port)."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    commands = {}
+    for name, (text, _) in corpus.items():
+        source, target = workdir / "sources" / name, workdir / "ported" / name
+        for path in (source, target):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text(text, encoding="utf-8")
+        rewrite = [sys.executable, "-m", "hpu_port", "rewrite", "--no-cache", "-j", "1", str(target)]
+        commands[name] = (name, ["sh", "-c", 'cp "$1" "$2" && shift 2 && exec "$@"', "sh", str(source), str(target), *rewrite])
+    return commands
 
 
 def imports_libcst(command: list) -> bool:
@@ -255,7 +294,7 @@ def training_script(path: Path) -> Path:
     return path
 
 
-def run_once(command: list) -> tuple[float, float, float]:
+def run_once(command: list, allowed: tuple = (0, 1)) -> tuple[float, float, float]:
     """Wall time, peak memory (MB) and CPU time (user + system) of one run,
     its child processes included. CPU time barely moves when other work
     shares the machine; wall time does."""
@@ -268,7 +307,7 @@ def run_once(command: list) -> tuple[float, float, float]:
     seconds = time.perf_counter() - start
     peak.stop()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if process.returncode not in (0, 1):
+    if process.returncode not in allowed:
         raise SystemExit(f"bench: {' '.join(command)} exited with {process.returncode}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return seconds, peak.mb, cpu
@@ -278,12 +317,13 @@ def measure(label: str, command: list, runs: int) -> Measure:
     return _summary(label, [run_once(command) for _ in range(runs)])
 
 
-def measure_rounds(commands: dict, runs: int) -> dict:
-    """``commands`` (key -> (label, command)) run in turn, ``runs`` rounds."""
+def measure_rounds(commands: dict, runs: int, allowed: tuple = (0, 1)) -> dict:
+    """``commands`` (key -> (label, command)) run in turn, ``runs`` rounds;
+    exit codes other than ``allowed`` stop the benchmark."""
     samples: dict = {key: [] for key in commands}
     for _ in range(runs):
         for key, (_, command) in commands.items():
-            samples[key].append(run_once(command))
+            samples[key].append(run_once(command, allowed))
     return {key: _summary(label, samples[key]) for key, (label, _) in commands.items()}
 
 

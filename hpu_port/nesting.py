@@ -66,10 +66,19 @@ def _parser_limit(source: bytes) -> Optional[str]:
     return None
 
 
-# Comments and strings (single, triple, any prefix), whose brackets do not
-# count, and the brackets.
+# Comments and strings, whose brackets do not count, and the brackets. Each
+# kind of string matches wherever it starts, closed or not (a string left
+# open runs to the end of its line, or of the file when triple-quoted), so
+# that the search never reads on from one start only to fail.
 _BRACKET_TOKENS = re.compile(
-    rb"""#[^\r\n]*|[rRbBuUfF]{0,2}(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^\\'\r\n])*'|"(?:\\.|[^\\"\r\n])*")|[(\[{]|[)\]}]""",
+    rb"#[^\r\n]*"
+    rb"|[rRbBuUfF]{0,2}(?:"
+    rb"'{3}[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'{3}|\Z)"
+    rb'|"{3}[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:"{3}|\Z)'
+    rb"|'[^'\\\r\n]*(?:\\.[^'\\\r\n]*)*'?"
+    rb'|"[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*"?'
+    rb")"
+    rb"|[(\[{]|[)\]}]",
     re.DOTALL,
 )
 

@@ -38,16 +38,25 @@ PORTED = "ported"
 PYTHON_LIMIT = "nested too deeply for the Python parser"
 LIBCST_LIMIT = "nested too deeply for libcst, the parser hpu-port uses: an expression"
 TOO_DEEP = "nested too deeply (more than 128 levels)"  # JSON and YAML
+PARENTHESES = f"{PYTHON_LIMIT}: too many nested parentheses at line 3"
+INDENTATION = f"{PYTHON_LIMIT}: too many levels of indentation at line 103"
 
 CUDA_PY = 'import torch\nx = torch.zeros(2, device="cuda")\n'
 CUDA_SH = "#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0\n"
 CUDA_IMAGE = "FROM nvidia/cuda:12.1-runtime\n"
 CUDA_YAML = "env:\n  CUDA_VISIBLE_DEVICES: '0'\n"
+CUDA_TOML = '[project]\nname = "x"\ndependencies = ["nvidia-cudnn-cu12"]\n[tool.x]\n'
+CI_STEP = "jobs:\n  a:\n    steps:\n      - run: "
 CUDA_JSON = '{"train_micro_batch_size_per_gpu": 4, "comm_backend_name": "nccl", '  # a DeepSpeed config
 
 
 def nested(opening: str, inner: str, closing: str, depth: int) -> str:
     return opening * depth + inner + closing * depth
+
+
+def staircase(line: str, depth: int, last: str) -> str:
+    """``line`` indented one more space each time, ``depth`` times, then ``last``."""
+    return "".join(" " * n + line.format(n=n) + "\n" for n in range(depth)) + " " * depth + last + "\n"
 
 
 def notebook(*cells: dict) -> str:
@@ -69,10 +78,12 @@ def billion_laughs(levels: int) -> str:
 # a second or two: run every time.
 FAST = {
     # Python: past the standard parser's limits, or too deep for libcst.
-    "brackets.py": (CUDA_PY + "y = " + nested("(", "1", ")", 10_000) + "\n", f"{PYTHON_LIMIT}: too many nested parentheses at line 3"),
-    "mixed_brackets.py": (CUDA_PY + "y = " + nested("[{(", "1", ")}]", 3_000) + "\n", f"{PYTHON_LIMIT}: too many nested parentheses at line 3"),
-    "nested_ifs.py": (CUDA_PY + "".join(" " * n + "if x:\n" for n in range(150)) + " " * 150 + "pass\n", f"{PYTHON_LIMIT}: too many levels of indentation at line 103"),
-    "nested_defs.py": (CUDA_PY + "".join(" " * n + f"def f{n}():\n" for n in range(1_000)) + " " * 1_000 + "pass\n", f"{PYTHON_LIMIT}: too many levels of indentation at line 103"),
+    "brackets.py": (CUDA_PY + "y = " + nested("(", "1", ")", 10_000) + "\n", PARENTHESES),
+    "mixed_brackets.py": (CUDA_PY + "y = " + nested("[{(", "1", ")}]", 3_000) + "\n", PARENTHESES),
+    "nested_ifs.py": (CUDA_PY + staircase("if x:", 150, "pass"), INDENTATION),
+    "nested_defs.py": (CUDA_PY + staircase("def f{n}():", 1_000, "pass"), INDENTATION),
+    # Python 3.9 stops at the first error, and leaves the brackets to hpu-port's own count.
+    "syntax_error_and_brackets.py": (CUDA_PY + 'print "x"\ny = ' + nested("(", "1", ")", 10_000) + "\n", PYTHON_LIMIT),
     "chained_calls.py": (CUDA_PY + "y = x" + ".cuda()" * 5_000 + "\n", LIBCST_LIMIT),
     "chained_operators.py": (CUDA_PY + "y = " + " + ".join(["a"] * 20_000) + "\n", LIBCST_LIMIT),
     "unary_operators.py": (CUDA_PY + "y = " + "-" * 20_000 + "1\n", PYTHON_LIMIT),
@@ -83,16 +94,16 @@ FAST = {
     ),
     "continued_operators.py": (CUDA_PY + "y = 1 \\\n" + "  + 1 \\\n" * 5_000 + "  + 1\n", LIBCST_LIMIT),
     # Python within every limit.
-    "nested_ifs_99.py": (CUDA_PY + "".join(" " * n + "if x:\n" for n in range(99)) + " " * 99 + "y = x.cuda()\n", PORTED),
+    "nested_ifs_99.py": (CUDA_PY + staircase("if x:", 99, "y = x.cuda()"), PORTED),
     "brackets_150.py": (CUDA_PY + "y = " + nested("(", "x.cuda()", ")", 150) + "\n", PORTED),
     "continued_arguments.py": (CUDA_PY + "y = f(x, \\\n" + "  x, \\\n" * 5_000 + "  x)\n", PORTED),
     # YAML
     "flow_mappings.yaml": (CUDA_YAML + "x: " + nested("{a: ", "1", "}", 5_000) + "\n", f"cannot parse as YAML: line 3: {TOO_DEEP}"),
     "flow_sequences.yaml": (CUDA_YAML + "x: " + nested("[", "", "]", 10_000) + "\n", f"cannot parse as YAML: line 3: {TOO_DEEP}"),
-    "block_mappings.yaml": (CUDA_YAML + "x:\n" + "".join(" " * n + "a:\n" for n in range(1, 1_000)) + " " * 1_000 + "b: 1\n", f"cannot parse as YAML: line 130: {TOO_DEEP}"),
+    "block_mappings.yaml": (CUDA_YAML + staircase("a:", 1_000, "b: 1"), f"cannot parse as YAML: line 130: {TOO_DEEP}"),
     "block_sequences.yaml": (CUDA_YAML + "x:\n" + "- " * 5_000 + "1\n", f"cannot parse as YAML: line 4: {TOO_DEEP}"),
     "aliases.yaml": (billion_laughs(30), PORTED),
-    "commented_keys.yaml": ("image: nvidia/cuda:12.1-runtime\n" + "".join(f"k{n}: v  # about cuda\n" for n in range(8_000)), PORTED),
+    "commented_keys.yaml": ("image: nvidia/cuda:12.1-runtime\n" + "".join(f"k{n}: v  # cuda\n" for n in range(8_000)), PORTED),
     # JSON
     "arrays.json": (CUDA_JSON + '"x": ' + nested("[", "", "]", 10_000) + "}\n", f"cannot parse as JSON: line 1: {TOO_DEEP}"),
     "objects.json": (CUDA_JSON + '"x": ' + nested('{"a": ', "1", "}", 10_000) + "}\n", f"cannot parse as JSON: line 1: {TOO_DEEP}"),
@@ -124,12 +135,12 @@ SLOW = {
     "long_list.py": (CUDA_PY + "y = [" + '"cuda", ' * 10_000 + "]\n", PORTED),
     "comments.py": (CUDA_PY + "# a comment about cuda\n" * 150_000, PORTED),
     "every_other_line.py": (CUDA_PY + "".join(f"a{n} = 1\nx.cuda()\n" for n in range(5_000)), PORTED),
-    "old_mac_line_ends.py": ((CUDA_PY + "".join(f"a{n} = x.cuda()  # {'x' * 3_000}\n" for n in range(300))).replace("\n", "\r"), PORTED),
+    "old_mac_line_ends.py": ((CUDA_PY + f"a = x.cuda()  # {'x' * 3_000}\n" * 300).replace("\n", "\r"), PORTED),
     "comment_lines.yaml": (CUDA_YAML + "# a comment about cuda\n" * 150_000, PORTED),
     "long_line.yaml": (CUDA_YAML + "x: " + "cuda " * (MB // 5) + "\n", PORTED),
     "many_keys.yaml": (CUDA_YAML + "".join(f"key{n}: cuda\n" for n in range(50_000)), PORTED),
-    "continued_script.yml": ("jobs:\n  a:\n    steps:\n      - run: |\n" + "          echo cuda \\\n" * 20_000 + "          done\n          nvidia-smi\n", PORTED),
-    "open_expressions.yml": ("jobs:\n  a:\n    steps:\n      - run: nvidia-smi " + "${{ " * 100_000 + "\n", PORTED),
+    "continued_script.yml": (CI_STEP + "|\n" + "          echo cuda \\\n" * 20_000 + "          done\n          nvidia-smi\n", PORTED),
+    "open_expressions.yml": (CI_STEP + "nvidia-smi " + "${{ " * 100_000 + "\n", PORTED),
     "long_string.json": (CUDA_JSON + '"x": "' + "c" * (3 * MB) + '"}\n', PORTED),
     "many_keys.json": (CUDA_JSON + ", ".join(f'"k{n}": "cuda"' for n in range(100_000)) + "}\n", PORTED),
     "continued.sh": (CUDA_SH + "echo \\\n" + "  a \\\n" * 100_000 + "  b\n", PORTED),
@@ -149,11 +160,8 @@ SLOW = {
     "escaped_quotes.cu": ("cudaMalloc(&p, 4);\nx = \"" + '\\"' * 500_000 + "\n", PORTED),
     "requirements.txt": ("torch\n" + "nvidia-cudnn-cu12\n" * 50_000, PORTED),
     "continued/requirements.txt": ("torch \\\n" * 100_000 + "\nnvidia-cudnn-cu12\n", PORTED),
-    "nested_arrays/pyproject.toml": (
-        '[project]\nname = "x"\ndependencies = ["nvidia-cudnn-cu12"]\n[tool.x]\ny = ' + nested("[", "", "]", 10_000) + "\n",
-        PORTED,
-    ),
-    "long_string/pyproject.toml": ('[project]\nname = "x"\ndependencies = ["nvidia-cudnn-cu12"]\n[tool.x]\ny = "' + "c" * MB + '"\n', PORTED),
+    "nested_arrays/pyproject.toml": (CUDA_TOML + "y = " + nested("[", "", "]", 10_000) + "\n", PORTED),
+    "long_string/pyproject.toml": (CUDA_TOML + 'y = "' + "c" * MB + '"\n', PORTED),
     "many_shell_lines.ipynb": (notebook(code_cell("!echo cuda\n" * 20_000 + "!nvidia-smi\n")), PORTED),
 }
 
