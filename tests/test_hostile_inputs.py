@@ -110,9 +110,11 @@ FAST = {
     # Shell
     "substitutions.sh": (CUDA_SH + "x=" + nested("$(echo ", "1", ")", 3_000) + "\n", PORTED),
     "quoted_substitutions.sh": (CUDA_SH + "x=" + nested('"$(echo ', "1", ')"', 2_000) + "\n", PORTED),
+    "command_chain.sh": (CUDA_SH + " && ".join(["nvidia-smi"] * 3_000) + "\n", PORTED),
     "arithmetic.sh": (CUDA_SH + "x=" + nested("$(( ", "1", " ))", 3_000) + "\n", PORTED),
     # Dockerfiles
     "continued.Dockerfile": (CUDA_IMAGE + "RUN a \\\n" * 2_700 + "  && nvidia-smi\n", PORTED),
+    "command_chain.Dockerfile": (CUDA_IMAGE + "RUN true \\\n" + "  && nvidia-smi \\\n" * 1_400 + "  && true\n", PORTED),
     "quoted_flag.Dockerfile": (CUDA_IMAGE + "RUN --mount=" + '"' * 60 + "\nRUN nvidia-smi\n", PORTED),
     # CMake and CUDA sources: brackets and comments left open.
     "open_brackets/CMakeLists.txt": ("find_package(CUDA)\n" + "#[[\n" * 20_000, PORTED),
