@@ -12,8 +12,10 @@ means every rule. Only real comments count: the text inside a string does not.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import io
+import itertools
 import re
 import tokenize
 from dataclasses import dataclass, field
@@ -39,10 +41,13 @@ class Directive:
 @dataclass
 class Suppressions:
     directives: list[Directive] = field(default_factory=list)
+    _index: Optional["_DirectiveIndex"] = field(default=None, repr=False, compare=False)
 
     def suppresses(self, code: str, start: int, end: int) -> bool:
+        if self._index is None or self._index.size != len(self.directives):
+            self._index = _DirectiveIndex(self.directives)
         hit = False
-        for directive in self.directives:
+        for directive in self._index.overlapping(start, end):
             if directive.covers(code, start, end):
                 directive.used = True
                 hit = True
@@ -52,12 +57,39 @@ class Suppressions:
         return [d for d in self.directives if not d.used]
 
 
+class _DirectiveIndex:
+    """The directives whose lines meet a range of lines, found by a search:
+    a file can hold a directive and a finding on each of thousands of lines.
+    Directives cover one statement each, apart from the few that cover the
+    whole file (`file-ignore`), which meet every range."""
+
+    def __init__(self, directives: list[Directive]) -> None:
+        self.size = len(directives)
+        reach = max((d.last for d in directives), default=0)
+        whole = [d.first <= 1 and d.last >= reach for d in directives]
+        self.everywhere = [d for d, covers_all in zip(directives, whole) if covers_all]
+        self.ordered = sorted((d for d, covers_all in zip(directives, whole) if not covers_all), key=lambda d: d.first)
+        self.firsts = [d.first for d in self.ordered]
+        # The last line reached by the directives up to each one.
+        self.reach = list(itertools.accumulate((d.last for d in self.ordered), max))
+
+    def overlapping(self, start: int, end: int) -> list[Directive]:
+        found = list(self.everywhere)
+        index = bisect.bisect_right(self.firsts, end) - 1
+        while index >= 0 and self.reach[index] >= start:
+            if self.ordered[index].last >= start:
+                found.append(self.ordered[index])
+            index -= 1
+        return found
+
+
 def scan(source: bytes, encoding: str) -> Optional[Suppressions]:
     """The suppression comments of a file; None when it has none."""
     if MARKER not in source:
         return None
     text = source.decode(encoding, errors="replace")
     comments, logical = _comments_and_logical_lines(text)
+    statements = _LogicalLines(logical)
     last_line = text.count("\n") + 1
     directives = []
     for line, standalone, match in comments:
@@ -65,7 +97,7 @@ def scan(source: bytes, encoding: str) -> Optional[Suppressions]:
         if match.group("kind") == "file-ignore":
             directives.append(Directive(line, codes, 1, last_line))
             continue
-        span = _next_statement(logical, line) if standalone else _statement_at(logical, line)
+        span = statements.after(line) if standalone else statements.at(line)
         if span is not None:
             directives.append(Directive(line, codes, *span))
     return Suppressions(directives) if directives else None
@@ -98,18 +130,24 @@ def _comments_and_logical_lines(text: str):
     return comments, logical
 
 
-def _statement_at(logical, line: int):
-    for first, last in logical:
-        if first <= line <= last:
-            return first, last
-    return line, line
+class _LogicalLines:
+    """The (first, last) lines of each statement, in order and apart."""
 
+    def __init__(self, logical: list[tuple[int, int]]) -> None:
+        self.logical = logical
+        self.firsts = [first for first, _ in logical]
 
-def _next_statement(logical, line: int):
-    for first, last in logical:
-        if first > line:
-            return first, last
-    return None
+    def at(self, line: int) -> tuple[int, int]:
+        """The statement holding ``line``, or the line alone."""
+        index = bisect.bisect_right(self.firsts, line) - 1
+        if index >= 0 and self.logical[index][1] >= line:
+            return self.logical[index]
+        return line, line
+
+    def after(self, line: int) -> Optional[tuple[int, int]]:
+        """The first statement that starts below ``line``."""
+        index = bisect.bisect_right(self.firsts, line)
+        return self.logical[index] if index < len(self.logical) else None
 
 
 CODE = re.compile(r"[A-Z]+[0-9]*")

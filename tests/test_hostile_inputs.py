@@ -96,6 +96,7 @@ FAST = {
     # Python within every limit.
     "nested_ifs_99.py": (CUDA_PY + staircase("if x:", 99, "y = x.cuda()"), PORTED),
     "brackets_150.py": (CUDA_PY + "y = " + nested("(", "x.cuda()", ")", 150) + "\n", PORTED),
+    "calls_on_one_line.py": (CUDA_PY + "; ".join(["x.cuda()"] * 2_000) + "\n", PORTED),
     "continued_arguments.py": (CUDA_PY + "y = f(x, \\\n" + "  x, \\\n" * 5_000 + "  x)\n", PORTED),
     # YAML
     "flow_mappings.yaml": (CUDA_YAML + "x: " + nested("{a: ", "1", "}", 5_000) + "\n", f"cannot parse as YAML: line 3: {TOO_DEEP}"),
@@ -136,6 +137,7 @@ SLOW = {
     "long_string.py": (CUDA_PY + 'y = "' + "c" * MB + '"\n', PORTED),
     "long_list.py": (CUDA_PY + "y = [" + '"cuda", ' * 10_000 + "]\n", PORTED),
     "comments.py": (CUDA_PY + "# a comment about cuda\n" * 150_000, PORTED),
+    "ignore_comments.py": (CUDA_PY + "x.cuda()  # hpu-port: ignore[HPU101]\n" * 8_000, PORTED),
     "every_other_line.py": (CUDA_PY + "".join(f"a{n} = 1\nx.cuda()\n" for n in range(5_000)), PORTED),
     "old_mac_line_ends.py": ((CUDA_PY + f"a = x.cuda()  # {'x' * 3_000}\n" * 300).replace("\n", "\r"), PORTED),
     "comment_lines.yaml": (CUDA_YAML + "# a comment about cuda\n" * 150_000, PORTED),

@@ -28,6 +28,8 @@ class _MethodCallVisitor(Fp16Choices, Surroundings, cst.BatchableCSTVisitor):
         self.by_attribute = {r.params["method"]: r for r in reversed(rules) if r.params.get("attribute")}
         # Each statement line -> the statement before it in its block.
         self.previous: dict[cst.CSTNode, cst.CSTNode] = {}
+        # (statement line, patterns) -> the first call in it matching them.
+        self._first_calls: dict[tuple, Optional[str]] = {}
 
     def visit_Module(self, node: cst.Module) -> None:
         super().visit_Module(node)
@@ -89,13 +91,22 @@ class _MethodCallVisitor(Fp16Choices, Surroundings, cst.BatchableCSTVisitor):
         statement = next((n for n in reversed(self.around) if isinstance(n, cst.SimpleStatementLine)), None)
         if not patterns or statement is None:
             return None
-        finder = _CallFinder(self.ctx, patterns)
-        for nearby in (statement, self.previous.get(statement)):
-            if nearby is not None:
-                walk(nearby, [finder])
-        if finder.found is None:
+        found = self._first_call(statement, patterns) or self._first_call(self.previous.get(statement), patterns)
+        if found is None:
             return None
-        return f"it follows `{finder.found}`, whose objects do more in this method than move"
+        return f"it follows `{found}`, whose objects do more in this method than move"
+
+    def _first_call(self, statement: Optional[cst.CSTNode], patterns) -> Optional[str]:
+        """The first call in ``statement`` of a name matching ``patterns``;
+        looked for once per statement, however many calls it holds."""
+        if statement is None:
+            return None
+        key = (id(statement), tuple(patterns))
+        if key not in self._first_calls:
+            finder = _CallFinder(self.ctx, patterns)
+            walk(statement, [finder])
+            self._first_calls[key] = finder.found
+        return self._first_calls[key]
 
     def _edit(self, params, first_code):
         def edit(updated: cst.Call) -> cst.Call:
