@@ -328,7 +328,8 @@ def suppression_warnings(results: list[FileResult], known_codes) -> list[str]:
     for result in results:
         if result.failed or not result.source:
             continue
-        for line, problem in code_problems(result.source, result.encoding or "utf-8", known_codes):
+        python = filetypes.detect(result.path, result.source[: filetypes.HEAD_SIZE]) not in filetypes.DOCUMENT_TYPES
+        for line, problem in code_problems(result.source, result.encoding or "utf-8", known_codes, python):
             warnings.append(f"{result.path}:{line}: {problem}")
     return warnings
 

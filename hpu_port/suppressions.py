@@ -93,7 +93,7 @@ def scan(source: bytes, encoding: str) -> Optional[Suppressions]:
     last_line = text.count("\n") + 1
     directives = []
     for line, standalone, match in comments:
-        codes = tuple(c.strip().upper() for c in (match.group("codes") or "").split(",") if c.strip())
+        codes = _codes(match)
         if match.group("kind") == "file-ignore":
             directives.append(Directive(line, codes, 1, last_line))
             continue
@@ -153,24 +153,42 @@ class _LogicalLines:
 CODE = re.compile(r"[A-Z]+[0-9]*")
 
 
-def code_problems(source: bytes, encoding: str, known: Iterable[str]) -> list[tuple[int, str]]:
+def code_problems(source: bytes, encoding: str, known: Iterable[str], python: bool = True) -> list[tuple[int, str]]:
     """(line, problem) for each code in a suppression comment that is not a
-    rule code or prefix (`HPU13O`, `HPU110 HPU111`) or names no known rule."""
-    suppressions = scan(source, encoding)
-    if suppressions is None:
+    rule code or prefix (`HPU13O`, `HPU110 HPU111`) or names no known rule.
+    ``python``: the source is Python (or a notebook), whose comments Python's
+    tokenizer tells from strings; other files are not Python, and the
+    tokenizer reads some of their lines (a quote left open, many escapes)
+    in time that grows with the square of the line's length."""
+    if MARKER not in source:
         return []
     known = sorted(set(known))
     problems = []
-    for directive in suppressions.directives:
-        for code in directive.codes:
+    for line, codes in _python_directive_codes(source, encoding) if python else _directive_codes(source.decode(encoding, "replace")):
+        for code in codes:
             close = closest_code(code, known)
             hint = f"; did you mean {close}?" if close else ""
             if not CODE.fullmatch(code):
-                problems.append((directive.line, f"malformed rule code {code!r} in a suppression comment "
+                problems.append((line, f"malformed rule code {code!r} in a suppression comment "
                                  f"(codes are like HPU110 or a prefix like HPU1, separated by commas){hint}"))
             elif not any(k.startswith(code) for k in known):
-                problems.append((directive.line, f"unknown rule code {code!r} in a suppression comment{hint}"))
+                problems.append((line, f"unknown rule code {code!r} in a suppression comment{hint}"))
     return problems
+
+
+def _python_directive_codes(source: bytes, encoding: str) -> list[tuple[int, tuple[str, ...]]]:
+    suppressions = scan(source, encoding)
+    return [(d.line, d.codes) for d in suppressions.directives] if suppressions is not None else []
+
+
+def _directive_codes(text: str) -> list[tuple[int, tuple[str, ...]]]:
+    """(line, codes) of each `#` or `//` suppression comment of a document."""
+    line_starts = [0] + [match.end() for match in re.finditer("\n", text)]
+    return [(bisect.bisect_right(line_starts, match.start()), _codes(match)) for match in DIRECTIVE_ANY.finditer(text)]
+
+
+def _codes(directive: re.Match) -> tuple[str, ...]:
+    return tuple(c.strip().upper() for c in (directive.group("codes") or "").split(",") if c.strip())
 
 
 # Letters typed for the digits they look like.
@@ -227,7 +245,7 @@ def scan_lines(
                 directive.first, directive.last = number, reach.get(number, (number, number))[1]
             pending = []
         if match:
-            codes = tuple(c.strip().upper() for c in (match.group("codes") or "").split(",") if c.strip())
+            codes = _codes(match)
             if match.group("kind") == "file-ignore":
                 directives.append(Directive(number, codes, 1, len(starts)))
             elif has_code:

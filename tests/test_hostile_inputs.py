@@ -46,6 +46,8 @@ CUDA_SH = "#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0\n"
 CUDA_IMAGE = "FROM nvidia/cuda:12.1-runtime\n"
 CUDA_YAML = "env:\n  CUDA_VISIBLE_DEVICES: '0'\n"
 CUDA_TOML = '[project]\nname = "x"\ndependencies = ["nvidia-cudnn-cu12"]\n[tool.x]\n'
+CMAKE = "# hpu-port: ignore[HPU101]\nfind_package(CUDA)\n"
+CUDA_SOURCE = "// hpu-port: ignore[HPU101]\ncudaMalloc(&p, 4);\n"
 CI_STEP = "jobs:\n  a:\n    steps:\n      - run: "
 CUDA_JSON = '{"train_micro_batch_size_per_gpu": 4, "comm_backend_name": "nccl", '  # a DeepSpeed config
 
@@ -116,12 +118,14 @@ FAST = {
     # Dockerfiles
     "continued.Dockerfile": (CUDA_IMAGE + "RUN a \\\n" * 2_700 + "  && nvidia-smi\n", PORTED),
     "command_chain.Dockerfile": (CUDA_IMAGE + "RUN true \\\n" + "  && nvidia-smi \\\n" * 1_400 + "  && true\n", PORTED),
+    "escaped_quotes.Dockerfile": ("# hpu-port: ignore[HPU101]\n" + CUDA_IMAGE + "RUN echo " + '\\"' * 100_000 + "\n", PORTED),
     "quoted_flag.Dockerfile": (CUDA_IMAGE + "RUN --mount=" + '"' * 60 + "\nRUN nvidia-smi\n", PORTED),
-    # CMake and CUDA sources: brackets and comments left open.
-    "open_brackets/CMakeLists.txt": ("find_package(CUDA)\n" + "#[[\n" * 20_000, PORTED),
-    "open_arguments/CMakeLists.txt": ("find_package(CUDA)\n" + "set(X [[\n" * 20_000, PORTED),
-    "open_comments.cu": ("cudaMalloc(&p, 4);\n" + "/*\n" * 20_000, PORTED),
-    "open_raw_strings.cu": ("cudaMalloc(&p, 4);\n" + 'R"(\n' * 20_000, PORTED),
+    # CMake and CUDA sources: brackets and comments left open (their comments
+    # are read for the suppression comment on the first line).
+    "open_brackets/CMakeLists.txt": (CMAKE + "#[[\n" * 20_000, PORTED),
+    "open_arguments/CMakeLists.txt": (CMAKE + "set(X [[\n" * 20_000, PORTED),
+    "open_comments.cu": (CUDA_SOURCE + "/*\n" * 20_000, PORTED),
+    "open_raw_strings.cu": (CUDA_SOURCE + 'R"(\n' * 20_000, PORTED),
     # Notebooks
     "huge_output.ipynb": (
         notebook(
@@ -158,10 +162,10 @@ SLOW = {
     "here_documents.Dockerfile": (CUDA_IMAGE + "RUN <<EOF\nnvidia-smi\nEOF\n" * 20_000, PORTED),
     "long_line.Dockerfile": (CUDA_IMAGE + "RUN echo " + "cuda " * (MB // 5) + "\n", PORTED),
     "long_env.Dockerfile": (CUDA_IMAGE + "ENV X=" + "c" * MB + " CUDA_VISIBLE_DEVICES=0\n", PORTED),
-    "comments/CMakeLists.txt": ("find_package(CUDA)\n" + "# a comment about cuda\n" * 150_000, PORTED),
-    "calls_and_comments/CMakeLists.txt": ("find_package(CUDA)\n# a comment\n" * 50_000, PORTED),
-    "calls_and_comments.cu": ("cudaMalloc(&p, 4); // cudaFree\n" * 50_000, PORTED),
-    "escaped_quotes.cu": ("cudaMalloc(&p, 4);\nx = \"" + '\\"' * 500_000 + "\n", PORTED),
+    "comments/CMakeLists.txt": (CMAKE + "# a comment about cuda\n" * 150_000, PORTED),
+    "calls_and_comments/CMakeLists.txt": (CMAKE + "find_package(CUDA)\n# a comment\n" * 50_000, PORTED),
+    "calls_and_comments.cu": (CUDA_SOURCE + "cudaMalloc(&p, 4); // cudaFree\n" * 50_000, PORTED),
+    "escaped_quotes.cu": (CUDA_SOURCE + 'x = "' + '\\"' * 500_000 + "\n", PORTED),
     "requirements.txt": ("torch\n" + "nvidia-cudnn-cu12\n" * 50_000, PORTED),
     "continued/requirements.txt": ("torch \\\n" * 100_000 + "\nnvidia-cudnn-cu12\n", PORTED),
     "nested_arrays/pyproject.toml": (CUDA_TOML + "y = " + nested("[", "", "]", 10_000) + "\n", PORTED),
