@@ -8,13 +8,14 @@ when the rules changed every other line of a file, the searches take time
 that grows with the square of its length (24 seconds for 10,000 lines), and
 so do they when a line recurs thousands of times (comments, `)`).
 
-``BoundedMatcher`` gives SequenceMatcher's answer where that is cheap: for a
-short stretch, within a budget of items read that grows with its length. A
-longer stretch first loses the equal items at both its ends; then the items
-that occur once on each side, in the same order, pin the two sides together
-(as `git diff --patience` does), and each stretch between two pins is
-matched the same way. A stretch over budget that holds no such item is
-matched item by item, in step: a valid matching, if not the shortest diff.
+``BoundedMatcher`` gives SequenceMatcher's answer where that is cheap: for
+any stretch, within a budget of items read that grows with its length (so a
+reviewer's diff aligns as it always did). A stretch over budget first loses
+the equal items at both its ends; then the items that occur once on each
+side, in the same order, pin the two sides together (as `git diff
+--patience` does), and each stretch between two pins is matched the same
+way. A stretch over budget that holds no such item is matched item by item,
+in step: a valid matching, if not the shortest diff.
 """
 
 from __future__ import annotations
@@ -24,12 +25,9 @@ from collections import Counter
 from difflib import Match, SequenceMatcher
 from typing import Optional, Sequence
 
-# A stretch longer than this (items of both sides) is pinned first: its
-# items that occur once on each side are where the two sides surely meet.
-PIN_LONGER_THAN = 512
 # What matching a stretch as SequenceMatcher does may cost, in items read,
 # per item of the stretch (and a floor for short ones).
-BUDGET_PER_ITEM = 16
+BUDGET_PER_ITEM = 128
 BUDGET_FLOOR = 50_000
 # How many times a stretch between pins is pinned again, at most.
 MAX_PINNING_ROUNDS = 4
@@ -87,8 +85,10 @@ class _Matching:
     def match(self, alo: int, ahi: int, blo: int, bhi: int, rounds: int) -> None:
         if alo == ahi or blo == bhi:
             return
-        if ahi - alo + bhi - blo <= PIN_LONGER_THAN and self._matched_exactly(alo, ahi, blo, bhi):
-            return  # as SequenceMatcher matches it
+        if self._matched_exactly(alo, ahi, blo, bhi):
+            # As SequenceMatcher matches it, whatever the length, when that is
+            # cheap: the diff a reviewer reads then aligns as it always did.
+            return
         alo, ahi, blo, bhi = self._take_equal_ends(alo, ahi, blo, bhi)
         if alo == ahi or blo == bhi:
             return
