@@ -236,13 +236,24 @@ def own_hpu_path(ctx) -> Optional[str]:
     return finder.found
 
 
+def _origin_tree(ctx):
+    """The standard parser's tree of the file as read, parsed once per pass."""
+    import ast
+
+    if getattr(ctx, "_origin_tree", None) is None:
+        try:
+            ctx._origin_tree = ast.parse(ctx.origin)
+        except (SyntaxError, ValueError):
+            ctx._origin_tree = False
+    return ctx._origin_tree or None
+
+
 def _written_before_the_port(ctx, function: cst.FunctionDef, name: str) -> bool:
     """Whether the function of that name in the file as read already said ``name``."""
     import ast
 
-    try:
-        tree = ast.parse(ctx.origin)
-    except (SyntaxError, ValueError):
+    tree = _origin_tree(ctx)
+    if tree is None:
         return False
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function.name.value:
