@@ -146,9 +146,17 @@ class LazyPattern:
         self.pattern, self.flags, self._compiled = pattern, flags, None
 
     def __getattr__(self, name: str):
+        # Only a pattern's own methods are looked up here; anything else
+        # (pickle asks for __setstate__ before the slots are filled) is absent.
+        if name.startswith("_"):
+            raise AttributeError(name)
         if self._compiled is None:
             self._compiled = re.compile(self.pattern, self.flags)
         return getattr(self._compiled, name)
+
+    def __reduce__(self):
+        # Sent to worker processes as its source, compiled there when used.
+        return LazyPattern, (self.pattern, self.flags)
 
     def __eq__(self, other) -> bool:
         if isinstance(other, (LazyPattern, re.Pattern)):

@@ -2,6 +2,7 @@
 
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import pytest
 
 from hpu_port import parallel
 from hpu_port.cache import Cache
+from hpu_port.rule_cache import LazyPattern
 from hpu_port.runner import run
 from tests.cachefiles import read_table, write_table
 from tests.conftest import REPO, make_ruleset
@@ -53,6 +55,56 @@ def test_a_pool_of_workers_gives_the_same_results_in_the_same_order(tree, monkey
     assert any(t.path.endswith("util.py") for t in sent) == screen_in_pool
     assert outcome(pooled) == outcome(alone)
     assert any(r.findings for r in alone.results) and any(r.error for r in alone.results)
+
+
+def test_rules_read_from_the_rule_cache_work_in_a_pool(tree, tmp_path, monkeypatch):
+    """The rule cache gives back lazily compiled patterns: they must reach the
+    workers intact (a worker that cannot load them once hung the parent)."""
+    from hpu_port.model import Options
+    from hpu_port.rules import load_rules, select_rules
+    from hpu_port.settings import RuleSet
+
+    load_rules(cache_dir=tmp_path)  # writes the cache
+    cached = load_rules(cache_dir=tmp_path)
+    assert any(isinstance(v, LazyPattern) for r in cached for v in vars(r).values()) or _holds_lazy(cached)
+    assert pickle.loads(pickle.dumps(cached)) == cached
+    rules = RuleSet(select_rules(cached, ()), Options())
+    alone = run([str(tree)], rules, apply=True, jobs=1)
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
+    pooled = run([str(tree)], rules, apply=True, jobs=2)
+    assert outcome(pooled) == outcome(alone)
+
+
+def _holds_lazy(value, depth=0) -> bool:
+    if isinstance(value, LazyPattern):
+        return True
+    if depth > 6:
+        return False
+    if isinstance(value, dict):
+        return any(_holds_lazy(v, depth + 1) for v in value.values())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(_holds_lazy(v, depth + 1) for v in value)
+    if hasattr(value, "__dataclass_fields__"):
+        return any(_holds_lazy(getattr(value, f), depth + 1) for f in value.__dataclass_fields__)
+    return False
+
+
+def test_a_lazy_pattern_survives_pickling_before_and_after_use():
+    fresh = LazyPattern(r"cuda(\d)", 0)
+    copy = pickle.loads(pickle.dumps(fresh))
+    assert copy.search("to cuda7").group(1) == "7"
+    used = pickle.loads(pickle.dumps(copy))
+    assert used == fresh and used.sub("hpu", "cuda0") == "hpu"
+
+
+def test_a_worker_that_cannot_load_the_rules_fails_its_files_without_hanging(tree, monkeypatch):
+    rules = make_ruleset()
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
+    # Not a pickle, and bigger than a pipe's buffer, as real rule sets are.
+    monkeypatch.setattr(parallel, "_sendable", lambda rulesets: b"\x80\x04" + b"x" * 200_000)
+    summary = run([str(tree)], rules, apply=False, jobs=2)
+    failed = [r for r in summary.results if r.error and "worker process stopped" in r.error]
+    assert failed and not any(r.findings for r in failed)
 
 
 def _check_json(tree, *options):
