@@ -11,7 +11,6 @@ the progress display.
 from __future__ import annotations
 
 import os
-import pickle
 from typing import Iterator
 
 from hpu_port.results import FileResult
@@ -74,10 +73,10 @@ def _port_in_pool(tasks: list, apply: bool, jobs: int) -> Iterator[tuple[object,
         max_workers=min(jobs, len(batches)),
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_start_worker,
-        # Sent as bytes, read by the worker's initializer: a rule set that
-        # fails to load there then breaks the pool (each file gets an error)
-        # instead of leaving the parent blocked on a pipe no one reads.
-        initargs=(_sendable(rulesets),),
+        # A rule set a worker cannot unpickle leaves the parent blocked on the
+        # pipe it writes them to (multiprocessing's spawn): every part of a
+        # rule, the rule cache's lazy patterns included, must pickle.
+        initargs=(rulesets,),
     )
     try:
         futures = {
@@ -113,16 +112,12 @@ def _batches(tasks: list) -> list[list]:
     return batches
 
 
-def _sendable(rulesets: list) -> bytes:
-    return pickle.dumps(rulesets)
-
-
-def _start_worker(sent_rulesets: bytes) -> None:
+def _start_worker(rulesets: list) -> None:
     import signal
 
     # The parent decides what an interrupt means; workers just stop with it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _WORKER_RULESETS[:] = pickle.loads(sent_rulesets)
+    _WORKER_RULESETS[:] = rulesets
 
 
 def _port_batch(items: list, apply: bool) -> list[FileResult]:

@@ -97,16 +97,6 @@ def test_a_lazy_pattern_survives_pickling_before_and_after_use():
     assert used == fresh and used.sub("hpu", "cuda0") == "hpu"
 
 
-def test_a_worker_that_cannot_load_the_rules_fails_its_files_without_hanging(tree, monkeypatch):
-    rules = make_ruleset()
-    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
-    # Not a pickle, and bigger than a pipe's buffer, as real rule sets are.
-    monkeypatch.setattr(parallel, "_sendable", lambda rulesets: b"\x80\x04" + b"x" * 200_000)
-    summary = run([str(tree)], rules, apply=False, jobs=2)
-    failed = [r for r in summary.results if r.error and "worker process stopped" in r.error]
-    assert failed and not any(r.findings for r in failed)
-
-
 def _check_json(tree, *options):
     process = subprocess.run(
         [sys.executable, "-m", "hpu_port", "check", str(tree), "--format", "json", "--no-cache", *options],
