@@ -1,13 +1,14 @@
-"""Kind ``device-index``: a device given as a bare index (``.to(local_rank)``), report only.
+"""Kind ``device-index``: a device given as a bare index (``.to(local_rank)``) becomes ``"hpu"``.
 
 On CUDA an integer device is a GPU index: ``x.to(local_rank)``,
 ``torch.device(rank)`` and ``device=args.gpu`` all mean ``cuda:<n>``. A name
 or attribute in a device position (a keyword in ``keywords``, the first
-argument of a method in ``methods`` or of a call in ``calls``) whose name has
-one of the ``words`` as a part is reported: a person decides what it becomes
-on Gaudi (usually ``"hpu"``: each process sees its own card). So is a name
-the same function last assigned such a value (``device = local_rank`` ...
-``.to(device)``, also ``rank % torch.cuda.device_count()``).
+argument of a method in ``methods`` or the only argument of a call in
+``calls``) whose name has one of the ``words`` as a part, or such a value
+modulo something (``rank % torch.cuda.device_count()``), becomes ``"hpu"``:
+each process owns one Gaudi. A name the same function last assigned such a
+value (``device = local_rank`` ... ``.to(device)``) is reported only, since
+the name may be an index elsewhere.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from hpu_port.kinds import Kind, markdown_table, register_kind, string_list, string_table
 from hpu_port.kinds._fp16 import FP16_KEYS, fp16_params, positions_params
 from hpu_port.triggers import name_trigger
@@ -35,6 +37,13 @@ class Rename(Kind):
     another key (`stats["num_alloc_retries"]`, `stats.get(...)`, directly or
     through the name it is assigned to in the same function) is reported, not
     renamed; renamed, the read would fail or find nothing.
+
+    ``[as-device]`` maps an old name whose call returns a device index to the
+    code that replaces the whole call where a device goes (``device=``,
+    ``map_location=``, the argument of ``.to()`` or the only argument of
+    ``torch.device()``): ``torch.cuda.current_device()`` there becomes
+    ``"hpu"``, while as an index (``torch.device("cuda", i)``,
+    ``get_device_name(i)``) it is renamed as usual.
     """
 
     name = "rename"
@@ -44,6 +53,7 @@ class Rename(Kind):
         **FP16_KEYS,
         "positions": (dict, False),
         "result-keys": (dict, False),
+        "as-device": (dict, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
@@ -63,6 +73,7 @@ class Rename(Kind):
                 name: frozenset(string_list(keys, f"result-keys.{name}"))
                 for name, keys in table.get("result-keys", {}).items()
             },
+            "as-device": _as_device(table.get("as-device", {}), renames),
         }
 
     def describe(self, rule):
@@ -70,6 +81,18 @@ class Rename(Kind):
 
     def triggers(self, rule):
         return [name_trigger(name) for name in rule.params["renames"]]
+
+
+def _as_device(table, renames: dict) -> dict:
+    as_device = string_table(table, "as-device")
+    for old, code in as_device.items():
+        if old not in renames:
+            raise ValueError(f"'as-device': {old!r} is not one of the renamed names")
+        try:
+            ast.parse(code, mode="eval")
+        except SyntaxError:
+            raise ValueError(f"'as-device': {code!r} is not a Python expression") from None
+    return as_device
 
 
 def _check_dotted(name: str, key: str) -> None:

@@ -9,6 +9,8 @@ import libcst as cst
 from hpu_port.context import FileContext
 from hpu_port.kinds.device_string import name_parts
 from hpu_port.model import Rule
+from hpu_port.edits import replace_expression
+from hpu_port.visitors._device_positions import device_values
 from hpu_port.visitors._references import written
 
 
@@ -41,18 +43,9 @@ class _DeviceIndexVisitor(cst.BatchableCSTVisitor):
                 self.scopes[-1].pop(name, None)
 
     def visit_Call(self, node: cst.Call) -> None:
-        for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value in self.params["keywords"]:
-                self._check(arg.value)
-        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
-        if positional and self._device_call(node.func):
-            self._check(positional[0].value)
-
-    def _device_call(self, func) -> bool:
-        if isinstance(func, cst.Attribute) and func.attr.value in self.params["methods"]:
-            return True
-        hit = self.ctx.qualify(func)
-        return (hit[0] if hit is not None else written(func)) in self.params["calls"]
+        params = self.params
+        for value in device_values(node, self.ctx, params["keywords"], params["methods"], params["calls"]):
+            self._check(value)
 
     def _rank_like(self, value: cst.BaseExpression) -> bool:
         """A rank or GPU index (`local_rank`, `args.gpu`, `rank % n_gpus`)."""
@@ -63,7 +56,9 @@ class _DeviceIndexVisitor(cst.BatchableCSTVisitor):
 
     def _check(self, value: cst.BaseExpression) -> None:
         if self._rank_like(value) and self.ctx.claim(value):
-            self.ctx.report(self.rule, value, self.rule.message.format(name=written(value)))
+            # Each process owns one Gaudi: the index becomes the process's device.
+            fix = self.ctx.replace(value, replace_expression('"hpu"'))
+            self.ctx.report(self.rule, value, self.rule.message.format(name=written(value)), fix)
             return
         held = self.scopes[-1].get(value.value) if isinstance(value, cst.Name) else None
         if held is not None and self.ctx.claim(value):

@@ -12,6 +12,7 @@ from hpu_port.context import FileContext
 from hpu_port.device.evidence import of_options
 from hpu_port.edits import replace_expression
 from hpu_port.model import Rule
+from hpu_port.visitors._device_positions import device_values
 from hpu_port.visitors._fp16 import Fp16Choices
 from hpu_port.visitors._guards import (
     Surroundings,
@@ -62,6 +63,10 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         # Autocast devices whose float16 the port may turn into bfloat16.
         self.port_devices = frozenset(evidence.port)
         self.init_skip_conditions()
+        # Calls by their callee, and the values that sit where a device goes:
+        # `torch.cuda.current_device()` there is a device, elsewhere an index.
+        self.call_of: dict[cst.CSTNode, cst.Call] = {}
+        self.device_places: set[cst.CSTNode] = set()
 
     def visit_Comparison(self, node) -> None:
         self.looked_at.add(node.left)
@@ -82,6 +87,8 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
     def visit_Call(self, node) -> None:
         super().visit_Call(node)
         func = node.func
+        self.call_of[func] = node
+        self.device_places.update(device_values(node, self.ctx))
         if isinstance(func, cst.Attribute) and func.attr.value in ("finfo", "iinfo") and node.args:
             self.looked_at.add(node.args[0].value)
         if isinstance(func, cst.Attribute) and func.attr.value in ("float", "double") and _is_to_call(func.value):
@@ -137,6 +144,12 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             reason = reason or self._read_with_other_keys(node, rule.params["result-keys"][qualified], target)
         if reason:
             self.ctx.report(rule, node, message + f" (not rewritten: {reason})")
+            return
+        call = self.call_of.get(node)
+        if qualified in rule.params["as-device"] and call is not None and not call.args and call in self.device_places:
+            device = rule.params["as-device"][qualified]
+            message = f"`{written(call)}` as a device is a CUDA GPU index (`cuda:<n>`); use `{device}`"
+            self.ctx.report(rule, call, message, self.ctx.replace(call, replace_expression(device)), None, binding)
             return
         spelling = self.ctx.spell(target, rule.params["import-as"])
         if spelling is None:
