@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Callable, Iterator, Optional, Sequence
 
 import libcst as cst
@@ -27,6 +28,29 @@ NAMES_CUDA = re.compile(r"(?<![A-Za-z])(cuda|CUDA|Cuda)(?![A-Za-z])")
 # Kinds whose fixes add code next to a node rather than change it.
 ADDING_KINDS = frozenset({"insert-after", "ensure-import"})
 REASON = "the code already chooses the HPU in another branch; this one is for another device"
+_CODE = re.compile(r"`([^`]+)`")
+
+
+@dataclass(frozen=True)
+class Held:
+    """Why a fix is withheld: its kind (``results.KEPT_REASONS``), the words
+    the finding adds (``not rewritten: <why>``) and the node of the unit
+    that holds it, where its own finding is (None: no unit does)."""
+
+    reason: str
+    why: str
+    unit: Optional[cst.CSTNode] = None
+
+    @property
+    def evidence(self) -> str:
+        """The code the reason names first: what says the fix must wait."""
+        found = _CODE.search(self.why)
+        return found.group(1) if found else ""
+
+
+def held_if(reason: str, why: Optional[str]) -> Optional[Held]:
+    """A ``Held`` of kind ``reason`` when there is a ``why``."""
+    return Held(reason, why) if why else None
 
 
 class DeviceBranches:
@@ -40,6 +64,7 @@ class DeviceBranches:
         self.chains: set[cst.CSTNode] = set()
         self.beside_hpu: set[cst.CSTNode] = set()
         self.depth = 0
+        self.open: list[cst.CSTNode] = []
         self._tests: dict[cst.CSTNode, str] = {}
 
     def enter_block(self, statements) -> None:
@@ -63,6 +88,7 @@ class DeviceBranches:
         if node in self.beside_hpu or NAMES_THE_HPU.search(self._tests_of(node)):
             self.chains.add(node)
             self.depth += 1
+            self.open.append(node)
 
     def _tests_of(self, node: cst.CSTNode) -> str:
         """The tests of the chain that starts at ``node``, as written."""
@@ -73,10 +99,14 @@ class DeviceBranches:
     def leave(self, node: cst.CSTNode) -> None:
         if node in self.chains:
             self.depth -= 1
+            if self.open and self.open[-1] is node:
+                self.open.pop()
 
-    def held(self, kind: str) -> Optional[str]:
+    def held(self, kind: str) -> Optional[Held]:
         """Why a fix made now (by a rule of ``kind``) must not be applied, if it must not."""
-        return REASON if self.depth and kind not in ADDING_KINDS else None
+        if not self.depth or kind in ADDING_KINDS:
+            return None
+        return Held("other-device", REASON, self.open[-1] if self.open else None)
 
 
 def _chain_tests(node: cst.CSTNode) -> list[cst.BaseExpression]:
@@ -99,6 +129,8 @@ class OtherBackendCode:
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self.units: dict[cst.CSTNode, str] = {}
+        # The kind of each unit's reason (``results.KEPT_REASONS``).
+        self.kinds: dict[cst.CSTNode, str] = {}
         # How a unit is named in its finding, and the node it is reported at,
         # when that is not the unit itself (a branch: its test).
         self.names: dict[cst.CSTNode, tuple[str, cst.CSTNode]] = {}
@@ -162,10 +194,18 @@ class OtherBackendCode:
             self._statements.pop()
         self.leave(node)
 
-    def mark(self, node: cst.CSTNode, reason: str, name: Optional[str] = None, at: Optional[cst.CSTNode] = None) -> None:
+    def mark(
+        self,
+        node: cst.CSTNode,
+        reason: str,
+        name: Optional[str] = None,
+        at: Optional[cst.CSTNode] = None,
+        kind: str = "nvidia-only",
+    ) -> None:
         if node in self.units:
             return
         self.units[node] = reason
+        self.kinds[node] = kind
         if name is not None:
             self.names[node] = (name, at if at is not None else node)
         if node is self.module:
@@ -179,27 +219,26 @@ class OtherBackendCode:
         if self.open and self.open[-1] is node:
             self.open.pop()
 
-    def held(self, node: Optional[cst.CSTNode] = None) -> Optional[str]:
+    def held(self, node: Optional[cst.CSTNode] = None) -> Optional[Held]:
         """Why a fix made now (at ``node``) must not be applied (counted for
         the unit), if it must not."""
         if not self.open and self._statements:
             self._watch(self._statements[-1])
-        unit = self.open[-1] if self.open else self._arm_holding(node)
+        return self._hold(self.open[-1] if self.open else self._arm_holding(node))
+
+    def _hold(self, unit: Optional[cst.CSTNode]) -> Optional[Held]:
         if unit is None:
             return None
         self.held_count[unit] = self.held_count.get(unit, 0) + 1
-        return f"{self.units[unit]}; it is not ported"
+        anchor = self.names[unit][1] if unit in self.names else unit
+        return Held(self.kinds[unit], f"{self.units[unit]}; it is not ported", anchor)
 
-    def held_by_containment(self, node: cst.CSTNode) -> Optional[str]:
+    def held_by_containment(self, node: cst.CSTNode) -> Optional[Held]:
         """Like ``held``, for a fix decided before its unit was found (the
         arm of a conditional expression is walked before its test; a check
         is judged after the code before it): the innermost unit holding
         ``node``, whatever the walk's order."""
-        unit = self._innermost_holding(node)
-        if unit is None:
-            return None
-        self.held_count[unit] = self.held_count.get(unit, 0) + 1
-        return f"{self.units[unit]}; it is not ported"
+        return self._hold(self._innermost_holding(node))
 
     def _innermost_holding(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         if self.module in self.units:

@@ -14,7 +14,7 @@ import libcst as cst
 
 from hpu_port.edits import EditPlan, NodeEdit
 from hpu_port.intervals import Reach
-from hpu_port.branches import DeviceBranches, OtherBackendCode
+from hpu_port.branches import DeviceBranches, Held, OtherBackendCode
 from hpu_port.model import Options, Rule
 from hpu_port.names import (
     ImportBinding,
@@ -134,24 +134,27 @@ class FileContext:
         fix: Optional[Callable[[EditPlan], None]] = None,
         spelling: Optional["Spelling"] = None,
         binding: Optional[ImportBinding] = None,
+        kept: Optional[Held] = None,
     ) -> "Hit":
         """Record a finding at ``node``, with the ``fix`` that rewrites it (None:
-        a person must act). ``binding`` is the import whose use the fix
-        replaces. Fixes are planned once the finding's place is known, so that
-        a `# hpu-port: ignore` comment switches off the fix too.
+        a person must act), or ``kept``: why the rule withholds its fix.
+        ``binding`` is the import whose use the fix replaces. Fixes are
+        planned once the finding's place is known, so that a `# hpu-port:
+        ignore` comment switches off the fix too.
         """
         has_fix = rule.has_fix and fix is not None
-        if has_fix and binding is not None and binding.guarded and spelling is not None and spelling.new_import:
+        if kept is None and has_fix and binding is not None and binding.guarded and spelling is not None and spelling.new_import:
             # `try: import pynvml` or an import inside a function: a new
             # top-level import would make an optional dependency mandatory.
+            kept = Held("optional-import", f"`{binding.name}` is imported conditionally or locally here")
+        if kept is None and has_fix:
+            kept = self.other_backend.held(node) or self.branches.held(rule.kind)
+        if kept is not None:
             has_fix = False
-            message += f" (not rewritten: `{binding.name}` is imported conditionally or locally here)"
-        held = (self.other_backend.held(node) or self.branches.held(rule.kind)) if has_fix else None
-        if held:
-            has_fix = False
-            message += f" (not rewritten: {held})"
+            message += f" (not rewritten: {kept.why})"
         fixable = has_fix and self.options.fix_enabled(rule)
         hit = Hit(node, rule, message, fix if fixable else None, spelling, binding, has_fix, fixable)
+        hit.kept = kept
         hit.statement = self.statement
         hit.silent = self.selected is not None and rule.code not in self.selected
         self._hits.append(hit)
@@ -162,12 +165,13 @@ class FileContext:
         nodes = set(descendants(tree))
         return [hit for hit in self._hits if hit.node in nodes]
 
-    def withdraw_fix(self, hit: "Hit", reason: str) -> None:
+    def withdraw_fix(self, hit: "Hit", kept: Held) -> None:
         """Report ``hit`` without its fix (decided after the walk, before planning)."""
         if hit.has_fix:
             hit.has_fix = hit.fixable = False
             hit.fix = None
-            hit.message += f" (not rewritten: {reason})"
+            hit.kept = kept
+            hit.message += f" (not rewritten: {kept.why})"
 
     def report_at(self, rule: Rule, line: int, message: str) -> None:
         """Record a finding about a line rather than a node (a comment, say)."""
@@ -246,10 +250,22 @@ class FileContext:
         """A fix that replaces ``node`` through ``edit`` (for ``report``)."""
         return lambda plan: plan.replace(node, edit)
 
+    def _kept_fields(self, kept: Optional[Held]) -> dict:
+        if kept is None:
+            return {}
+        if kept.unit is self.module:
+            line = 1
+        else:
+            where = self._positions.get(kept.unit) if kept.unit is not None else None
+            line = where.start.line if where else None
+        return {"kept": kept.reason, "kept_evidence": kept.evidence, "kept_unit_line": line}
+
     def findings(self, fallback: set[str]) -> list[Finding]:
         """Every unsuppressed finding, in order; ``fallback``: the codes whose
         findings only count on lines where nothing else was said."""
         self.resolve_hits()
+        units = {hit.kept.unit: None for hit in self._hits if hit.kept is not None and hit.kept.unit is not None}
+        self._place(units)
         findings = [
             Finding(
                 code=hit.rule.code,
@@ -262,6 +278,7 @@ class FileContext:
                 fixable=hit.fixable,
                 applied=hit.fixable and self.apply,
                 category=hit.rule.category,
+                **self._kept_fields(hit.kept),
             )
             for hit in self._hits
             if not hit.suppressed
@@ -323,6 +340,7 @@ class Hit:
     statement: Optional[cst.CSTNode] = None
     # A rule that is not selected: it reports nothing and fixes nothing.
     silent: bool = False
+    kept: Optional[Held] = None
 
 
 @dataclass

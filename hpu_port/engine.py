@@ -391,7 +391,16 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
         for finding in findings:
             cell, line = place(finding.line, text)
             _, end_line = place(finding.end_line, text)
-            placed.append(dataclasses.replace(finding, cell=cell, line=max(line, 1), end_line=max(end_line, 1)))
+            unit_line = None
+            if finding.kept_unit_line is not None:
+                unit_cell, unit_line = place(finding.kept_unit_line, text)
+                # A unit in another cell is no line of this one.
+                unit_line = max(unit_line, 1) if unit_cell == cell else None
+            placed.append(
+                dataclasses.replace(
+                    finding, cell=cell, line=max(line, 1), end_line=max(end_line, 1), kept_unit_line=unit_line
+                )
+            )
         return placed
 
     if ported.error:
@@ -429,7 +438,13 @@ def _port_written_files(notebook, ruleset: RuleSet, apply: bool, result: FileRes
             result.error = f"cell {index + 1} (%%writefile {name}): {where}"
             return [], {}
         placed = ported.findings
-        findings += [dataclasses.replace(f, cell=index + 1, line=f.line + 1, end_line=f.end_line + 1) for f in placed]
+        findings += [
+            dataclasses.replace(
+                f, cell=index + 1, line=f.line + 1, end_line=f.end_line + 1,
+                kept_unit_line=None if f.kept_unit_line is None else f.kept_unit_line + 1,
+            )
+            for f in placed
+        ]
         if ported.new_source is not None:
             cells[index] = first + ported.new_source.decode("utf-8")
     return findings, cells

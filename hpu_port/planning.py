@@ -85,7 +85,10 @@ class Item:
 
 
 def _item_key(finding: Finding) -> tuple:
-    return (finding.cell or 0, finding.line, finding.advice, finding.needs_person)
+    # A fix held by a unit kept for another device is part of that unit's
+    # item: the unit is dealt with once, not on each of its lines.
+    line = finding.kept_unit_line if finding.kept_unit_line is not None else finding.line
+    return (finding.cell or 0, line, finding.advice, finding.needs_person)
 
 
 def file_items(path: str, findings: Iterable[Finding]) -> list[Item]:

@@ -134,6 +134,7 @@ def finding_record(path: str, finding: Finding, names: Optional[dict] = None, it
         "fix": finding.fix,
         "fixable": finding.fixable,
         **({"cell": finding.cell} if finding.cell is not None else {}),
+        **({"kept": finding.kept_record()} if finding.kept else {}),
     }
     if names is not None:
         record.update(name=names.get(finding.code, ""), severity=finding.severity)
@@ -175,7 +176,7 @@ def files_by_type(results: list[FileResult]) -> dict:
 
 
 CSV_FIELDS = ["path", "line", "column", "end_line", "end_column", "code", "category", "fix", "fixable", "message",
-              "mode", "name", "severity", "item"]
+              "mode", "name", "severity", "item", "kept", "kept_evidence", "kept_unit_line"]
 
 
 def render_csv(results: list[FileResult], rules=()) -> str:
@@ -185,7 +186,15 @@ def render_csv(results: list[FileResult], rules=()) -> str:
     writer.writeheader()
     mode_of = {r.path: r.mode or "" for r in results}
     for path, finding, item in numbered_findings(results):
-        writer.writerow({**finding_record(path, finding, names, item), "mode": mode_of.get(path, "")})
+        record = finding_record(path, finding, names, item)
+        kept = record.pop("kept", None) or {}
+        writer.writerow({
+            **record,
+            "mode": mode_of.get(path, ""),
+            "kept": kept.get("reason", ""),
+            "kept_evidence": kept.get("evidence", ""),
+            "kept_unit_line": kept.get("unit_line") or "",
+        })
     return out.getvalue()
 
 

@@ -96,8 +96,19 @@ def _table(items: list[Item], names: dict) -> list[str]:
         others = [code for code in item.codes if code != lead.code]
         also = f" (also {', '.join(others)})" if others else ""
         place = f"cell {lead.cell}:{item.line}" if lead.cell is not None else str(item.line)
-        lines.append(f"| {place} | {lead.code} | {names.get(lead.code, '')} | {_cell(lead.message)}{also} |")
+        lines.append(f"| {place} | {lead.code} | {names.get(lead.code, '')} | {_cell(lead.message)}{also}{_held(item)} |")
     return lines + [""]
+
+
+def _held(item: Item) -> str:
+    """The changes an item's unit holds, and why: one row for the unit."""
+    held = [f for f in item.findings if f.kept]
+    if not held:
+        return ""
+    reasons = ", ".join(sorted({f.kept for f in held}))
+    numbers = sorted({f.line for f in held})
+    lines = ("line " if len(numbers) == 1 else "lines ") + ", ".join(map(str, numbers))
+    return _cell(f" (kept: {reasons}; changes held on {lines})")
 
 
 def _per_file(items: list[Item], names: dict, wanted) -> list[str]:

@@ -12,6 +12,19 @@ from typing import Iterable, Optional
 # this leaf module cannot import).
 ADVICE_CATEGORY = "advice"
 
+# Why a fix is withheld (``Finding.kept``): each kind, as the reports explain it.
+KEPT_REASONS = {
+    "nvidia-only": "the code is kept for NVIDIA GPUs: it uses a library, API or build that Gaudi does not have",
+    "other-device": "the code is one arm of a choice among devices, the arm of another device",
+    "skip-guard": "a test's skip condition: the test needs NVIDIA and would fail on Gaudi instead of being skipped",
+    "not-a-device": "the text names something other than the device (a key, a longer name, a constant's own value)",
+    "dtype-role": "float16 here is data (a table, a test's value, a file format), not the precision of compute",
+    "optional-import": "the name is imported conditionally or locally: a new top-level import would make it mandatory",
+    "name-taken": "the new name is taken here (a local name, a key the dict has already)",
+    "unclear": "what the value means here cannot be told from the code (an unpacked mapping, a computed option)",
+    "by-hand": "the change is a restructuring that a person makes",
+}
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -33,6 +46,12 @@ class Finding:
     applied: bool = False
     category: str = ""
     cell: Optional[int] = None  # notebooks: the cell (1-based), lines counted within it
+    # Why the fix is withheld, when it is: a key of KEPT_REASONS, the code
+    # that says so (if one does) and the line of the unit that holds it (the
+    # line its own finding is on, when it has one; None when no unit does).
+    kept: str = ""
+    kept_evidence: str = ""
+    kept_unit_line: Optional[int] = None
 
     @property
     def needs_person(self) -> bool:
@@ -48,6 +67,12 @@ class Finding:
     @property
     def severity(self) -> str:
         return "advice" if self.advice else "blocker"
+
+    def kept_record(self) -> Optional[dict]:
+        """Why the fix is withheld, as the machine-readable reports give it."""
+        if not self.kept:
+            return None
+        return {"reason": self.kept, "evidence": self.kept_evidence, "unit_line": self.kept_unit_line}
 
     def sort_key(self) -> tuple:
         return (self.cell or 0, self.line, self.column, self.code, self.message)

@@ -21,6 +21,7 @@ from hpu_port.visitors._device_tables import table_for
 from hpu_port.visitors._enclosing import enclosing
 from hpu_port.visitors._references import literal_value, shown_briefly, written
 from hpu_port.walk import contains, descendants, walk
+from hpu_port.branches import Held
 
 # The conditionals, loops, arguments, dicts and statements that enclose the
 # node being visited (``self.around``), outermost first.
@@ -169,13 +170,15 @@ def keep_guards_over_kept_cuda(ctx, flipped: list) -> None:
             continue
         kept = next((h for h in ctx.hits_inside(guard.body) if _kept_cuda(h)), None)
         if kept is not None:
-            ctx.withdraw_fix(hit, f"the code it guards keeps `{shown_briefly(written(kept.node))}`, which the port could not change there")
+            why = f"the code it guards keeps `{shown_briefly(written(kept.node))}`, which the port could not change there"
+            ctx.withdraw_fix(hit, Held("nvidia-only", why, guard))
             continue
         # `_update_num_consecutive_thrashes(...)`, a function of this module that keeps CUDA.
         for function in _module_functions_called(guard.body, ctx.module):
             kept = next((h for h in ctx.hits_inside(function) if _kept_cuda(h)), None)
             if kept is not None:
-                ctx.withdraw_fix(hit, f"the code it guards calls `{function.name.value}`, which keeps `{shown_briefly(written(kept.node))}`")
+                why = f"the code it guards calls `{function.name.value}`, which keeps `{shown_briefly(written(kept.node))}`"
+                ctx.withdraw_fix(hit, Held("nvidia-only", why, guard))
                 break
 
 

@@ -16,6 +16,7 @@ import libcst as cst
 from hpu_port.visitors._guards import kept_cuda_inside, nvidia_only_use
 from hpu_port.visitors._references import shown_briefly, written
 from hpu_port.walk import descendants
+from hpu_port.branches import Held
 
 # Words of a decorator or assignment that skips or requires (`skipif`,
 # `skipUnless`, `requires_cuda`, `require_torch_gpu`).
@@ -54,7 +55,8 @@ def keep_skips_of_nvidia_only_tests(ctx, skip_hits: list, patterns: frozenset) -
         why = _needs_nvidia(ctx, test, patterns)
         if why:
             name = test.name.value
-            ctx.withdraw_fix(hit, f"it skips `{name}`, which {why}: on Gaudi the test would run and fail instead of being skipped")
+            why = f"it skips `{name}`, which {why}: on Gaudi the test would run and fail instead of being skipped"
+            ctx.withdraw_fix(hit, Held("skip-guard", why, test))
 
 
 def _needs_nvidia(ctx, test: cst.CSTNode, patterns: frozenset) -> Optional[str]:

@@ -18,6 +18,7 @@ from hpu_port.visitors._references import (
     written,
 )
 from hpu_port.walk import walk
+from hpu_port.branches import Held
 
 Functions = enclosing("functions", "FunctionDef")
 
@@ -56,18 +57,18 @@ class _CallRewriteVisitor(Choices, Functions, ReferenceVisitor):
         message = rule.message.format(name=written(node.func), replacement=target or entry["to"])
         refused = _refused(arguments, entry["report-unless"])
         if refused is not None:
-            self.ctx.report(rule, node, message + f" (not rewritten: `{refused}` has no counterpart there)")
+            self.ctx.report(rule, node, message, kept=Held("unclear", f"`{refused}` has no counterpart there"))
             return
         unclear = _not_a_sequence(arguments, entry["sequence"])
         if unclear is not None:
-            self.ctx.report(rule, node, message + f" (not rewritten: `{unclear}` may be a size rather than data)")
+            self.ctx.report(rule, node, message, kept=Held("unclear", f"`{unclear}` may be a size rather than data"))
             return
         if target is None:
-            self.ctx.report(rule, node, message + f" (not rewritten: `{entry['switch-keyword']}` is not a literal)")
+            self.ctx.report(rule, node, message, kept=Held("unclear", f"`{entry['switch-keyword']}` is not a literal"))
             return
         unplaced = _without_position(arguments, entry)
         if unplaced is not None:
-            self.ctx.report(rule, node, message + f" (not rewritten: `{unplaced}` has no place in a call that takes its arguments by position)")
+            self.ctx.report(rule, node, message, kept=Held("unclear", f"`{unplaced}` has no place in a call that takes its arguments by position"))
             return
         dropped = [f"`{name}={written(arguments[name].value)}`" for name in sorted(entry["drop"]) if name in arguments]
         if dropped:
@@ -91,7 +92,7 @@ class _CallRewriteVisitor(Choices, Functions, ReferenceVisitor):
         for choices, rule, call, message, spelling, binding, edit in self.in_arms:
             other = in_another_arm(choices, call, self.left_alone)
             if other is not None:
-                self.ctx.report(rule, call, message + f" (not rewritten: another arm calls `{written(other.func)}`, which stays as it is)")
+                self.ctx.report(rule, call, message, kept=Held("other-device", f"another arm calls `{written(other.func)}`, which stays as it is"))
             else:
                 self._apply(rule, call, message, spelling, binding, edit)
 

@@ -7,6 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
+from hpu_port.branches import Held
 from hpu_port.context import FileContext
 from hpu_port.device.evidence import by_name, of_options
 from hpu_port.kinds.device_string import name_parts
@@ -64,7 +65,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         self.templates: set[cst.SimpleString] = set()
         self.dict_keys: set[cst.BaseExpression] = set()
         # Strings that look like devices but are kept, with the reason.
-        self.kept: dict[cst.CSTNode, str] = {}
+        self.kept: dict[cst.CSTNode, Held] = {}
         # Bare words that flow into a device position (see the kind's docs).
         self.in_role: set[cst.CSTNode] = set()
         # Names given a list of devices (`["cpu"]`): what they get later is one too.
@@ -120,7 +121,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
                 if isinstance(small, cst.Assign) and isinstance(small.value, cst.SimpleString):
                     target = target_name(small)
                     if target and small.value.evaluated_value == device and device in name_parts(target):
-                        self.kept.setdefault(small.value, f"`{target}` names the {device!r} value itself, among the module's constants for each value")
+                        self.kept.setdefault(small.value, Held("not-a-device", f"`{target}` names the {device!r} value itself, among the module's constants for each value"))
 
     def visit_IfExp(self, node) -> None:
         super().visit_IfExp(node)
@@ -195,7 +196,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         typed = self._literal(annotation)
         if typed is not None and value is not None:
             for string in strings_in(value):
-                self.kept.setdefault(string, outside_literal(name, typed[0], self.params["replacement"]))
+                self.kept.setdefault(string, Held("unclear", outside_literal(name, typed[0], self.params["replacement"])))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node)
@@ -220,14 +221,14 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if query is not None:
             for part in parts:
                 for string in strings_in(part):
-                    self.kept.setdefault(string, f"`{query}` already answers \"{self.params['replacement']}\" on Gaudi: this test picks code for \"{self.params['device']}\" alone")
+                    self.kept.setdefault(string, Held("other-device", f"`{query}` already answers \"{self.params['replacement']}\" on Gaudi: this test picks code for \"{self.params['device']}\" alone"))
         typed = self.typed_params[-1] if self.typed_params else {}
         name = next((part.value for part in parts if isinstance(part, cst.Name) and part.value in typed), None)
         if name is not None:
             # `backend == "nccl"` where `backend: Literal["nccl", "gloo", "nvshmem"]`.
             for part in parts:
                 for string in strings_in(part):
-                    self.kept.setdefault(string, outside_literal(name, typed[name][0], self.params["replacement"]))
+                    self.kept.setdefault(string, Held("unclear", outside_literal(name, typed[name][0], self.params["replacement"])))
         if self.params["comparisons"] and any(self._names_a_role(part) for part in parts if not isinstance(part, cst.SimpleString)):
             for part in parts:
                 self._mark(part)
@@ -262,9 +263,9 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         known = self.siblings | {params["device"], params["replacement"]}
         other = next((w for w in words if w.split(":")[0] not in known), None)
         if other is not None:
-            reason = f"listed with {other!r}, which is not a device: the list names something else"
+            reason = Held("not-a-device", f"listed with {other!r}, which is not a device: the list names something else")
         elif params["replacement"] in words:
-            reason = f"the list already names {params['replacement']!r}"
+            reason = Held("name-taken", f"the list already names {params['replacement']!r}")
         else:
             return
         for expr in strings:
@@ -311,7 +312,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         called = hit[0] if hit is not None else written(node.func)
         if not self.registers_code(called):
             return
-        reason = f"`{shown_briefly(written(node.func))}` registers code written for {self.params['device']!r}, not for {self.params['replacement']!r}"
+        reason = Held("nvidia-only", f"`{shown_briefly(written(node.func))}` registers code written for {self.params['device']!r}, not for {self.params['replacement']!r}")
         for arg in node.args:
             for string in strings_in(arg.value):
                 self.kept.setdefault(string, reason)
@@ -389,38 +390,38 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         for part in node.parts:
             if isinstance(part, cst.FormattedStringExpression):
                 for string in strings_in(part.expression):
-                    self.kept.setdefault(string, f"part of the longer text {shown_briefly(written(node))}, not a device by itself")
+                    self.kept.setdefault(string, Held("not-a-device", f"part of the longer text {shown_briefly(written(node))}, not a device by itself"))
 
     def _report(self, node, edit) -> None:
         if not self.ctx.claim(node):
             return
         rule = self.rule
         message = rule.message.format(name=written(node), replacement=rule.params["replacement"])
-        reason = self._why_kept(node)
-        if reason:
-            self.ctx.report(rule, node, message + f" (not rewritten: {reason})")
+        kept = self._why_kept(node)
+        if kept:
+            self.ctx.report(rule, node, message, kept=kept)
             return
         self.renamed.add(node)
         self.ctx.report(rule, node, message, self.ctx.replace(node, edit))
 
-    def _why_kept(self, node) -> Optional[str]:
+    def _why_kept(self, node) -> Optional[Held]:
         """Why a device string is reported rather than renamed, if it is."""
         if node in self.kept:
             return self.kept[node]
         replacement = self.params["replacement"]
         if self.taken is not None:
-            return f"this module tests for \"{replacement}\" and uses `{self.taken}`, whose backend has that name too: renamed, this code would take that branch"
+            return Held("name-taken", f"this module tests for \"{replacement}\" and uses `{self.taken}`, whose backend has that name too: renamed, this code would take that branch")
         if self.device_table is not None:
-            return f"`{self.device_table}` in this module lists the devices it knows and has no \"{replacement}\" yet"
+            return Held("other-device", f"`{self.device_table}` in this module lists the devices it knows and has no \"{replacement}\" yet")
         used = self._guarded_nvidia_code(node)
         if used:
-            return f"the code this test guards uses `{used}`, which has no Gaudi equivalent"
+            return Held("nvidia-only", f"the code this test guards uses `{used}`, which has no Gaudi equivalent")
         switch = library_switch(self.around, self.ctx)
         if switch:
-            return f"the test is handed to `{switch}` of another library, whose CUDA code the port does not change"
+            return Held("unclear", f"the test is handed to `{switch}` of another library, whose CUDA code the port does not change")
         test = self._kept_test_around(node)
         if test:
-            return f"{test}, so this branch runs only there"
+            return Held("other-device", f"{test}, so this branch runs only there")
         return None
 
     def _kept_test_around(self, node) -> Optional[str]:

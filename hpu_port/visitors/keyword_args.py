@@ -13,6 +13,7 @@ from hpu_port.model import Rule, is_advice
 from hpu_port.names import LOCAL
 from hpu_port.visitors._references import NOT_A_LITERAL, literal_value, same_literal, written
 from hpu_port.visitors._subclasses import local_subclasses
+from hpu_port.branches import Held
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
@@ -66,9 +67,9 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
             if all(k in held for k in unsure):
                 continue  # the mapping passes it: the code already does it
             if name in self.mapping_keys:
-                self.ctx.report(rule, at, message + f" (not rewritten: set it in `{name}`, which this call unpacks)")
+                self.ctx.report(rule, at, message, kept=Held("unclear", f"set it in `{name}`, which this call unpacks"))
             elif not is_advice(rule):  # a mapping built elsewhere may well pass it: no advice on a guess
-                self.ctx.report(rule, at, message + f" (not rewritten: `**{written(mapping.value)}` may already pass it)")
+                self.ctx.report(rule, at, message, kept=Held("unclear", f"`**{written(mapping.value)}` may already pass it"))
 
     def _drop_keys_set_in_mappings(self) -> None:
         """`kwargs["device_ids"] = [rank]` before `DDP(model, **kwargs)` in the

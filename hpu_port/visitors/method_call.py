@@ -7,6 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
+from hpu_port.branches import Held, held_if
 from hpu_port.context import FileContext
 from hpu_port.model import Rule
 from hpu_port.visitors._fp16 import Fp16Choices
@@ -77,11 +78,11 @@ class _MethodCallVisitor(Fp16Choices, Surroundings, cst.BatchableCSTVisitor):
         if "accepts" in params and not _fits(node, params["accepts"]):
             self.ctx.report(rule, node, message)
             return
-        reason = self._called_before(params["not-after-calls"])
-        if reason is None and _keeps_some(params):
-            reason = self.fp16_reason(rule, node)
-        if reason:
-            self.ctx.report(rule, node, message + f" (not rewritten: {reason})")
+        kept = held_if("unclear", self._called_before(params["not-after-calls"]))
+        if kept is None and _keeps_some(params):
+            kept = held_if("dtype-role", self.fp16_reason(rule, node))
+        if kept:
+            self.ctx.report(rule, node, message, kept=kept)
             return
         self.ctx.report(rule, node, message, self.ctx.replace(node, self._edit(params, first)), spelling)
 
@@ -165,3 +166,4 @@ def _is_device_arg(arg: cst.Arg, index: int, keyword: str) -> bool:
 
 def _keeps_some(params) -> bool:
     return bool(params["keep-beside"] or params["keep-inside"] or params["keep-under-tests-of"])
+

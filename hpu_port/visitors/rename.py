@@ -8,6 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
+from hpu_port.branches import Held, held_if
 from hpu_port.context import FileContext
 from hpu_port.device.evidence import of_options
 from hpu_port.edits import replace_expression
@@ -132,18 +133,18 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
     def on_reference(self, node, qualified, binding) -> None:
         rule, target = self.table[qualified]
         message = rule.message.format(name=written(node), replacement=target)
-        reason = self._kept_for(rule, node) if rule.params["keep-beside"] else None
+        kept = self._kept_for(rule, node) if rule.params["keep-beside"] else None
         if node in self.type_tested:
             # `isinstance(n, nn.LayerNorm)` would also match what was never a FusedLayerNorm.
-            reason = f"a type test: against `{target}` it would match other classes too; check what it should test on Gaudi"
+            kept = Held("unclear", f"a type test: against `{target}` it would match other classes too; check what it should test on Gaudi")
         if rule.params["positions"] is not None:
-            reason = reason or self._not_produced(rule.params["positions"], node) or self.fp16_reason(rule, node)
+            kept = kept or held_if("dtype-role", self._not_produced(rule.params["positions"], node) or self.fp16_reason(rule, node))
         if qualified in self.cuda_checks:
-            reason = reason or self._guards_nvidia_code(node, rule)
+            kept = kept or held_if("nvidia-only", self._guards_nvidia_code(node, rule))
         if qualified in rule.params["result-keys"]:
-            reason = reason or self._read_with_other_keys(node, rule.params["result-keys"][qualified], target)
-        if reason:
-            self.ctx.report(rule, node, message + f" (not rewritten: {reason})")
+            kept = kept or held_if("unclear", self._read_with_other_keys(node, rule.params["result-keys"][qualified], target))
+        if kept:
+            self.ctx.report(rule, node, message, kept=kept)
             return
         call = self.call_of.get(node)
         if qualified in rule.params["as-device"] and call is not None and not call.args and call in self.device_places:
@@ -153,7 +154,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             return
         spelling = self.ctx.spell(target, rule.params["import-as"])
         if spelling is None:
-            self.ctx.report(rule, node, message + f" (not rewritten: a local name hides `{target}`)")
+            self.ctx.report(rule, node, message, kept=Held("name-taken", f"a local name hides `{target}`"))
             return
         hit = self.ctx.report(
             rule, node, message, self.ctx.replace(node, replace_expression(spelling.code)), spelling, binding
@@ -169,21 +170,21 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         if self.skip_hits:
             keep_skips_of_nvidia_only_tests(self.ctx, self.skip_hits, nvidia_evidence(self.ctx))
 
-    def _kept_for(self, rule, node) -> Optional[str]:
+    def _kept_for(self, rule, node) -> Optional[Held]:
         """Why this use must keep its name, if it must."""
         if node in self.looked_at:
-            return "a dtype tested or listed, not one the code computes in; check what it should be on Gaudi"
+            return Held("dtype-role", "a dtype tested or listed, not one the code computes in; check what it should be on Gaudi")
         if any(isinstance(n, cst.Dict) for n in self.around):
-            return "a table of values; check which entry Gaudi should use"
+            return Held("dtype-role", "a table of values; check which entry Gaudi should use")
         other = _autocast_for_another_device(self.around, self.port_devices)
         if other:
-            return f"the dtype of autocast for {other!r}, another device"
+            return Held("other-device", f"the dtype of autocast for {other!r}, another device")
         choice = next((n for n in reversed(self.around) if isinstance(n, (cst.If, cst.IfExp))), None)
         if choice is not None and any(text in written(choice) for text in rule.params["keep-beside"]):
-            return "one arm of a choice that has the other already"
+            return Held("dtype-role", "one arm of a choice that has the other already", choice)
         statement = next((n for n in reversed(self.around) if isinstance(n, cst.SimpleStatementLine)), None)
         if statement is not None and ".numpy(" in written(statement):
-            return "the result goes to NumPy, which has no bfloat16"
+            return Held("dtype-role", "the result goes to NumPy, which has no bfloat16")
         return None
 
     def _not_produced(self, positions, node) -> Optional[str]:

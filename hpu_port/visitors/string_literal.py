@@ -9,6 +9,7 @@ import libcst as cst
 from hpu_port.context import FileContext
 from hpu_port.model import Rule
 from hpu_port.visitors._references import written
+from hpu_port.branches import Held
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
@@ -58,11 +59,11 @@ class _StringLiteralVisitor(cst.BatchableCSTVisitor):
                 if self.ctx.claim(node):
                     message = rule.message.format(name=written(node), replacement=new)
                     if siblings is not None and new in siblings:
-                        self.ctx.report(rule, node, message + f" (not rewritten: the dict has a {new!r} key already)")
+                        self.ctx.report(rule, node, message, kept=Held("name-taken", f"the dict has a {new!r} key already"))
                         return
                     refused = self._refused_argument(rule, node)
                     if refused is not None:
-                        self.ctx.report(rule, node, message + f" (not rewritten: {refused})")
+                        self.ctx.report(rule, node, message, kept=Held("unclear", refused))
                         return
                     edit = lambda u, new=new: u.with_changes(value=u.prefix + u.quote + new + u.quote)
                     self.ctx.report(rule, node, message, self.ctx.replace(node, edit))

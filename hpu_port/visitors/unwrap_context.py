@@ -9,6 +9,7 @@ import libcst as cst
 from hpu_port.context import FileContext
 from hpu_port.model import Rule
 from hpu_port.visitors._references import written
+from hpu_port.branches import Held
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
@@ -43,7 +44,7 @@ class _UnwrapVisitor(cst.BatchableCSTVisitor):
         value = positional[index].value if index < len(positional) else None
         message = rule.message.format(name=written(call.func), replacement=written(value) if value is not None else "")
         if not usable:
-            self.ctx.report(rule, call, message + " (not rewritten: unwrap this block by hand)")
+            self.ctx.report(rule, call, message, kept=Held("by-hand", "unwrap this block by hand"))
             return
         alias = item.asname.name.value if item.asname is not None else None
         self.ctx.report(rule, call, message, self.ctx.replace(node, lambda updated: _body_of(updated, alias, value)))

@@ -1,0 +1,145 @@
+"""Why a fix is withheld is data: a typed reason, the evidence and the unit, in every report."""
+
+import csv
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from hpu_port.cli import main
+from hpu_port.examples import run_example
+from hpu_port.results import KEPT_REASONS
+from hpu_port.rules import load_rules
+from tests.conftest import port
+
+RULES = load_rules()
+
+NVIDIA_BRANCH = """
+import torch
+import triton
+
+
+def run(x):
+    if torch.cuda.is_available():
+        y = triton_kernel(x)
+        torch.cuda.synchronize()
+        return y.cuda()
+    return x
+"""
+
+
+def held(code, **options):
+    return [f for f in port(code, **options).findings if f.kept]
+
+
+def test_fixes_held_by_a_unit_name_the_unit_its_evidence_and_its_line():
+    findings = port(NVIDIA_BRANCH).findings
+    unit = next(f for f in findings if f.code == "HPU615")
+    inside = [f for f in findings if f.line in (8, 9)]
+    assert {f.code for f in inside} == {"HPU101", "HPU111"}
+    for finding in inside:
+        assert finding.kept_record() == {"reason": "nvidia-only", "evidence": "triton_kernel", "unit_line": unit.line}
+        assert "(not rewritten: " in finding.message  # the text reads as before
+
+
+def test_a_held_unit_is_one_item(tmp_path):
+    (tmp_path / "run.py").write_text(NVIDIA_BRANCH.lstrip())
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--format", "json", str(tmp_path / "run.py")])
+    report = json.loads(result.stdout)
+    by_line = {}
+    for finding in report["findings"]:
+        by_line.setdefault(finding["line"], set()).add(finding["item"])
+    assert by_line[6] == by_line[8] == by_line[9]  # the unit (line 6) and the changes it holds
+    assert report["summary"]["need_a_person"]["blockers"] == 2  # `import triton`, and the unit once
+    kept = [f["kept"] for f in report["findings"] if "kept" in f]
+    assert {"reason": "nvidia-only", "evidence": "triton_kernel", "unit_line": 6} in kept
+    assert all("kept" not in f for f in report["findings"] if f["fixable"])
+
+
+@pytest.mark.parametrize(
+    "code, reason, evidence",
+    [
+        (
+            """
+            import torch
+            if is_hpu_available():
+                x = x.to("hpu")
+            elif torch.cuda.is_available():
+                x = x.cuda()
+            """,
+            "other-device",
+            "",
+        ),
+        (
+            """
+            import pytest
+            import torch
+
+
+            @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+            def test_capability():
+                assert torch.cuda.get_device_capability()[0] >= 8
+            """,
+            "skip-guard",
+            "test_capability",
+        ),
+        (
+            """
+            from torch.cuda import synchronize
+
+
+            def step(torch):
+                synchronize()
+            """,
+            "name-taken",
+            "torch.hpu.synchronize",
+        ),
+    ],
+    ids=["other-device", "skip-guard", "name-taken"],
+)
+def test_each_kind_of_hold_is_typed(code, reason, evidence):
+    found = held(code)
+    assert found, "nothing was held"
+    assert any(f.kept == reason and f.kept_evidence == evidence for f in found), [f.kept_record() for f in found]
+
+
+def test_machine_reports_carry_the_reason_and_the_text_does_not_change(tmp_path):
+    path = tmp_path / "run.py"
+    path.write_text(NVIDIA_BRANCH.lstrip())
+    runner = CliRunner()
+
+    def report(fmt):
+        return runner.invoke(main, ["check", "--no-cache", "--format", fmt, str(path)]).stdout
+
+    sarif = json.loads(report("sarif"))
+    properties = [r["properties"] for r in sarif["runs"][0]["results"]]
+    assert {"reason": "nvidia-only", "evidence": "triton_kernel", "unit_line": 6} in [p.get("kept") for p in properties]
+    rows = list(csv.DictReader(io.StringIO(report("csv"))))
+    assert {(r["line"], r["kept"], r["kept_unit_line"]) for r in rows if r["kept"]} >= {("8", "nvidia-only", "6"), ("9", "nvidia-only", "6")}
+    markdown = report("markdown")
+    unit_rows = [line for line in markdown.splitlines() if line.startswith("| 6 |")]
+    assert len(unit_rows) == 1 and "kept: nvidia-only; changes held on lines 6, 8, 9" in unit_rows[0]
+    assert not any(line.startswith(("| 8 |", "| 9 |")) for line in markdown.splitlines())
+    assert "kept" not in report("text").replace("kept for NVIDIA", "")
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.code for r in RULES])
+def test_every_withheld_fix_has_a_known_reason(rule):
+    """Over every rule example: a finding says `not rewritten` exactly when it
+    carries a reason, and the reason is one the reports document."""
+    for example in rule.examples:
+        result = run_example(rule, RULES, example)
+        for finding in result.findings:
+            says_held = "(not rewritten: " in finding.message
+            assert says_held == bool(finding.kept), (rule.code, finding.message, finding.kept)
+            if finding.kept:
+                assert finding.kept in KEPT_REASONS, finding.kept
+
+
+def test_every_kind_of_reason_is_documented():
+    from tests.conftest import REPO
+
+    page = (REPO / "docs" / "report-formats.md").read_text()
+    for reason in KEPT_REASONS:
+        assert f"| `{reason}` |" in page, reason
