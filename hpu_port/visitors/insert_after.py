@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
@@ -17,6 +18,9 @@ def visitor_for_rule(rule: Rule, ctx: FileContext) -> cst.BatchableCSTVisitor:
 
 
 STEP, NOT_STEP, UNKNOWN = "step", "not-step", "unknown"
+# What a test's code says when it may put tensors on a device: a device or
+# accelerator named, a move, or state of the test case (set up elsewhere).
+_MAY_REACH_A_DEVICE = re.compile(r"(?i)cuda|hpu|device|gpu|accelerat|\.to\(|\bself\.(?!assert)|fixture|global\b")
 
 
 def _name_matches(qualified: str, pattern: str) -> bool:
@@ -38,14 +42,20 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
         # One entry per enclosing class or function: whether it is part of an
         # autograd function, whose backward runs inside autograd's own.
         self.inside_autograd: list[bool] = []
+        # The classes the walk is in, innermost last: `self.backward(loss)`
+        # calls a method of the innermost one.
+        self.classes: list[cst.ClassDef] = []
+        self._cpu_tests: dict[cst.CSTNode, bool] = {}
 
     # -- autograd functions -------------------------------------------------------
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.inside_autograd.append(any(self._is_autograd_base(base.value) for base in node.bases))
+        self.classes.append(node)
 
     def leave_ClassDef(self, node) -> None:
         self.inside_autograd.pop()
+        self.classes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         params = node.params.params
@@ -125,18 +135,64 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in self.params["after-methods"]:
             self.backward_scopes.add(self.ctx.scope.node)
-            self._anchor(node, call, "the backward pass")
+            if not self._calls_own_method_that_syncs(func) and not self._cpu_only_test(self.ctx.scope.node):
+                self._anchor(node, call, "the backward pass")
         elif func_qualified(self.ctx, func) in self.params["after-calls"]:
             self.backward_scopes.add(self.ctx.scope.node)
-            self._anchor(node, call, "the backward pass")
+            if not self._cpu_only_test(self.ctx.scope.node):
+                self._anchor(node, call, "the backward pass")
         elif isinstance(func, cst.Attribute) and func.attr.value == self.params["step-method"]:
-            self.steps.append((node, call, self.ctx.scope.node, self.ctx.other_backend.innermost()))
+            if not self._calls_own_method_that_syncs(func):
+                self.steps.append((node, call, self.ctx.scope.node, self.ctx.other_backend.innermost()))
+
+    def _cpu_only_test(self, scope_node) -> bool:
+        """A test function that builds everything it uses on the CPU: no
+        fixture, no device, nothing from `self` but assertions. Its backward
+        pass never runs on Gaudi, so a mark_step there (and the Gaudi import
+        it needs) would only make the test depend on Gaudi's packages."""
+        if not isinstance(scope_node, cst.FunctionDef) or not scope_node.name.value.startswith("test"):
+            return False
+        if scope_node not in self._cpu_tests:
+            params = scope_node.params
+            own = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+            takes_nothing = own in ([], ["self"]) and params.star_arg is cst.MaybeSentinel.DEFAULT and params.star_kwarg is None
+            text = self.ctx.module.code_for_node(scope_node.body)
+            self._cpu_tests[scope_node] = takes_nothing and not _MAY_REACH_A_DEVICE.search(text)
+        return self._cpu_tests[scope_node]
+
+    def _calls_own_method_that_syncs(self, func: cst.Attribute) -> bool:
+        """`self.backward(loss)` where this class's `backward` ends with a
+        backward pass or an optimizer step (which gets its own mark_step) or
+        with a mark_step: another one after the call would only repeat it."""
+        if not self.classes or not isinstance(func.value, cst.Name) or func.value.value != "self":
+            return False
+        method = next(
+            (
+                s
+                for s in self.classes[-1].body.body
+                if isinstance(s, cst.FunctionDef) and s.name.value == func.attr.value
+            ),
+            None,
+        )
+        last = _last_effect(method.body) if method is not None else None
+        if not isinstance(last, cst.Expr) or not isinstance(last.value, cst.Call):
+            return False
+        inner = last.value.func
+        if func_qualified(self.ctx, inner) in (self.params["function"], *self.params["after-calls"]):
+            return True
+        if not isinstance(inner, cst.Attribute):
+            return False
+        if inner.attr.value in self.params["after-methods"]:
+            return True
+        return inner.attr.value == self.params["step-method"] and self._receiver_verdict(inner.value) == STEP
 
     def leave_Module(self, node) -> None:
         # Steps are judged at the end: an optimizer may be bound after the
         # method that steps it (`__init__` after `train_step`, say).
         for statement, call, scope_node, unit in self.steps:
             verdict = self._step_verdict(call)
+            if verdict == STEP and self._cpu_only_test(scope_node):
+                continue
             if verdict == STEP:
                 with self.ctx.other_backend.reopened(unit):
                     self._anchor(statement, call, "the optimizer step")
@@ -191,6 +247,20 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
         # lacks (`htcore.mark_step()` with no htcore import) still counts.
         name = dotted_name(func)
         return name is not None and name.rsplit(".", 1)[-1] == self.params["function"].rsplit(".", 1)[-1]
+
+
+def _last_effect(body) -> Optional[cst.CSTNode]:
+    """The last small statement of a function body that does something: a
+    trailing `return` of a name or nothing is passed over."""
+    statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [body]
+    for statement in reversed(statements):
+        if not isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return None
+        for small in reversed(statement.body):
+            if isinstance(small, cst.Return) and (small.value is None or isinstance(small.value, (cst.Name, cst.Attribute))):
+                continue
+            return small
+    return None
 
 
 def _first_small(statement) -> Optional[cst.CSTNode]:
