@@ -27,7 +27,24 @@ NAMES_THE_HPU = re.compile(r"(?<![A-Za-z])(hpu|HPU)(?![A-Za-z])")
 NAMES_CUDA = re.compile(r"(?<![A-Za-z])(cuda|CUDA|Cuda)(?![A-Za-z])")
 # Kinds whose fixes add code next to a node rather than change it.
 ADDING_KINDS = frozenset({"insert-after", "ensure-import"})
+# The kind that adds the HPU arm to a chain: the chain's own fix.
+EXTENDING_KINDS = frozenset({"extend-dispatch"})
 REASON = "the code already chooses the HPU in another branch; this one is for another device"
+EXTEND_REASON = "the code chooses among devices: this arm stays for its own device, and an HPU arm is added beside it"
+# Direct probes of a device in a test: an availability call or a comparison
+# with the device's name. A chain with a CUDA probe and a probe of another
+# accelerator chooses among devices: it is extended, never converted.
+CUDA_PROBE = re.compile(
+    r"""cuda\w*\.is_available\(|is_\w*cuda\w*_available\(|==\s*["']cuda(?::\d+)?["']|["']cuda["']\s*=="""
+)
+
+
+def probes_of(devices) -> "re.Pattern":
+    """Direct probes of any of ``devices`` (the device evidence's other accelerators)."""
+    names = "|".join(sorted(map(re.escape, devices))) or "(?!)"
+    return re.compile(
+        rf"""(?:{names})\w*\.is_available\(|is_\w*(?:{names})\w*_available\(|==\s*["'](?:{names})(?::\d+)?["']|["'](?:{names})["']\s*=="""
+    )
 _CODE = re.compile(r"`([^`]+)`")
 
 
@@ -40,6 +57,9 @@ class Held:
     reason: str
     why: str
     unit: Optional[cst.CSTNode] = None
+    # Another device's code where the HPU has (or gets) its own: right as it
+    # is, so the finding is not reported at all.
+    quiet: bool = False
 
     @property
     def evidence(self) -> str:
@@ -59,12 +79,15 @@ class DeviceBranches:
     (`if is_hpu_available(): s["hpu"] = torch.hpu.get_rng_state_all()` then
     the same with cuda: one `if` per device)."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, other_devices=()) -> None:
         self.module = module
+        self.other_probe = probes_of(other_devices)
         self.chains: set[cst.CSTNode] = set()
         self.beside_hpu: set[cst.CSTNode] = set()
         self.depth = 0
         self.open: list[cst.CSTNode] = []
+        # Chains that choose among devices without an HPU arm: one gets added.
+        self.extended: set[cst.CSTNode] = set()
         self._tests: dict[cst.CSTNode, str] = {}
 
     def enter_block(self, statements) -> None:
@@ -85,10 +108,23 @@ class DeviceBranches:
         return NAMES_THE_HPU.sub(lambda m: "cuda" if m.group() == "hpu" else "CUDA", self.module.code_for_node(body))
 
     def enter(self, node: cst.CSTNode) -> None:
-        if node in self.beside_hpu or NAMES_THE_HPU.search(self._tests_of(node)):
+        if node in self.beside_hpu or NAMES_THE_HPU.search(self._tests_of(node)) or self._extends(node):
             self.chains.add(node)
             self.depth += 1
             self.open.append(node)
+
+    def _extends(self, node: cst.CSTNode) -> bool:
+        if node in self.extended:
+            return True
+        tests = self._tests_of(node)  # read once per chain: most have no probe at all
+        if (
+            not self.other_probe.search(tests)
+            or not CUDA_PROBE.search(tests)
+            or cuda_arm_of_dispatch(node, self.module, self.other_probe) is None
+        ):
+            return False
+        self.extended.add(node)
+        return True
 
     def _tests_of(self, node: cst.CSTNode) -> str:
         """The tests of the chain that starts at ``node``, as written."""
@@ -104,9 +140,38 @@ class DeviceBranches:
 
     def held(self, kind: str) -> Optional[Held]:
         """Why a fix made now (by a rule of ``kind``) must not be applied, if it must not."""
+        chain = self.open[-1] if self.open else None
+        if kind in EXTENDING_KINDS:
+            return None
+        if chain in self.extended:
+            # Nothing is added to another device's arm either: it must run as before.
+            return Held("other-device", EXTEND_REASON, chain, quiet=True)
         if not self.depth or kind in ADDING_KINDS:
             return None
-        return Held("other-device", REASON, self.open[-1] if self.open else None)
+        return Held("other-device", REASON, chain, quiet=True)
+
+
+def chain_arms(node: cst.CSTNode) -> list:
+    """The arms of the chain that starts at ``node`` that have a test: `if`
+    and each `elif` (or each conditional expression of a nested one)."""
+    arms = []
+    while isinstance(node, (cst.If, cst.IfExp)):
+        arms.append(node)
+        node = node.orelse
+    return arms
+
+
+def cuda_arm_of_dispatch(node: cst.CSTNode, module: cst.Module, other_probe: "re.Pattern"):
+    """The CUDA arm of a chain that chooses among devices (a CUDA probe, a
+    probe of another accelerator, no HPU), or None when ``node`` starts no such chain."""
+    arms = chain_arms(node)
+    tests = [module.code_for_node(arm.test) for arm in arms]
+    if any(NAMES_THE_HPU.search(test) for test in tests) or not any(other_probe.search(t) for t in tests):
+        return None
+    cuda = [arm for arm, test in zip(arms, tests) if CUDA_PROBE.search(test) and not other_probe.search(test)]
+    if len(cuda) != 1 or module.code_for_node(cuda[0].test).lstrip("( ").startswith("not "):
+        return None
+    return cuda[0]
 
 
 def _chain_tests(node: cst.CSTNode) -> list[cst.BaseExpression]:
@@ -136,6 +201,8 @@ class OtherBackendCode:
         self.names: dict[cst.CSTNode, tuple[str, cst.CSTNode]] = {}
         self.open: list[cst.CSTNode] = []
         self.held_count: dict[cst.CSTNode, int] = {}
+        # Findings with nothing to fix that each unit holds, said by its own finding.
+        self.folded: dict[cst.CSTNode, int] = {}
         # Mark the arm of an `if` that is for another device, and the CUDA
         # entry of a per-device table, as the walk reaches them (set by the
         # ``other-backend`` kind).
@@ -233,6 +300,16 @@ class OtherBackendCode:
         anchor = self.names[unit][1] if unit in self.names else unit
         return Held(self.kinds[unit], f"{self.units[unit]}; it is not ported", anchor)
 
+    def fold(self, node: cst.CSTNode, count: bool = True) -> bool:
+        """Count a finding with nothing to fix inside a unit into the unit's
+        own finding, when a unit holds ``node``: the unit is reported once."""
+        unit = self._innermost_holding(node)
+        if not isinstance(unit, (cst.Module, cst.ClassDef, cst.FunctionDef)):
+            return False  # a branch's own finding names what it is for, not what it holds
+        if count:
+            self.folded[unit] = self.folded.get(unit, 0) + 1
+        return True
+
     def held_by_containment(self, node: cst.CSTNode) -> Optional[Held]:
         """Like ``held``, for a fix decided before its unit was found (the
         arm of a conditional expression is walked before its test; a check
@@ -277,16 +354,18 @@ class OtherBackendCode:
             self.statement_watcher(statement)
             self.enter(statement)
 
-    def reported(self) -> list[tuple[cst.CSTNode, str, str, int]]:
-        """The units in which fixes were held: (where to report, name, why, how
-        many); units reported at the same place for the same reason (the
-        statements after an early exit) are one."""
-        found: dict[tuple, int] = {}
-        for unit, count in self.held_count.items():
+    def reported(self) -> list[tuple[cst.CSTNode, str, str, int, int]]:
+        """The units in which fixes were held or findings folded: (where to
+        report, name, why, how many held, how many folded); units reported at
+        the same place for the same reason (the statements after an early
+        exit) are one."""
+        found: dict[tuple, list] = {}
+        for unit in {**self.held_count, **self.folded}:
             name, at = self.names[unit] if unit in self.names else (self._name(unit), unit)
-            key = (at, name, self.units[unit])
-            found[key] = found.get(key, 0) + count
-        return [(at, name, reason, count) for (at, name, reason), count in found.items()]
+            counts = found.setdefault((at, name, self.units[unit]), [0, 0])
+            counts[0] += self.held_count.get(unit, 0)
+            counts[1] += self.folded.get(unit, 0)
+        return [(at, name, reason, held, folded) for (at, name, reason), (held, folded) in found.items()]
 
     def _name(self, unit: cst.CSTNode) -> str:
         return "this module" if unit is self.module else f"`{unit.name.value}`"

@@ -214,6 +214,10 @@ def check(
         from hpu_port.planning import summary_line
 
         click.echo(f"hpu-port: {summary_line(summary.results, len(summary.failed))}", err=True)
+        if statistics:
+            from hpu_port.results import actions_summary
+
+            click.echo(f"hpu-port: actions: {actions_summary(summary.results)}", err=True)
         terminal.file_types(summary)
         terminal.print_modes(summary)
         if toolkit is not None:

@@ -15,6 +15,7 @@ import libcst as cst
 from hpu_port.edits import EditPlan, NodeEdit
 from hpu_port.intervals import Reach
 from hpu_port.branches import DeviceBranches, Held, OtherBackendCode
+from hpu_port.device.evidence import of_options
 from hpu_port.model import Options, Rule
 from hpu_port.names import (
     ImportBinding,
@@ -58,7 +59,7 @@ class FileContext:
         # The codes that report and fix; the other rules' hits are silent:
         # they only tell the device analysis what the whole port would do.
         self.selected: Optional[frozenset] = None
-        self.branches = DeviceBranches(module)
+        self.branches = DeviceBranches(module, of_options(options).other)
         self.other_backend = OtherBackendCode(module)
         # The file's path as the run names it (some rules read its directory names),
         # and its bytes (a cheap screen before a kind looks closer).
@@ -70,6 +71,13 @@ class FileContext:
         self.facts: ProjectFacts = NO_FACTS
         # The file as read, when this pass reads an earlier pass's output.
         self.origin: Optional[bytes] = None
+        # Ports a piece of code with the rules of this file, as if it were a
+        # file of its own that imports what this one imports (set by the
+        # engine; the ``extend-dispatch`` kind ports a CUDA arm with it).
+        self.port_snippet: Optional[Callable[[str], "PortedSnippet"]] = None
+        # A module others import (a package's, not a script): Gaudi's imports
+        # are optional there, and code added outside an HPU arm tests for them.
+        self.gaudi_optional = False
 
     # -- names ------------------------------------------------------------------
 
@@ -155,6 +163,9 @@ class FileContext:
         fixable = has_fix and self.options.fix_enabled(rule)
         hit = Hit(node, rule, message, fix if fixable else None, spelling, binding, has_fix, fixable)
         hit.kept = kept
+        # Another device's arm of a chain that has (or gets) an HPU arm is
+        # done: nothing there for a person, so nothing is said.
+        hit.quiet = kept is not None and kept.quiet
         hit.statement = self.statement
         hit.silent = self.selected is not None and rule.code not in self.selected
         self._hits.append(hit)
@@ -206,10 +217,17 @@ class FileContext:
         if not self.other_backend.units:
             return
         for hit in hits:
-            if hit.has_fix and hit.node is not None and hit.node is not self.module:
+            if hit.node is None or hit.node is self.module:
+                continue
+            if hit.has_fix:
                 why = self.other_backend.held_by_containment(hit.node)
                 if why:
                     self.withdraw_fix(hit, why)
+            elif hit.kept is None and hit.rule.kind != "other-backend":
+                # Nothing to fix, in a module, class or function that is
+                # reported as a whole (a mere mention of CUDA there goes
+                # unsaid, and uncounted). Counted whatever is selected.
+                hit.quiet = self.other_backend.fold(hit.node, count=hit.rule.category != "review")
 
     def _place(self, nodes: dict) -> None:
         """Find the positions of ``nodes`` (node -> its top-level statement, or None if unknown)."""
@@ -279,16 +297,18 @@ class FileContext:
                 applied=hit.fixable and self.apply,
                 category=hit.rule.category,
                 **self._kept_fields(hit.kept),
+                action=_action(hit),
             )
             for hit in self._hits
-            if not hit.suppressed
+            if not hit.suppressed and not hit.quiet
         ]
         self._place(dict.fromkeys(self.plan.dropped_aliases))
         positions = self._positions
         removed_lines = {positions[a].start.line for a in self.plan.dropped_aliases if a in positions}
         # A fallback on the code of a suppressed finding would report what the
-        # user just silenced, under another code.
-        silenced = [(h.start, h.end) for h in self._hits if h.suppressed and h.rule.code not in fallback]
+        # user just silenced, under another code; on a quiet one, code that is
+        # right as it is.
+        silenced = [(h.start, h.end) for h in self._hits if (h.suppressed or h.quiet) and h.rule.code not in fallback]
         silenced_spans = Reach(silenced)
         findings = [f for f in findings if f.code not in fallback or not silenced_spans.holds(*_span(f))]
         findings = _without_redundant_fallbacks(sorted(set(findings), key=Finding.sort_key), removed_lines, fallback)
@@ -296,6 +316,14 @@ class FileContext:
         # fallback finding is said where it would be said with every rule on.
         silent = {hit.rule.code for hit in self._hits if hit.silent}
         return [f for f in findings if f.code not in silent] if silent else findings
+
+
+def _action(hit: "Hit") -> str:
+    if hit.kept is not None:
+        return "keep"
+    if hit.has_fix:
+        return "extend" if hit.rule.kind == "extend-dispatch" else "port"
+    return "report"
 
 
 def _without_redundant_fallbacks(findings: list[Finding], removed_lines: set, fallback: set) -> list[Finding]:
@@ -341,6 +369,18 @@ class Hit:
     # A rule that is not selected: it reports nothing and fixes nothing.
     silent: bool = False
     kept: Optional[Held] = None
+    quiet: bool = False
+
+
+@dataclass
+class PortedSnippet:
+    """A piece of code as the file's rules port it (None if it does not
+    parse), the Gaudi imports the port added, and the first finding a person
+    must deal with ("" when none)."""
+
+    module: Optional[cst.Module]
+    imports: list
+    missing: str
 
 
 @dataclass

@@ -25,6 +25,9 @@ class EditPlan:
     dropped_aliases: set[cst.ImportAlias] = field(default_factory=set)
     inserted_after: dict[cst.CSTNode, list[str]] = field(default_factory=dict)
     new_imports: list[str] = field(default_factory=list)
+    # The file serves several devices: Gaudi's imports must not make it fail
+    # to import where Gaudi's software is not installed.
+    guard_imports: bool = False
 
     def replace(self, node: cst.CSTNode, edit: NodeEdit) -> None:
         self.node_edits.setdefault(node, []).append(edit)
@@ -154,7 +157,7 @@ class _ApplyPlan(cst.CSTTransformer):
     def leave_Module(self, original, updated):
         body = self._rebuild_statements(updated.body)
         if self.plan.new_imports:
-            body = _insert_imports(body, self.plan.new_imports, self.config)
+            body = _insert_imports(body, self.plan.new_imports, self.config, self.plan.guard_imports)
         return updated.with_changes(body=body)
 
     def _rebuild_small(self, statements):
@@ -202,7 +205,7 @@ def _merge_leading_lines(carried: list, own: list, at_start: bool) -> list:
     return lines
 
 
-def _insert_imports(body, imports: list[str], config) -> list:
+def _insert_imports(body, imports: list[str], config, guarded: bool = False) -> list:
     """Insert after the docstring, `__future__` imports and the leading import
     block; or, where torch is first imported further down (after code that
     must run before it: environment set-up, `import comet_ml`), after the
@@ -218,12 +221,31 @@ def _insert_imports(body, imports: list[str], config) -> list:
         index = torch_at + 1
         while index < len(body) and _is_import_line(body[index]):
             index += 1
-    new = [cst.parse_statement(code, config=config) for code in imports]
+    new = [cst.parse_statement(code, config=config) for code in (_guarded(imports, config) if guarded else imports)]
     rest = body[index:]
     if rest and not _is_import_line(rest[0]) and not rest[0].leading_lines:
         # Set the new imports apart from the code that follows, as an import block is.
         rest = [rest[0].with_changes(leading_lines=[cst.EmptyLine()]), *rest[1:]]
     return [*body[:index], *new, *rest]
+
+
+def _guarded(imports: list[str], config) -> list[str]:
+    """Gaudi's imports in a `try` block, the others as they are. Without
+    Gaudi's software, the names they bind are None (what the fixes test
+    before they use one: `if htcore is not None: htcore.mark_step()`)."""
+    gaudi = [code for code in imports if "habana_frameworks" in code]
+    if not gaudi:
+        return imports
+    newline, indent = config.default_newline, config.default_indent
+    bound = [code.rsplit(" as ", 1)[1].strip() for code in gaudi if " as " in code]
+    fallback = "".join(f"{indent}{name} = None{newline}" for name in bound) or f"{indent}pass{newline}"
+    block = (
+        f"try:{newline}"
+        + "".join(f"{indent}{code}{newline}" for code in gaudi)
+        + f"except ImportError:  # Gaudi's software is optional: this module imports without it{newline}"
+        + fallback
+    )
+    return [code for code in imports if code not in gaudi] + [block]
 
 
 def _is_environment_line(statement) -> bool:

@@ -11,6 +11,7 @@ import ast
 import contextlib
 import dataclasses
 import gc
+import os
 import re
 from typing import Optional
 
@@ -18,7 +19,7 @@ import libcst as cst
 from libcst import CSTNode
 
 from hpu_port import deep_stack, filetypes
-from hpu_port.context import FileContext, ScopeEnter, ScopeExit
+from hpu_port.context import FileContext, PortedSnippet, ScopeEnter, ScopeExit
 from hpu_port.edits import EditPlan, apply_plan
 from hpu_port.files import text_problem
 from hpu_port.device.evidence import of_options
@@ -87,6 +88,9 @@ def port_module(
     ctx.tree = tree
     ctx.statement_starts = statement_starts(module, tree) if tree is not None else None
     ctx.suppressions = scan_suppressions(source, module.encoding) if source else None
+    ctx.gaudi_optional = _library_module(path, module, ruleset.facts)
+    # The HPU arm is whatever every rule makes of the CUDA arm, whichever are selected.
+    ctx.port_snippet = lambda code: _port_snippet(module, code, ruleset, path)
     visitors: list[cst.BatchableCSTVisitor] = [ScopeEnter(ctx)]
     for kind, rules in ruleset.by_kind():
         if selected is not None:
@@ -102,7 +106,48 @@ def port_module(
         kind.finish(rules, ctx)
         ctx.resolve_hits()
     _drop_fully_rewritten_imports(ctx, ruleset)
+    if ctx.gaudi_optional:
+        ctx.plan.guard_imports = True
     return ctx
+
+
+def _library_module(path: str, module: cst.Module, facts) -> bool:
+    """A module of a package that is not run as a script: others import it,
+    on machines with and without Gaudi's software, so its Gaudi imports must
+    not fail there (an entry script keeps the plain import)."""
+    if not path or os.path.basename(path) == "__main__.py":
+        return False
+    if os.path.dirname(os.path.abspath(path)) not in facts.packages:
+        return False
+    return not any(isinstance(s, cst.If) and "__main__" in module.code_for_node(s.test) for s in module.body)
+
+
+def _port_snippet(module: cst.Module, code: str, ruleset: RuleSet, path: str) -> PortedSnippet:
+    """Port ``code`` as a file of its own that imports what ``module`` imports."""
+    head = "".join(module.code_for_node(s) for s in module.body if _only_imports(s))
+    text = f"{head}\n{code}" if head else code
+    try:
+        snippet = cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        return PortedSnippet(None, [], "")
+    ctx = port_module(snippet, ruleset, True, text.encode("utf-8"), None, path)
+    fallback = fallback_codes(ruleset.rules)
+    findings = ctx.findings(fallback)
+    missing = next((f.message for f in findings if f.needs_person and not f.advice and f.code not in fallback), "")
+    missing = missing.split(" (not rewritten: ")[0]
+    ported = apply_plan(snippet, ctx.plan)
+    added = [
+        ported.code_for_node(s).strip()
+        for s in ported.body
+        if _only_imports(s) and "habana_frameworks" in ported.code_for_node(s) and ported.code_for_node(s) not in head
+    ]
+    return PortedSnippet(ported, added, missing)
+
+
+def _only_imports(statement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
+    )
 
 
 def _drop_fully_rewritten_imports(ctx: FileContext, ruleset: RuleSet) -> None:

@@ -134,6 +134,7 @@ def finding_record(path: str, finding: Finding, names: Optional[dict] = None, it
         "fix": finding.fix,
         "fixable": finding.fixable,
         **({"cell": finding.cell} if finding.cell is not None else {}),
+        "action": finding.taken,
         **({"kept": finding.kept_record()} if finding.kept else {}),
     }
     if names is not None:
@@ -176,7 +177,7 @@ def files_by_type(results: list[FileResult]) -> dict:
 
 
 CSV_FIELDS = ["path", "line", "column", "end_line", "end_column", "code", "category", "fix", "fixable", "message",
-              "mode", "name", "severity", "item", "kept", "kept_evidence", "kept_unit_line"]
+              "mode", "name", "severity", "item", "action", "kept", "kept_evidence", "kept_unit_line"]
 
 
 def render_csv(results: list[FileResult], rules=()) -> str:

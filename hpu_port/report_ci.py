@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from hpu_port.planning import rule_names
-from hpu_port.results import FileResult, Finding, all_findings
+from hpu_port.results import ACTIONS, FileResult, Finding, all_findings
 
 
 def relative_path(path: str) -> str:
@@ -102,12 +102,21 @@ def statistics(results: list[FileResult], rules=()) -> list[dict]:
     count: Counter = Counter()
     fixable: Counter = Counter()
     advice: dict[str, bool] = {}
+    actions: dict[str, Counter] = {}
     for _, finding in all_findings(results):
         count[finding.code] += 1
         fixable[finding.code] += finding.fixable
         advice[finding.code] = finding.advice
+        actions.setdefault(finding.code, Counter())[finding.taken] += 1
     return [
-        {"code": code, "name": names.get(code, ""), "count": n, "fixable": fixable[code], "advice": advice[code]}
+        {
+            "code": code,
+            "name": names.get(code, ""),
+            "count": n,
+            "fixable": fixable[code],
+            "advice": advice[code],
+            "actions": {action: actions[code][action] for action in ACTIONS},
+        }
         for code, n in sorted(count.items(), key=lambda pair: (-pair[1], pair[0]))
     ]
 

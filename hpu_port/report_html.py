@@ -178,12 +178,12 @@ def _finding_row(path: str, finding: Finding, item: int, names: dict, base: str)
         f'<td><a href="{escape(_rule_link(finding.code, base))}">{finding.code}</a></td>'
         f"<td>{escape(names.get(finding.code, ''))}</td>"
         f'<td class="{finding.severity}">{finding.severity}</td><td>{"yes" if finding.fixable else "no"}</td>'
-        f"<td>{escape(finding.message)}</td><td class=num>{item}</td></tr>"
+        f"<td>{escape(finding.message)}</td><td class=num>{item}</td><td>{finding.taken}</td></tr>"
     )
 
 
 HEADERS = (("file", "text"), ("line", "number"), ("code", "text"), ("rule", "text"), ("kind", "text"),
-           ("fixed by rewrite", "text"), ("what to do", "text"), ("item", "number"))
+           ("fixed by rewrite", "text"), ("what to do", "text"), ("item", "number"), ("action", "text"))
 
 
 def _findings(results: list[FileResult], names: dict, base: str) -> list[str]:

@@ -10,7 +10,7 @@ from typing import Optional
 from hpu_port import __version__
 from hpu_port.model import MODE_IMPLIES
 from hpu_port.planning import EFFORT_ORDER, Item, Tally, effort_of, make_plan, rule_names
-from hpu_port.results import FileResult, modes_in
+from hpu_port.results import FileResult, actions_summary, modes_in
 
 
 def _cell(text: str) -> str:
@@ -38,6 +38,8 @@ def _summary(total: Tally, results: list[FileResult]) -> list[str]:
         row("items (root causes)", total.items),
         row("fixed by `hpu-port rewrite`", total.fixed),
         row("need a person", total.manual),
+        "",
+        f"Actions: {actions_summary(results)}.",
         "",
         "Blockers keep the code from running on Gaudi, or make it run wrong; advice is optional "
         "optimization. An item is one root cause: the findings of one kind that start on the same line "

@@ -67,6 +67,7 @@ def render_sarif(results: list[FileResult], rules=()) -> str:
                 "severity": finding.severity,
                 "fix": finding.fix,
                 "fixable": finding.fixable,
+                "action": finding.taken,
                 **({"kept": finding.kept_record()} if finding.kept else {}),
             },
         }

@@ -12,6 +12,12 @@ from typing import Iterable, Optional
 # this leaf module cannot import).
 ADVICE_CATEGORY = "advice"
 
+# What the port does where a finding is, as the reports say it: single-device
+# CUDA code is ported, code that chooses among devices extended, another
+# device's or NVIDIA-only code kept; the rest is reported for a person.
+ACTIONS = ("port", "extend", "keep", "report")
+ACTION_WORDS = {"port": "ported", "extend": "extended", "keep": "kept", "report": "reported for a person"}
+
 # Why a fix is withheld (``Finding.kept``): each kind, as the reports explain it.
 KEPT_REASONS = {
     "nvidia-only": "the code is kept for NVIDIA GPUs: it uses a library, API or build that Gaudi does not have",
@@ -52,6 +58,9 @@ class Finding:
     kept: str = ""
     kept_evidence: str = ""
     kept_unit_line: Optional[int] = None
+    # What the port does at this finding: one of ACTIONS ("" from readers
+    # that do not say: then "port" when there is a fix, else "report").
+    action: str = ""
 
     @property
     def needs_person(self) -> bool:
@@ -67,6 +76,13 @@ class Finding:
     @property
     def severity(self) -> str:
         return "advice" if self.advice else "blocker"
+
+    @property
+    def taken(self) -> str:
+        """The action the port takes here (see ACTIONS)."""
+        if self.action:
+            return self.action
+        return "keep" if self.kept else ("port" if self.fix != "none" else "report")
 
     def kept_record(self) -> Optional[dict]:
         """Why the fix is withheld, as the machine-readable reports give it."""
@@ -130,3 +146,11 @@ def modes_in(results: Iterable[FileResult]) -> dict[str, int]:
         if result.mode is not None:
             counts[result.mode] = counts.get(result.mode, 0) + 1
     return dict(sorted(counts.items()))
+
+
+def actions_summary(results: Iterable[FileResult]) -> str:
+    """How many findings each action covers: `3 ported, 1 extended, ...`."""
+    taken: dict[str, int] = dict.fromkeys(ACTIONS, 0)
+    for _, finding in all_findings(results):
+        taken[finding.taken] += 1
+    return ", ".join(f"{taken[action]} {ACTION_WORDS[action]}" for action in ACTIONS)

@@ -63,10 +63,9 @@ def test_a_held_unit_is_one_item(tmp_path):
         (
             """
             import torch
-            if is_hpu_available():
-                x = x.to("hpu")
-            elif torch.cuda.is_available():
-                x = x.cuda()
+
+            with torch.autocast("xla", dtype=torch.float16):
+                y = model(x)
             """,
             "other-device",
             "",
@@ -99,7 +98,7 @@ def test_a_held_unit_is_one_item(tmp_path):
     ids=["other-device", "skip-guard", "name-taken"],
 )
 def test_each_kind_of_hold_is_typed(code, reason, evidence):
-    found = held(code)
+    found = held(code, fp16_to_bf16=True)
     assert found, "nothing was held"
     assert any(f.kept == reason and f.kept_evidence == evidence for f in found), [f.kept_record() for f in found]
 
@@ -143,3 +142,20 @@ def test_every_kind_of_reason_is_documented():
     page = (REPO / "docs" / "report-formats.md").read_text()
     for reason in KEPT_REASONS:
         assert f"| `{reason}` |" in page, reason
+
+
+def test_a_kernel_module_is_reported_once_however_many_lines_use_triton():
+    code = """
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+            offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            mask = offsets < n
+            tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+    """
+    findings = port(code).findings
+    assert [f.code for f in findings] == ["HPU615"]
+    assert "findings inside it said here only" in findings[0].message

@@ -49,6 +49,7 @@ def test_json_schema_fields_and_diff(project):
         "category": "device",
         "fix": "safe",
         "fixable": True,
+        "action": "port",
         "name": "cuda-device-string",
         "severity": "blocker",
         "item": finding["item"],

@@ -108,6 +108,14 @@ class OtherBackend(Kind):
         return "\n".join(lines)
 
     def finish(self, rules, ctx):
-        for at, name, reason, count in ctx.other_backend.reported():
+        for at, name, reason, count, folded in ctx.other_backend.reported():
             for rule in rules:
-                ctx.report(rule, at, rule.message.format(name=name, reason=reason, count=count))
+                ctx.report(rule, at, rule.message.format(name=name, reason=reason, count=_counts(count, folded)))
+
+
+def _counts(held: int, folded: int) -> str:
+    """What the unit's finding stands for: fixes held, findings said only here."""
+    parts = [f"changes reported instead: {held}"] if held or not folded else []
+    if folded:
+        parts.append(f"{folded} finding{'s' if folded != 1 else ''} inside it said here only")
+    return "; ".join(parts)

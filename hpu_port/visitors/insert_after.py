@@ -232,6 +232,9 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
             return
         code = f"{spelling.code}()"
         message = self.rule.message.format(name=written(call.func), call=code, what=what)
+        if self.ctx.gaudi_optional and spelling.new_import:
+            # The import may have failed (no Gaudi here): then the name is None.
+            code = f"if {spelling.code.split('.')[0]} is not None: {code}"
         self.ctx.report(
             self.rule, call, message, lambda plan: plan.insert_after(statement, code), spelling
         )

@@ -140,7 +140,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         if rule.params["positions"] is not None:
             kept = kept or held_if("dtype-role", self._not_produced(rule.params["positions"], node) or self.fp16_reason(rule, node))
         if qualified in self.cuda_checks:
-            kept = kept or held_if("nvidia-only", self._guards_nvidia_code(node, rule))
+            kept = kept or self._guards_nvidia_code(node, rule)
         if qualified in rule.params["result-keys"]:
             kept = kept or held_if("unclear", self._read_with_other_keys(node, rule.params["result-keys"][qualified], target))
         if kept:
@@ -214,22 +214,23 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             return None
         return f"its result is read with {other!r}, a key the dict of `{target}` does not have ({', '.join(sorted(keys))})"
 
-    def _guards_nvidia_code(self, node, rule) -> Optional[str]:
+    def _guards_nvidia_code(self, node, rule) -> Optional[Held]:
         patterns = nvidia_evidence(self.ctx)
         guard = guarded_by(node, self.around)
         used = guard is not None and (nvidia_only_use(guard, self.ctx, patterns) or passed_as(guard, self.around, patterns))
         if used:
             hold_guarded_body(guard, self.ctx, used)
-            return f"the code it guards uses `{used}`, which has no Gaudi equivalent"
+            return Held("nvidia-only", f"the code it guards uses `{used}`, which has no Gaudi equivalent", guard)
         switch = library_switch(self.around, self.ctx)
         if switch:
-            return f"it is handed to `{switch}` of another library, whose CUDA code the port does not change"
+            return Held("unclear", f"it is handed to `{switch}` of another library, whose CUDA code the port does not change")
         hpu = own_hpu_path(self.ctx)
         if hpu:
-            return f"this function has its own path for the HPU (`{hpu}`), so the check picks CUDA's"
+            why = f"this function has its own path for the HPU (`{hpu}`), so the check picks CUDA's"
+            return Held("other-device", why, quiet=True)
         flag, used = flag_guards_nvidia_code(self.around, self.ctx, patterns)
         if used:
-            return f"`{flag}` keeps the answer, and a test of `{flag}` guards `{used}`, which has no Gaudi equivalent"
+            return Held("nvidia-only", f"`{flag}` keeps the answer, and a test of `{flag}` guards `{used}`, which has no Gaudi equivalent")
         return None
 
 

@@ -1,0 +1,188 @@
+"""Extend, don't convert: code that chooses among devices gains an HPU arm and keeps every other byte."""
+
+import difflib
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+from click.testing import CliRunner
+
+from hpu_port.cli import main
+from tests.conftest import REPO, port
+
+PACKAGE = REPO / "tests" / "fixtures" / "multi_device"
+
+# Stand-ins for what a machine without Gaudi's software and without any
+# accelerator offers: torch on the CPU, no `torch.hpu`, no habana_frameworks.
+STUBS = {
+    "torch/__init__.py": """
+        class _Off:
+            def is_available(self):
+                return False
+
+            def device_count(self):
+                return 0
+
+        class device:
+            def __init__(self, kind, index=None):
+                self.type = kind
+
+        cuda = _Off()
+        npu = xpu = _Off()
+
+        class backends:
+            mps = _Off()
+    """,
+    "transformers/__init__.py": "",
+    "transformers/utils.py": """
+        def is_torch_npu_available():
+            return False
+
+        def is_torch_xpu_available():
+            return False
+    """,
+    "habana_frameworks/__init__.py": "raise ImportError('no Gaudi software on this machine')",
+}
+
+
+def _rewrite(tree, *options):
+    return CliRunner().invoke(main, ["rewrite", "--no-cache", *options, str(tree)], catch_exceptions=False)
+
+
+def _copy(tmp_path):
+    tree = tmp_path / "project"
+    shutil.copytree(PACKAGE, tree)
+    return tree
+
+
+def test_every_line_of_every_arm_stays_and_an_hpu_arm_is_added(tmp_path):
+    tree = _copy(tmp_path)
+    before = (tree / "trainer" / "devices.py").read_text()
+    assert _rewrite(tree).exit_code in (0, 1)
+    after = (tree / "trainer" / "devices.py").read_text()
+    removed = [line for line in difflib.ndiff(before.splitlines(), after.splitlines()) if line.startswith("- ")]
+    # Only the conditional expression's line changes, and its CUDA arm is still there.
+    assert removed == ['-     return "nccl" if torch.cuda.is_available() else ("hccl" if is_torch_npu_available() else "gloo")']
+    assert 'return "nccl" if torch.cuda.is_available() else "hccl" if hasattr(torch, "hpu") and torch.hpu.is_available() else' in after
+    assert after.count("elif hasattr(torch, \"hpu\") and torch.hpu.is_available():") == 2
+    assert 'elif device.type == "hpu":\n        torch.hpu.synchronize()' in after
+    assert "torch.cuda.device_count()" in after and 'torch.device("cuda")' in after
+
+
+def test_the_rewritten_package_imports_and_runs_its_cpu_path_without_gaudi(tmp_path):
+    tree = _copy(tmp_path)
+    _rewrite(tree)
+    stubs = tmp_path / "stubs"
+    for name, text in STUBS.items():
+        (stubs / name).parent.mkdir(parents=True, exist_ok=True)
+        (stubs / name).write_text(textwrap.dedent(text))
+    program = textwrap.dedent("""
+        from trainer import devices, loop
+
+        class Model:
+            def to(self, device):
+                return self
+
+            def __call__(self, batch):
+                return self
+
+            def sum(self):
+                return self
+
+            def backward(self):
+                pass
+
+        class Batch:
+            def to(self, device):
+                return Model()
+
+        class Optimizer:
+            def step(self):
+                pass
+
+            def zero_grad(self):
+                pass
+
+        assert devices.device_count() == 0
+        assert devices.pick_device().type == "cpu"
+        assert devices.backend() == "gloo"
+        assert loop.fit(Model(), [Batch()], Optimizer()).type == "cpu"
+        print("cpu path ran")
+    """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(stubs), str(tree)])}
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "cpu path ran" in done.stdout
+    assert "htcore = None" in (tree / "trainer" / "loop.py").read_text()
+
+
+def test_a_second_run_changes_nothing_and_output_dir_writes_the_same_bytes(tmp_path, monkeypatch):
+    tree = _copy(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    CliRunner().invoke(main, ["rewrite", "--no-cache", "--output-dir", "out", "project"], catch_exceptions=False)
+    _rewrite(tree)
+    for path in tree.rglob("*.py"):
+        assert (tmp_path / "out" / "project" / path.relative_to(tree)).read_bytes() == path.read_bytes(), path
+    first = {p: p.read_bytes() for p in tree.rglob("*.py")}
+    _rewrite(tree)
+    assert {p: p.read_bytes() for p in tree.rglob("*.py")} == first
+
+
+def test_a_script_keeps_the_plain_import_and_single_device_code_is_ported():
+    result = port("""
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    """)
+    output = result.new_source.decode()
+    assert "try:" not in output and "import habana_frameworks.torch.core as htcore" in output
+    assert 'device = "hpu" if torch.hpu.is_available() else "cpu"' in output
+
+
+def test_the_arms_of_a_chain_that_is_extended_are_not_reported_one_by_one():
+    result = port("""
+        import torch
+
+        if torch.backends.mps.is_available():
+            device = torch.device("mps")
+        elif torch.cuda.is_available():
+            device = torch.device("cuda")
+            torch.cuda.empty_cache()
+    """)
+    assert [f.code for f in result.findings if f.line > 2] == ["HPU620"]
+
+
+def test_every_report_says_which_action_was_taken(tmp_path):
+    tree = _copy(tmp_path)
+    (tree / "held.py").write_text(
+        "import torch\nimport triton\n\n\ndef run(x):\n    if torch.cuda.is_available():\n"
+        "        return triton_kernel(x).cuda()\n    return x\n"
+    )
+    runner = CliRunner()
+
+    def report(*options, stream="stdout"):
+        return getattr(runner.invoke(main, ["check", "--no-cache", *options, str(tree)]), stream)
+
+    import json
+
+    findings = json.loads(report("--format", "json"))["findings"]
+    taken = {(f["path"].rsplit("/", 1)[-1], f["code"], f["action"]) for f in findings}
+    assert ("devices.py", "HPU620", "extend") in taken
+    assert ("loop.py", "HPU201", "port") in taken
+    assert ("held.py", "HPU111", "keep") in taken
+    assert ("held.py", "HPU615", "report") in taken
+    statistics = report("--statistics", stream="stderr")
+    counts = {f["action"]: 0 for f in findings}
+    for f in findings:
+        counts[f["action"]] += 1
+    assert (
+        f"actions: {counts.get('port', 0)} ported, {counts['extend']} extended, {counts['keep']} kept, "
+        f"{counts['report']} reported for a person"
+    ) in statistics
+    rows = json.loads(report("--statistics", "--format", "json"))
+    assert sum(row["actions"]["extend"] for row in rows) == counts["extend"] == 4
+    assert f"{counts['extend']} extended" in report("--format", "markdown")
+    sarif = json.loads(report("--format", "sarif"))
+    assert {r["properties"]["action"] for r in sarif["runs"][0]["results"]} == set(counts)
