@@ -36,14 +36,17 @@ EXTEND_REASON = "the code chooses among devices: this arm stays for its own devi
 # accelerator chooses among devices: it is extended, never converted.
 CUDA_PROBE = re.compile(
     r"""cuda\w*\.is_available\(|is_\w*cuda\w*_available\(|==\s*["']cuda(?::\d+)?["']|["']cuda["']\s*=="""
+    r"""|==\s*[\w.]*\bCUDA\b(?!\s*\()"""
 )
 
 
 def probes_of(devices) -> "re.Pattern":
     """Direct probes of any of ``devices`` (the device evidence's other accelerators)."""
     names = "|".join(sorted(map(re.escape, devices))) or "(?!)"
+    members = "|".join(sorted(re.escape(d.upper()) for d in devices)) or "(?!)"
     return re.compile(
         rf"""(?:{names})\w*\.is_available\(|is_\w*(?:{names})\w*_available\(|==\s*["'](?:{names})(?::\d+)?["']|["'](?:{names})["']\s*=="""
+        rf"""|==\s*[\w.]*\b(?:{members})\b(?!\s*\()"""
     )
 _CODE = re.compile(r"`([^`]+)`")
 
@@ -96,6 +99,9 @@ class DeviceBranches:
         checks = [s for s in statements if isinstance(s, cst.If)]
         if len(checks) < 2:
             return
+        side_by_side = sibling_dispatch(statements, self.module, self.other_probe)
+        if side_by_side is not None:
+            self.extended.add(side_by_side)
         hpu_bodies = {self._as_cuda(s.body) for s in checks if NAMES_THE_HPU.search(self._tests_of(s))}
         if not hpu_bodies:
             return
@@ -117,10 +123,9 @@ class DeviceBranches:
         if node in self.extended:
             return True
         tests = self._tests_of(node)  # read once per chain: most have no probe at all
-        if (
-            not self.other_probe.search(tests)
-            or not CUDA_PROBE.search(tests)
-            or cuda_arm_of_dispatch(node, self.module, self.other_probe) is None
+        if not self.other_probe.search(tests) or (
+            cuda_arm_of_dispatch(node, self.module, self.other_probe) is None
+            and cuda_fallback_of_dispatch(node, self.module, self.other_probe) is None
         ):
             return False
         self.extended.add(node)
@@ -172,6 +177,46 @@ def cuda_arm_of_dispatch(node: cst.CSTNode, module: cst.Module, other_probe: "re
     if len(cuda) != 1 or module.code_for_node(cuda[0].test).lstrip("( ").startswith("not "):
         return None
     return cuda[0]
+
+
+def cuda_fallback_of_dispatch(node: cst.CSTNode, module: cst.Module, other_probe: "re.Pattern"):
+    """The last tested arm of a chain that probes other accelerators and
+    falls back to CUDA (`"xpu" if is_torch_xpu_available() else "cuda"`):
+    its `else` is CUDA's arm. None when ``node`` starts no such chain."""
+    arms = chain_arms(node)
+    if not arms or arms[-1].orelse is None:
+        return None
+    tests = [module.code_for_node(arm.test) for arm in arms]
+    if any(NAMES_THE_HPU.search(t) or CUDA_PROBE.search(t) for t in tests) or not all(other_probe.search(t) for t in tests):
+        return None
+    fallback = arms[-1].orelse
+    code = module.code_for_node(fallback.body if isinstance(fallback, cst.Else) else fallback)
+    return arms[-1] if NAMES_CUDA.search(code) and not NAMES_THE_HPU.search(code) else None
+
+
+def sibling_dispatch(statements, module: cst.Module, other_probe: "re.Pattern") -> Optional[cst.If]:
+    """The CUDA `if` of a block that chooses among devices one `if` per device,
+    each ending its function (`if is_torch_cuda_available(): return ...` then
+    `if is_torch_npu_available(): return ...`), with no HPU one: None if none."""
+    checks = [s for s in statements if isinstance(s, cst.If) and s.orelse is None and _exits(s.body)]
+    if len(checks) < 2:
+        return None
+    tests = [module.code_for_node(check.test) for check in checks]
+    if any(NAMES_THE_HPU.search(test) for test in tests) or not any(other_probe.search(t) for t in tests):
+        return None
+    cuda = [c for c, t in zip(checks, tests) if CUDA_PROBE.search(t) and not other_probe.search(t)]
+    if len(cuda) != 1 or module.code_for_node(cuda[0].test).lstrip("( ").startswith("not "):
+        return None
+    return cuda[0]
+
+
+def _exits(body) -> bool:
+    last = body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else None
+    if isinstance(body, cst.SimpleStatementSuite):
+        last = body
+    if not isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        return False
+    return isinstance(last.body[-1], (cst.Return, cst.Raise))
 
 
 def _chain_tests(node: cst.CSTNode) -> list[cst.BaseExpression]:

@@ -143,6 +143,7 @@ class FileContext:
         spelling: Optional["Spelling"] = None,
         binding: Optional[ImportBinding] = None,
         kept: Optional[Held] = None,
+        extends: bool = False,
     ) -> "Hit":
         """Record a finding at ``node``, with the ``fix`` that rewrites it (None:
         a person must act), or ``kept``: why the rule withholds its fix.
@@ -163,6 +164,7 @@ class FileContext:
         fixable = has_fix and self.options.fix_enabled(rule)
         hit = Hit(node, rule, message, fix if fixable else None, spelling, binding, has_fix, fixable)
         hit.kept = kept
+        hit.extends = extends
         # Another device's arm of a chain that has (or gets) an HPU arm is
         # done: nothing there for a person, so nothing is said.
         hit.quiet = kept is not None and kept.quiet
@@ -322,7 +324,7 @@ def _action(hit: "Hit") -> str:
     if hit.kept is not None:
         return "keep"
     if hit.has_fix:
-        return "extend" if hit.rule.kind == "extend-dispatch" else "port"
+        return "extend" if hit.extends or hit.rule.kind == "extend-dispatch" else "port"
     return "report"
 
 
@@ -370,6 +372,8 @@ class Hit:
     silent: bool = False
     kept: Optional[Held] = None
     quiet: bool = False
+    # The fix adds an HPU path beside the other devices' (it changes none).
+    extends: bool = False
 
 
 @dataclass

@@ -94,6 +94,10 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         self.kept_checks = by_name(evidence.kept_checks, device)
         self.taken_by = by_name(evidence.taken_by, replacement)
         self.registers_code = evidence.registers_code
+        self.accelerators = frozenset(evidence.other)
+        # Device strings listed beside other accelerators' (`["cuda", "xpu"]`):
+        # the list gains the replacement rather than losing the device.
+        self.extended_lists: dict[cst.CSTNode, cst.CSTNode] = {}
         # What marks the code of a test as NVIDIA's; None: this rule's tests are ported regardless.
         self.nvidia = nvidia_evidence(self.ctx, device) if self.params["nvidia-guards"] else None
 
@@ -273,12 +277,26 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
 
     def visit_List(self, node: cst.List) -> None:
         self._listed([e.value for e in node.elements])
+        self._beside_accelerators(node)
 
     def visit_Tuple(self, node: cst.Tuple) -> None:
         self._listed([e.value for e in node.elements])
+        self._beside_accelerators(node)
 
     def visit_Set(self, node: cst.Set) -> None:
         self._listed([e.value for e in node.elements])
+        self._beside_accelerators(node)
+
+    def _beside_accelerators(self, node) -> None:
+        """`device.type in ["cuda", "xpu", "npu"]`: a list of the devices some
+        code serves. The device stays (NVIDIA still runs it); the replacement
+        is added after it."""
+        strings = {e.value: literal_value(written(e.value)) for e in node.elements if isinstance(e.value, cst.SimpleString)}
+        words = set(strings.values())
+        if self.params["device"] in words and words & self.accelerators and self.params["replacement"] not in words:
+            for string, word in strings.items():
+                if word == self.params["device"]:
+                    self.extended_lists.setdefault(string, node)
 
     def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
         # `generators[f"cuda:{idx}"]`: a key under which something is stored.
@@ -397,7 +415,13 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             return
         rule = self.rule
         message = rule.message.format(name=written(node), replacement=rule.params["replacement"])
+        listed_in = self.extended_lists.get(node)
         kept = self._why_kept(node)
+        if listed_in is not None and kept is None:
+            replacement = rule.params["replacement"]
+            message = f"{written(node)} is listed with other accelerators; add {replacement!r} beside it"
+            self.ctx.report(rule, node, message, self.ctx.replace(listed_in, _added_after(node, replacement)), extends=True)
+            return
         if kept:
             self.ctx.report(rule, node, message, kept=kept)
             return
@@ -474,3 +498,19 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if used:
             hold_guarded_body(guard, self.ctx, used)
         return used
+
+
+def _added_after(string: cst.SimpleString, word: str):
+    """An edit of a list that puts ``word`` right after ``string``, in its quotes."""
+
+    def edit(updated):
+        elements = list(updated.elements)
+        at = next(i for i, e in enumerate(elements) if isinstance(e.value, cst.SimpleString) and e.value.value == string.value)
+        added = cst.Element(cst.SimpleString(f"{string.quote}{word}{string.quote}"), comma=elements[at].comma)
+        if isinstance(added.comma, cst.MaybeSentinel):
+            added = added.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        elements[at] = elements[at].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        elements.insert(at + 1, added)
+        return updated.with_changes(elements=elements)
+
+    return edit

@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from hpu_port.branches import chain_arms, cuda_arm_of_dispatch
+from hpu_port.branches import CUDA_PROBE, chain_arms, cuda_arm_of_dispatch, cuda_fallback_of_dispatch, sibling_dispatch
 from hpu_port.context import FileContext
 from hpu_port.model import Rule
 from hpu_port.visitors._references import shown_briefly, written
@@ -62,62 +62,161 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
             return
         arm = cuda_arm_of_dispatch(head, self.ctx.module, self.ctx.branches.other_probe)
         if arm is None:
+            last = cuda_fallback_of_dispatch(head, self.ctx.module, self.ctx.branches.other_probe)
+            if last is not None:
+                self._extend_fallback(head, last)
             return
         if isinstance(arm, cst.If):
-            snippet = self.ctx.module.code_for_node(arm.with_changes(orelse=None, leading_lines=[]))
+            self._extend(arm, _ends_without_else(head))
         elif self.lines:
-            line = self.lines[-1].deep_replace(head, _marked(arm.body))
-            snippet = f"if {written(arm.test)}:\n" + textwrap.indent(self.ctx.module.code_for_node(line), "    ")
-            if self.functions:
-                snippet = f"def {self.functions[-1]}():\n" + textwrap.indent(snippet, "    ")
+            self._extend_expression(head, arm)
+
+    def visit_IndentedBlock(self, node) -> None:
+        self._siblings(node.body)
+
+    def visit_Module(self, node) -> None:
+        self._siblings(node.body)
+
+    def _siblings(self, statements) -> None:
+        """`if is_torch_cuda_available(): return ...` then `if
+        is_torch_npu_available(): return ...`: one `if` per device, side by side."""
+        if self.ctx.port_snippet is None:
+            return
+        arm = sibling_dispatch(statements, self.ctx.module, self.ctx.branches.other_probe)
+        if arm is not None:
+            self._extend(arm, True, beside=True)
+
+    def _extend(self, arm: cst.If, optional: bool, beside: bool = False) -> None:
+        """Add the HPU twin of ``arm``; ``optional``: nothing runs when no arm
+        is taken, so an arm that would do nothing on Gaudi is not added."""
+        code = self.ctx.module.code_for_node(arm.with_changes(orelse=None, leading_lines=[]))
+        ported = self.ctx.port_snippet(self._in_function(code))
+        if self._missing(arm, ported):
+            return
+        last = _last_statement(ported.module, inside_function=bool(self.functions))
+        if not isinstance(last, cst.If):
+            return
+        if optional and all(_is_pass(s) for s in _statements_of(last.body)):
+            return  # what the CUDA arm does has no counterpart to do on Gaudi
+        if self.ctx.module.code_for_node(last.body) == self.ctx.module.code_for_node(arm.body):
+            return self._report_missing(arm, "its arm holds nothing the port changes for Gaudi; if Gaudi should take it, write the HPU arm by hand")
+        probe = self._probe(last.test)
+        if probe is None:
+            return self._report_missing(arm, "its test has no HPU counterpart the port can write")
+        new_arm = last.with_changes(test=probe, orelse=None, leading_lines=[])
+        first_line = self.ctx.module.code_for_node(new_arm).splitlines()[0]
+        shown = first_line if beside else f"elif {first_line[3:]}"
+        message = self.rule.message.format(name=shown_briefly(written(arm.test)), arm=shown)
+        self.ctx.report(self.rule, arm.test, message, lambda plan: _plan(plan, arm, new_arm, ported.imports, beside), extends=True)
+
+    def _extend_expression(self, head: cst.IfExp, arm: cst.IfExp) -> None:
+        line = self.lines[-1].deep_replace(head, _marked(arm.body))
+        snippet = f"if {written(arm.test)}:\n" + textwrap.indent(self.ctx.module.code_for_node(line), "    ")
+        ported = self.ctx.port_snippet(self._in_function(snippet))
+        if self._missing(arm, ported) or ported.module is None:
+            return
+        finder = _MarkFinder()
+        ported.module.visit(finder)
+        if finder.found is None or finder.test is None:
+            return
+        value = finder.found.with_changes(lpar=finder.found.lpar[1:], rpar=finder.found.rpar[:-1])
+        if written(value) == written(arm.body):
+            return self._report_missing(arm, "its value is nothing the port changes for Gaudi; if Gaudi should take it, add the HPU arm by hand")
+        probe = self._probe(finder.test)
+        if probe is None:
+            return self._report_missing(arm, "its test has no HPU counterpart the port can write")
+        new_arm = cst.IfExp(test=probe, body=value, orelse=arm.orelse)
+        message = self.rule.message.format(name=shown_briefly(written(arm.test)), arm=_shown_arm(new_arm))
+        self.ctx.report(self.rule, arm.test, message, lambda plan: _plan(plan, arm, new_arm, ported.imports), extends=True)
+
+    def _extend_fallback(self, head, last) -> None:
+        """`"xpu" if is_torch_xpu_available() else "cuda"`: the HPU arm goes
+        before the CUDA fallback, which stays the `else`."""
+        probe = cst.parse_expression(self.rule.params["probe"])
+        if isinstance(last, cst.If):
+            fallback = last.orelse.body
+            snippet = self.ctx.module.code_for_node(cst.If(test=cst.Name("True"), body=fallback))
+            ported = self.ctx.port_snippet(self._in_function(snippet))
+            if self._missing(last, ported):
+                return
+            ported_if = _last_statement(ported.module, inside_function=bool(self.functions))
+            if not isinstance(ported_if, cst.If) or self.ctx.module.code_for_node(ported_if.body) == self.ctx.module.code_for_node(fallback):
+                return
+            new_arm = cst.If(test=probe, body=ported_if.body)
+            edit = lambda updated: updated.with_changes(orelse=new_arm.with_changes(orelse=updated.orelse))
+            shown = f"elif {written(probe)}:"
         else:
-            return
-        ported = self.ctx.port_snippet(snippet)
-        shown = shown_briefly(written(arm.test))
+            if not self.lines:
+                return
+            line = self.lines[-1].deep_replace(head, _marked(last.orelse))
+            ported = self.ctx.port_snippet(self._in_function(self.ctx.module.code_for_node(line)))
+            if self._missing(last, ported) or ported.module is None:
+                return
+            finder = _MarkFinder()
+            ported.module.visit(finder)
+            if finder.found is None:
+                return
+            value = finder.found.with_changes(lpar=finder.found.lpar[1:], rpar=finder.found.rpar[:-1])
+            if written(value) == written(last.orelse):
+                return
+            edit = lambda updated: updated.with_changes(orelse=cst.IfExp(test=probe, body=value, orelse=updated.orelse))
+            shown = f"... if {written(probe)} else ..."
+        message = self.rule.message.format(name=shown_briefly(written(last.test)), arm=shown)
+        message = message.replace("picks CUDA among other devices", "falls back to CUDA after other devices")
+        imports = ported.imports
+        self.ctx.report(self.rule, last.test, message, lambda plan: _plan_edit(plan, last, edit, imports), extends=True)
+
+    def _in_function(self, code: str) -> str:
+        """``code`` inside a function of the same name as the one it is in:
+        rules read what a value is for from it (`def backend(): return "nccl"`)."""
+        if not self.functions:
+            return code
+        return f"def {self.functions[-1]}():\n" + textwrap.indent(code, "    ")
+
+    def _missing(self, arm, ported) -> bool:
         if ported.missing:
-            self.ctx.report(self.rule, arm.test, self.rule.params["missing-message"].format(name=shown, arm=ported.missing))
-            return
-        new_arm = self._hpu_arm(arm, ported.module)
-        if new_arm is None:
-            return
-        first_line = self.ctx.module.code_for_node(new_arm).splitlines()[0] if isinstance(new_arm, cst.If) else None
-        message = self.rule.message.format(name=shown, arm=f"elif {first_line[3:]}" if first_line else _shown_arm(new_arm))
-        self.ctx.report(self.rule, arm.test, message, lambda plan: _plan(plan, arm, new_arm, ported.imports))
+            self._report_missing(arm, ported.missing)
+        return bool(ported.missing)
+
+    def _report_missing(self, arm, what: str) -> None:
+        message = self.rule.params["missing-message"].format(name=shown_briefly(written(arm.test)), arm=what)
+        self.ctx.report(self.rule, arm.test, message)
 
     def _dispatch(self, head) -> bool:
         tests = "\n".join(self.ctx.module.code_for_node(a.test) for a in chain_arms(head))
-        return "cuda" in tests and self.ctx.branches.other_probe.search(tests) is not None
+        return "cuda" in tests.lower() and self.ctx.branches.other_probe.search(tests) is not None
 
-    def _hpu_arm(self, arm, ported: Optional[cst.Module]):
-        """The HPU arm: the ported CUDA arm behind a probe that holds on any machine."""
-        if ported is None or not ported.body:
-            return None
-        if isinstance(arm, cst.If):
-            last = ported.body[-1]
-            return last.with_changes(test=self._probe(last.test), orelse=None, leading_lines=[]) if isinstance(last, cst.If) else None
-        finder = _MarkFinder()
-        ported.visit(finder)
-        if finder.found is None or finder.test is None:
-            return None
-        value = finder.found.with_changes(lpar=finder.found.lpar[1:], rpar=finder.found.rpar[:-1])
-        return cst.IfExp(test=self._probe(finder.test), body=value, orelse=arm.orelse)
-
-    def _probe(self, test: cst.BaseExpression) -> cst.BaseExpression:
+    def _probe(self, test: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """The HPU arm's test: the ported CUDA test, behind `hasattr(torch,
+        "hpu")` when it calls `torch.hpu`; where the port left the CUDA probe
+        (a project's own helper, a device enum), that probe alone replaced
+        by the rule's, the rest of the test kept."""
         code = written(test)
-        if "hpu" not in code:
-            return cst.parse_expression(self.rule.params["probe"])
-        used = _TORCH_HPU.search(code)
-        if used is None or "hasattr(" in code:
-            return test
-        if isinstance(test, (cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.NamedExpr)):
-            code = f"({code})"
-        return cst.parse_expression(f'hasattr({used.group(1)}, "hpu") and {code}')
+        if "hpu" in code.lower():
+            used = _TORCH_HPU.search(code)
+            if used is None or "hasattr(" in code:
+                return test
+            if isinstance(test, (cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.NamedExpr)):
+                code = f"({code})"
+            return cst.parse_expression(f'hasattr({used.group(1)}, "hpu") and {code}')
+        replacer = _ProbeReplacer(cst.parse_expression(self.rule.params["probe"]), test)
+        replaced = test.visit(replacer)
+        return replaced if replacer.done else None
 
 
+def _plan_edit(plan, node, edit, imports) -> None:
+    plan.replace(node, edit)
+    for statement in imports:
+        plan.add_import(statement)
+    plan.guard_imports = True
 
-def _plan(plan, arm, new_arm, imports) -> None:
+
+def _plan(plan, arm, new_arm, imports, beside: bool = False) -> None:
     # The CUDA arm keeps every byte; what followed it now follows the HPU arm.
-    plan.replace(arm, lambda updated: updated.with_changes(orelse=new_arm.with_changes(orelse=updated.orelse)))
+    if beside:
+        plan.replace(arm, lambda updated: cst.FlattenSentinel([updated, new_arm]))
+    else:
+        plan.replace(arm, lambda updated: updated.with_changes(orelse=new_arm.with_changes(orelse=updated.orelse)))
     for statement in imports:
         plan.add_import(statement)
     plan.guard_imports = True
@@ -160,6 +259,53 @@ class _MarkFinder(cst.CSTVisitor):
                 self.found, self.test = node, (self.tests[-1] if self.tests else None)
                 return False
         return super().on_visit(node)
+
+
+class _ProbeReplacer(cst.CSTTransformer):
+    """Puts ``probe`` in place of the first CUDA probe of a test."""
+
+    def __init__(self, probe: cst.BaseExpression, test: cst.BaseExpression) -> None:
+        super().__init__()
+        self.probe = probe
+        self.test = test
+        self.done = False
+
+    def on_leave(self, original, updated):
+        if not self.done and isinstance(updated, (cst.Call, cst.Comparison)) and CUDA_PROBE.search(written(updated)):
+            self.done = True
+            if original is self.test:
+                return self.probe
+            # Inside `and`/`or`/`not`: kept apart from what is around it.
+            return self.probe.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return updated
+
+
+def _last_statement(module: Optional[cst.Module], inside_function: bool):
+    if module is None or not module.body:
+        return None
+    last = module.body[-1]
+    if inside_function:
+        body = last.body.body if isinstance(last, cst.FunctionDef) and isinstance(last.body, cst.IndentedBlock) else []
+        return body[-1] if body else None
+    return last
+
+
+def _ends_without_else(head: cst.If) -> bool:
+    arms = chain_arms(head)
+    return arms[-1].orelse is None
+
+
+def _statements_of(body) -> list:
+    if isinstance(body, cst.SimpleStatementSuite):
+        return list(body.body)
+    smalls = []
+    for statement in body.body:
+        smalls += list(statement.body) if isinstance(statement, cst.SimpleStatementLine) else [statement]
+    return smalls
+
+
+def _is_pass(statement) -> bool:
+    return isinstance(statement, cst.Pass)
 
 
 def _shown_arm(expression: cst.IfExp) -> str:
