@@ -21,6 +21,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 import libcst as cst
 
+from hpu_port.device.probes import CUDA_PROBE, probes_of
 from hpu_port.walk import contains, descendants
 
 NAMES_THE_HPU = re.compile(r"(?<![A-Za-z])(hpu|HPU)(?![A-Za-z])")
@@ -31,23 +32,13 @@ ADDING_KINDS = frozenset({"insert-after", "ensure-import"})
 EXTENDING_KINDS = frozenset({"extend-dispatch"})
 REASON = "the code already chooses the HPU in another branch; this one is for another device"
 EXTEND_REASON = "the code chooses among devices: this arm stays for its own device, and an HPU arm is added beside it"
+SHARED_REASON = (
+    "this module serves several devices and the code is shared by all of them: converted, it would run HPU code "
+    "on NVIDIA GPUs too; make it choose the device (an HPU arm beside CUDA's) by hand"
+)
 # Direct probes of a device in a test: an availability call or a comparison
 # with the device's name. A chain with a CUDA probe and a probe of another
 # accelerator chooses among devices: it is extended, never converted.
-CUDA_PROBE = re.compile(
-    r"""cuda\w*\.is_available\(|is_\w*cuda\w*_available\(|==\s*["']cuda(?::\d+)?["']|["']cuda["']\s*=="""
-    r"""|==\s*[\w.]*\bCUDA\b(?!\s*\()"""
-)
-
-
-def probes_of(devices) -> "re.Pattern":
-    """Direct probes of any of ``devices`` (the device evidence's other accelerators)."""
-    names = "|".join(sorted(map(re.escape, devices))) or "(?!)"
-    members = "|".join(sorted(re.escape(d.upper()) for d in devices)) or "(?!)"
-    return re.compile(
-        rf"""(?:{names})\w*\.is_available\(|is_\w*(?:{names})\w*_available\(|==\s*["'](?:{names})(?::\d+)?["']|["'](?:{names})["']\s*=="""
-        rf"""|==\s*[\w.]*\b(?:{members})\b(?!\s*\()"""
-    )
 _CODE = re.compile(r"`([^`]+)`")
 
 
@@ -91,6 +82,9 @@ class DeviceBranches:
         self.open: list[cst.CSTNode] = []
         # Chains that choose among devices without an HPU arm: one gets added.
         self.extended: set[cst.CSTNode] = set()
+        # The module probes another accelerator: it serves several devices,
+        # and its code outside a device's own arm is shared by all of them.
+        self.serves_several = False
         self._tests: dict[cst.CSTNode, str] = {}
 
     def enter_block(self, statements) -> None:
@@ -148,6 +142,8 @@ class DeviceBranches:
         chain = self.open[-1] if self.open else None
         if kind in EXTENDING_KINDS:
             return None
+        if chain is None and self.serves_several and kind not in ADDING_KINDS:
+            return Held("other-device", SHARED_REASON)
         if chain in self.extended:
             # Nothing is added to another device's arm either: it must run as before.
             return Held("other-device", EXTEND_REASON, chain, quiet=True)

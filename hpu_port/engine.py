@@ -73,12 +73,15 @@ def port_module(
     path: str = "",
     selected: Optional[frozenset] = None,
     origin: Optional[bytes] = None,
+    single_device: bool = False,
 ) -> FileContext:
     """Run the rules over a parsed module; edits are planned, not applied.
     ``tree``: the standard parser's tree of the same lines, if made.
     ``selected``: the codes that report and fix (None: all of ``ruleset``);
     the others walk too, for what they tell the device analysis.
-    ``origin``: the file as read, when ``module`` is an earlier pass's output."""
+    ``origin``: the file as read, when ``module`` is an earlier pass's output.
+    ``single_device``: port ``module`` as code for one CUDA device, whatever
+    the file or the project serves (an HPU arm made from a CUDA arm)."""
     ctx = FileContext(module, ruleset.options, apply)
     ctx.origin = origin
     ctx.selected = selected
@@ -89,6 +92,13 @@ def port_module(
     ctx.statement_starts = statement_starts(module, tree) if tree is not None else None
     ctx.suppressions = scan_suppressions(source, module.encoding) if source else None
     ctx.gaudi_optional = _library_module(path, module, ruleset.facts)
+    # Only the file as read tells what it serves (a later pass reads the
+    # port's own output, whose HPU arms are not the project's).
+    served = origin if origin is not None else source
+    probes_others = bool(served) and ctx.branches.other_probe.search(served.decode("utf-8", "replace")) is not None
+    # A shared module of a project that serves several devices serves them all.
+    shared = ctx.gaudi_optional and bool(ruleset.facts.serves_several)
+    ctx.branches.serves_several = not single_device and (probes_others or shared)
     # The HPU arm is whatever every rule makes of the CUDA arm, whichever are selected.
     ctx.port_snippet = lambda code: _port_snippet(module, code, ruleset, path)
     visitors: list[cst.BatchableCSTVisitor] = [ScopeEnter(ctx)]
@@ -112,14 +122,13 @@ def port_module(
 
 
 def _library_module(path: str, module: cst.Module, facts) -> bool:
-    """A module of a package that is not run as a script: others import it,
-    on machines with and without Gaudi's software, so its Gaudi imports must
-    not fail there (an entry script keeps the plain import)."""
+    """A module of a package (a demonstration under its `__main__` test
+    included): others import it, on machines with and without Gaudi's
+    software, so its Gaudi imports must not fail there (a script outside any
+    package, and a package's `__main__.py`, keep the plain import)."""
     if not path or os.path.basename(path) == "__main__.py":
         return False
-    if os.path.dirname(os.path.abspath(path)) not in facts.packages:
-        return False
-    return not any(isinstance(s, cst.If) and "__main__" in module.code_for_node(s.test) for s in module.body)
+    return os.path.dirname(os.path.abspath(path)) in facts.packages
 
 
 def _port_snippet(module: cst.Module, code: str, ruleset: RuleSet, path: str) -> PortedSnippet:
@@ -130,7 +139,8 @@ def _port_snippet(module: cst.Module, code: str, ruleset: RuleSet, path: str) ->
         snippet = cst.parse_module(text)
     except cst.ParserSyntaxError:
         return PortedSnippet(None, [], "")
-    ctx = port_module(snippet, ruleset, True, text.encode("utf-8"), None, path)
+    # The arm is ported as single-device CUDA code, whatever the file serves.
+    ctx = port_module(snippet, ruleset, True, text.encode("utf-8"), None, path, single_device=True)
     fallback = fallback_codes(ruleset.rules)
     findings = ctx.findings(fallback)
     missing = next((f.message for f in findings if f.needs_person and not f.advice and f.code not in fallback), "")

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from hpu_port._compat import blake2b
+from hpu_port.device.probes import probes_of
 
 # Calls that build or load a C++/CUDA extension; with CUDA sources, or when
 # named for CUDA, what they build only runs on NVIDIA GPUs.
@@ -50,6 +51,9 @@ class ProjectFacts:
     packages: frozenset = frozenset()  # absolute folders that hold an __init__.py
     # Qualified name (`pkg.ops.upfirdn2d._init`) -> why only NVIDIA GPUs run it.
     nvidia_only: tuple = ()
+    # A module that probes another accelerator ("" if none): the project
+    # serves several devices, and its shared modules serve them all.
+    serves_several: str = ""
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def why_nvidia_only(self, qualified: str) -> Optional[str]:
@@ -67,17 +71,18 @@ class ProjectFacts:
         return ".".join(parts)
 
     def digest(self) -> str:
-        text = repr((sorted(self.first_party), sorted(self.packages), self.nvidia_only))
+        text = repr((sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
 
 NO_FACTS = ProjectFacts()
 
 
-def find_facts(python_files: dict, libraries: Iterable[str]) -> ProjectFacts:
+def find_facts(python_files: dict, libraries: Iterable[str], other_devices: Iterable[str] = ()) -> ProjectFacts:
     """The facts of the project made of ``python_files`` (path -> bytes, as
     the run read them); ``libraries``: the NVIDIA-only libraries' top-level
-    modules (triton, tensorrt...)."""
+    modules (triton, tensorrt...); ``other_devices``: the other accelerators
+    (npu, xpu, mps...) whose probes make a project serve several devices."""
     sources = {os.path.abspath(path): source for path, source in python_files.items()}
     files = sorted(sources)
     packages = frozenset(os.path.dirname(p) for p in files if os.path.basename(p) == "__init__.py")
@@ -101,7 +106,17 @@ def find_facts(python_files: dict, libraries: Iterable[str]) -> ProjectFacts:
         known |= new
         # Next round: the files that name a module or definition just found.
         needles = _name_needles(new)
-    return ProjectFacts(facts.first_party, packages, tuple(sorted(found.items())))
+    return ProjectFacts(facts.first_party, packages, tuple(sorted(found.items())), _probing(python_files, other_devices))
+
+
+def _probing(python_files: dict, other_devices: Iterable[str]) -> str:
+    """The first module (by path) that probes another accelerator, or ""."""
+    probe = probes_of(other_devices)
+    for path in sorted(python_files):
+        source = python_files[path]
+        if isinstance(source, bytes) and probe.search(source.decode("utf-8", "replace")):
+            return path
+    return ""
 
 
 def _top_level_names(files: list[str], packages: frozenset) -> set[str]:

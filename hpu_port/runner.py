@@ -223,7 +223,7 @@ def _attach_project_facts(planned: list, sources: list) -> None:
     rulesets = list({id(ruleset): ruleset for _, ruleset in planned if ruleset is not None}.values())
     if not python or not rulesets:
         return
-    facts = find_facts(python, _nvidia_only_libraries(rulesets))
+    facts = find_facts(python, _nvidia_only_libraries(rulesets), _other_devices(rulesets))
     for ruleset in rulesets:
         ruleset.facts = facts
 
@@ -234,6 +234,12 @@ def _nvidia_only_libraries(rulesets: list) -> set:
     from hpu_port.device.evidence import of_options
 
     return {library for ruleset in rulesets for library in of_options(ruleset.options).libraries}
+
+
+def _other_devices(rulesets: list) -> set:
+    from hpu_port.device.evidence import of_options
+
+    return {device for ruleset in rulesets for device in of_options(ruleset.options).other}
 
 
 def _answer(entry, source, ruleset, apply: bool, cache: Optional[Cache]) -> Union[FileResult, bytes]:

@@ -186,3 +186,21 @@ def test_every_report_says_which_action_was_taken(tmp_path):
     assert f"{counts['extend']} extended" in report("--format", "markdown")
     sarif = json.loads(report("--format", "sarif"))
     assert {r["properties"]["action"] for r in sarif["runs"][0]["results"]} == set(counts)
+
+
+def test_shared_code_of_a_project_that_serves_several_devices_is_kept(tmp_path):
+    tree = _copy(tmp_path)
+    shared = "import torch\n\n\ndef place(batch):\n    return batch.to(\"cuda\")\n"
+    (tree / "trainer" / "shared.py").write_text(shared)
+    script = "import torch\n\nbatch = torch.ones(2).to(\"cuda\")\n"
+    (tree / "train.py").write_text(script)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--format", "json", str(tree)])
+    import json
+
+    findings = json.loads(result.stdout)["findings"]
+    kept = [f for f in findings if f["path"].endswith("shared.py") and f["code"] == "HPU110"]
+    assert kept and kept[0]["action"] == "keep" and kept[0]["kept"]["reason"] == "other-device"
+    assert "serves several devices" in kept[0]["message"]
+    _rewrite(tree)
+    assert (tree / "trainer" / "shared.py").read_text() == shared  # NVIDIA users run what they ran
+    assert '.to("hpu")' in (tree / "train.py").read_text()  # a script of its own is ported

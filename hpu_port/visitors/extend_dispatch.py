@@ -142,6 +142,8 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
             ported_if = _last_statement(ported.module, inside_function=bool(self.functions))
             if not isinstance(ported_if, cst.If) or self.ctx.module.code_for_node(ported_if.body) == self.ctx.module.code_for_node(fallback):
                 return
+            if all(_is_pass(statement) for statement in _statements_of(ported_if.body)):
+                return  # the fallback does nothing Gaudi needs
             new_arm = cst.If(test=probe, body=ported_if.body)
             edit = lambda updated: updated.with_changes(orelse=new_arm.with_changes(orelse=updated.orelse))
             shown = f"elif {written(probe)}:"
