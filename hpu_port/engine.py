@@ -97,7 +97,7 @@ def port_module(
     served = origin if origin is not None else source
     probes_others = bool(served) and ctx.branches.other_probe.search(served.decode("utf-8", "replace")) is not None
     # A shared module of a project that serves several devices serves them all.
-    shared = ctx.gaudi_optional and bool(ruleset.facts.serves_several)
+    shared = ctx.gaudi_optional and ruleset.facts.shared_among_devices(path)
     ctx.branches.serves_several = not single_device and (probes_others or shared)
     # The HPU arm is whatever every rule makes of the CUDA arm, whichever are selected.
     ctx.port_snippet = lambda code: _port_snippet(module, code, ruleset, path)

@@ -51,9 +51,10 @@ class ProjectFacts:
     packages: frozenset = frozenset()  # absolute folders that hold an __init__.py
     # Qualified name (`pkg.ops.upfirdn2d._init`) -> why only NVIDIA GPUs run it.
     nvidia_only: tuple = ()
-    # A module that probes another accelerator ("" if none): the project
-    # serves several devices, and its shared modules serve them all.
-    serves_several: str = ""
+    # The top-level packages (absolute folders) with a module that probes
+    # another accelerator: they serve several devices, and so does every
+    # module of theirs.
+    serves_several: tuple = ()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def why_nvidia_only(self, qualified: str) -> Optional[str]:
@@ -69,6 +70,18 @@ class ProjectFacts:
             directory, package = os.path.split(directory)
             parts.insert(0, package)
         return ".".join(parts)
+
+    def top_package(self, path: str) -> str:
+        """The outermost package folder that holds ``path`` ("" if none)."""
+        directory, top = os.path.dirname(os.path.abspath(path)), ""
+        while directory in self.packages:
+            directory, top = os.path.dirname(directory), directory
+        return top
+
+    def shared_among_devices(self, path: str) -> bool:
+        """Whether ``path`` belongs to a package that serves several devices."""
+        top = self.top_package(path)
+        return bool(top) and top in self.serves_several
 
     def digest(self) -> str:
         text = repr((sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several))
@@ -106,17 +119,19 @@ def find_facts(python_files: dict, libraries: Iterable[str], other_devices: Iter
         known |= new
         # Next round: the files that name a module or definition just found.
         needles = _name_needles(new)
-    return ProjectFacts(facts.first_party, packages, tuple(sorted(found.items())), _probing(python_files, other_devices))
+    several = _serving_several(sources, facts, other_devices)
+    return ProjectFacts(facts.first_party, packages, tuple(sorted(found.items())), several)
 
 
-def _probing(python_files: dict, other_devices: Iterable[str]) -> str:
-    """The first module (by path) that probes another accelerator, or ""."""
+def _serving_several(sources: dict, facts: ProjectFacts, other_devices: Iterable[str]) -> tuple:
+    """The top-level packages with a module that probes another accelerator."""
     probe = probes_of(other_devices)
-    for path in sorted(python_files):
-        source = python_files[path]
-        if isinstance(source, bytes) and probe.search(source.decode("utf-8", "replace")):
-            return path
-    return ""
+    tops = set()
+    for path, source in sources.items():
+        top = facts.top_package(path)
+        if top and top not in tops and isinstance(source, bytes) and probe.search(source.decode("utf-8", "replace")):
+            tops.add(top)
+    return tuple(sorted(tops))
 
 
 def _top_level_names(files: list[str], packages: frozenset) -> set[str]:

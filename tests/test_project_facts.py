@@ -168,3 +168,23 @@ def test_the_per_file_core_reads_no_disk(tmp_path, monkeypatch):
     result = port_bytes(path, source, make_ruleset(), False)
     assert result.error is None
     assert any("handed to `gpu=`" in f.message for f in result.findings)
+
+
+def test_a_package_serves_several_devices_when_one_of_its_modules_probes_another_accelerator(tmp_path):
+    files = {
+        "multi/__init__.py": b"",
+        "multi/devices.py": b"import torch\nuse = torch.xpu.is_available()\n",
+        "multi/sub/__init__.py": b"",
+        "multi/sub/ops.py": b"x = 1\n",
+        "single/__init__.py": b"",
+        "single/ops.py": b"import torch\nuse = torch.cuda.is_available()\n",
+        "script.py": b"import torch\nuse = torch.backends.mps.is_available()\n",
+    }
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    facts = find_facts({str(tmp_path / n): d for n, d in files.items()}, LIBRARIES, ["xpu", "mps"])
+    assert facts.shared_among_devices(str(tmp_path / "multi" / "sub" / "ops.py"))
+    assert not facts.shared_among_devices(str(tmp_path / "single" / "ops.py"))
+    assert not facts.shared_among_devices(str(tmp_path / "script.py"))  # a script is not shared
+    assert facts.digest() != find_facts({str(tmp_path / n): d for n, d in files.items()}, LIBRARIES).digest()
