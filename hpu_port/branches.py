@@ -51,6 +51,8 @@ class Held:
     reason: str
     why: str
     unit: Optional[cst.CSTNode] = None
+    # The code held as it is (a branch, a function, a chain), when not ``unit`` itself.
+    region: Optional[cst.CSTNode] = None
     # Another device's code where the HPU has (or gets) its own: right as it
     # is, so the finding is not reported at all.
     quiet: bool = False
@@ -185,6 +187,8 @@ def cuda_fallback_of_dispatch(node: cst.CSTNode, module: cst.Module, other_probe
     tests = [module.code_for_node(arm.test) for arm in arms]
     if any(NAMES_THE_HPU.search(t) or CUDA_PROBE.search(t) for t in tests) or not all(other_probe.search(t) for t in tests):
         return None
+    if any(t.lstrip("( ").startswith("not ") for t in tests):
+        return None  # `if not is_torch_npu_available(): ... else:`: the `else` is the NPU's
     fallback = arms[-1].orelse
     code = module.code_for_node(fallback.body if isinstance(fallback, cst.Else) else fallback)
     return arms[-1] if NAMES_CUDA.search(code) and not NAMES_THE_HPU.search(code) else None
@@ -339,17 +343,18 @@ class OtherBackendCode:
             return None
         self.held_count[unit] = self.held_count.get(unit, 0) + 1
         anchor = self.names[unit][1] if unit in self.names else unit
-        return Held(self.kinds[unit], f"{self.units[unit]}; it is not ported", anchor)
+        return Held(self.kinds[unit], f"{self.units[unit]}; it is not ported", anchor, region=unit)
 
-    def fold(self, node: cst.CSTNode, count: bool = True) -> bool:
+    def fold(self, node: cst.CSTNode, count: bool = True) -> Optional[cst.CSTNode]:
         """Count a finding with nothing to fix inside a unit into the unit's
-        own finding, when a unit holds ``node``: the unit is reported once."""
+        own finding, when a unit holds ``node``: the unit is reported once.
+        The unit, if one does."""
         unit = self._innermost_holding(node)
         if not isinstance(unit, (cst.Module, cst.ClassDef, cst.FunctionDef)):
-            return False  # a branch's own finding names what it is for, not what it holds
+            return None  # a branch's own finding names what it is for, not what it holds
         if count:
             self.folded[unit] = self.folded.get(unit, 0) + 1
-        return True
+        return unit
 
     def held_by_containment(self, node: cst.CSTNode) -> Optional[Held]:
         """Like ``held``, for a fix decided before its unit was found (the

@@ -180,7 +180,7 @@ def _module_stats(directory: str, prefix: str):
 
 def _encode(result: FileResult):
     if not (result.findings or result.new_source is not None or result.error or result.imports_changed
-            or result.cell_changes or result.encoding != "utf-8"):
+            or result.cell_changes or result.encoding != "utf-8" or result.regions):
         return _CLEAN
     return {
         "findings": [list(astuple(f)) for f in result.findings],
@@ -190,6 +190,7 @@ def _encode(result: FileResult):
         "imports_changed": result.imports_changed,
         "cells": [[cell, old, new] for cell, (old, new) in sorted(result.cell_changes.items())],
         "output": None if result.output_findings is None else [list(astuple(f)) for f in result.output_findings],
+        "regions": result.regions,
     }
 
 
@@ -211,7 +212,13 @@ def _decode(payload, path: str, source: bytes) -> FileResult:
         result.cell_changes[_typed(number, int)] = (_typed(old, str), _typed(new, str))
     output = payload.get("output")
     result.output_findings = None if output is None else _findings(output)
+    result.regions = [_region(region) for region in _typed(payload.get("regions", []), list)]
     return result
+
+
+def _region(region) -> list:
+    action, first, last = _typed(region, list)
+    return [_typed(action, str), _typed(first, int), _typed(last, int)]
 
 
 _FINDING_TYPES = tuple(

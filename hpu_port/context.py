@@ -78,6 +78,8 @@ class FileContext:
         # A module others import (a package's, not a script): Gaudi's imports
         # are optional there, and code added outside an HPU arm tests for them.
         self.gaudi_optional = False
+        # [action, first line, last line] of the units kept as they are (see findings()).
+        self.regions: list = []
 
     # -- names ------------------------------------------------------------------
 
@@ -229,7 +231,8 @@ class FileContext:
                 # Nothing to fix, in a module, class or function that is
                 # reported as a whole (a mere mention of CUDA there goes
                 # unsaid, and uncounted). Counted whatever is selected.
-                hit.quiet = self.other_backend.fold(hit.node, count=hit.rule.category != "review")
+                hit.unit = self.other_backend.fold(hit.node, count=hit.rule.category != "review")
+                hit.quiet = hit.unit is not None
 
     def _place(self, nodes: dict) -> None:
         """Find the positions of ``nodes`` (node -> its top-level statement, or None if unknown)."""
@@ -270,6 +273,19 @@ class FileContext:
         """A fix that replaces ``node`` through ``edit`` (for ``report``)."""
         return lambda plan: plan.replace(node, edit)
 
+    def _kept_regions(self, units) -> list:
+        """[action, first line, last line] of each unit that holds a finding."""
+        regions = []
+        for unit in units:
+            if unit is self.module:
+                regions.append(["keep", 1, max(1, len(self.module.code.splitlines()))])
+                continue
+            where = self._positions.get(unit)
+            if where is not None:
+                action = "extend" if unit in self.branches.extended else "keep"
+                regions.append([action, where.start.line, where.end.line])
+        return sorted(regions, key=lambda region: region[1:])
+
     def _kept_fields(self, kept: Optional[Held]) -> dict:
         if kept is None:
             return {}
@@ -285,7 +301,14 @@ class FileContext:
         findings only count on lines where nothing else was said."""
         self.resolve_hits()
         units = {hit.kept.unit: None for hit in self._hits if hit.kept is not None and hit.kept.unit is not None}
-        self._place(units)
+        regions = {
+            region: None
+            for hit in self._hits
+            for region in (hit.unit, hit.kept.region or hit.kept.unit if hit.kept is not None else None)
+            if region is not None
+        }
+        self._place({**units, **regions})
+        self.regions = self._kept_regions(regions)
         findings = [
             Finding(
                 code=hit.rule.code,
@@ -374,6 +397,8 @@ class Hit:
     quiet: bool = False
     # The fix adds an HPU path beside the other devices' (it changes none).
     extends: bool = False
+    # The unit whose own finding speaks for this one (which is then quiet).
+    unit: Optional[cst.CSTNode] = None
 
 
 @dataclass

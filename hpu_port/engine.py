@@ -97,8 +97,10 @@ def port_module(
     served = origin if origin is not None else source
     probes_others = bool(served) and ctx.branches.other_probe.search(served.decode("utf-8", "replace")) is not None
     # A shared module of a project that serves several devices serves them all.
-    shared = ctx.gaudi_optional and ruleset.facts.shared_among_devices(path)
-    ctx.branches.serves_several = not single_device and (probes_others or shared)
+    # A package's module runs for every device the package serves; a script
+    # is the user's own, ported but for the choices it makes among devices.
+    shared = ctx.gaudi_optional and (probes_others or ruleset.facts.shared_among_devices(path))
+    ctx.branches.serves_several = not single_device and shared
     # The HPU arm is whatever every rule makes of the CUDA arm, whichever are selected.
     ctx.port_snippet = lambda code: _port_snippet(module, code, ruleset, path)
     visitors: list[cst.BatchableCSTVisitor] = [ScopeEnter(ctx)]
@@ -252,6 +254,7 @@ def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool, origin: 
         return result
     ctx = port_module(module, rules, apply, source, view.tree if view is not None else None, path, selected, origin)
     result.findings = ctx.findings(fallback_codes(rules.rules))
+    result.regions = ctx.regions
     result.imports_changed = bool(ctx.plan.new_imports or ctx.plan.dropped_aliases)
     if apply and ctx.plan:
         _apply(module, ctx.plan, source, result)

@@ -161,6 +161,11 @@ def render_json(results: list[FileResult], rules=(), toolkit: Optional[dict] = N
             {"path": r.path, "diff": unified_diff(r)} for r in sorted(results, key=lambda r: r.path) if r.changed
         ],
         "errors": [{"path": r.path, "message": r.error} for r in results if r.failed],
+        "regions": [
+            {"path": r.path, "action": action, "line": first, "end_line": last}
+            for r in sorted(results, key=lambda r: r.path)
+            for action, first, last in r.regions
+        ],
         "files_by_type": files_by_type(results),
         **({"toolkit_log": toolkit} if toolkit is not None else {}),
     }

@@ -118,6 +118,9 @@ class FileResult:
     from_cache: bool = False
     # What kind of file it is (hpu_port.filetypes): python, shell, yaml, ...
     file_type: str = "python"
+    # Code kept as it is for another device or NVIDIA: [action, first line,
+    # last line] of each unit or arm (what the reports say of each line in it).
+    regions: list = field(default_factory=list)
 
     # The findings placed in ``new_source`` rather than in ``source`` (what was
     # fixed, where its replacement stands; what is left, where it now is), for

@@ -204,3 +204,14 @@ def test_shared_code_of_a_project_that_serves_several_devices_is_kept(tmp_path):
     _rewrite(tree)
     assert (tree / "trainer" / "shared.py").read_text() == shared  # NVIDIA users run what they ran
     assert '.to("hpu")' in (tree / "train.py").read_text()  # a script of its own is ported
+
+
+def test_the_json_report_gives_the_regions_kept_or_extended(tmp_path):
+    import json
+
+    tree = _copy(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--format", "json", str(tree)])
+    regions = json.loads(result.stdout)["regions"]
+    devices = [(r["action"], r["line"], r["end_line"]) for r in regions if r["path"].endswith("devices.py")]
+    # The chains of device_count (from its CUDA arm on) and synchronize, extended.
+    assert ("extend", 8, 11) in devices and ("extend", 30, 33) in devices

@@ -39,7 +39,7 @@ from hpu_port.visitors._guards import (
     passed_as,
 )
 from hpu_port.visitors._references import literal_value, shown_briefly, written
-from hpu_port.walk import walk
+from hpu_port.walk import contains, walk
 
 ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 # Keywords of an argparse-like call that hold values of the option it names.
@@ -268,6 +268,9 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         other = next((w for w in words if w.split(":")[0] not in known), None)
         if other is not None:
             reason = Held("not-a-device", f"listed with {other!r}, which is not a device: the list names something else")
+        elif params["replacement"] in words and set(words) & self.accelerators:
+            # A list of the devices some code serves, the HPU among them: done.
+            reason = Held("other-device", f"the list names {params['replacement']!r} beside it already", quiet=True)
         elif params["replacement"] in words:
             reason = Held("name-taken", f"the list already names {params['replacement']!r}")
         else:
@@ -293,10 +296,16 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         is added after it."""
         strings = {e.value: literal_value(written(e.value)) for e in node.elements if isinstance(e.value, cst.SimpleString)}
         words = set(strings.values())
+        if self._tests_for_code_that_names(node, self.params["device"]):
+            return  # Gaudi would run what the test picks, which names the device itself
         if self.params["device"] in words and words & self.accelerators and self.params["replacement"] not in words:
             for string, word in strings.items():
                 if word == self.params["device"]:
                     self.extended_lists.setdefault(string, node)
+
+    def _tests_for_code_that_names(self, node, device: str) -> bool:
+        guard = next((n for n in reversed(self.around) if isinstance(n, (cst.If, cst.While)) and contains(n.test, node)), None)
+        return guard is not None and device in self.ctx.module.code_for_node(guard.body)
 
     def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
         # `generators[f"cuda:{idx}"]`: a key under which something is stored.

@@ -227,7 +227,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         hpu = own_hpu_path(self.ctx)
         if hpu:
             why = f"this function has its own path for the HPU (`{hpu}`), so the check picks CUDA's"
-            return Held("other-device", why, quiet=True)
+            return Held("other-device", why, quiet=True, region=guard)
         flag, used = flag_guards_nvidia_code(self.around, self.ctx, patterns)
         if used:
             return Held("nvidia-only", f"`{flag}` keeps the answer, and a test of `{flag}` guards `{used}`, which has no Gaudi equivalent")

@@ -58,6 +58,9 @@ def silent_lines(source: Path, report: dict) -> list[str]:
     for entry in report["files"]:
         if entry.get("diff"):
             spoken.setdefault(entry["path"], set()).update(removed_lines(entry["diff"]))
+    # A unit or arm kept for another device is spoken for by its own finding.
+    for region in report.get("regions", []):
+        spoken.setdefault(region["path"], set()).update(range(region["line"], region["end_line"] + 1))
     silent = []
     for path in sorted(source.rglob("*.py")):
         relative = path.relative_to(source).as_posix()
