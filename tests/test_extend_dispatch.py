@@ -215,3 +215,18 @@ def test_the_json_report_gives_the_regions_kept_or_extended(tmp_path):
     devices = [(r["action"], r["line"], r["end_line"]) for r in regions if r["path"].endswith("devices.py")]
     # The chains of device_count (from its CUDA arm on) and synchronize, extended.
     assert ("extend", 8, 11) in devices and ("extend", 30, 33) in devices
+
+
+def test_the_marked_arm_is_found_beside_classes_with_bases():
+    """A class's own parentheses are no expression's: finding the HPU arm's
+    value must pass over them (a file failed with a TypeError once)."""
+    import libcst as cst
+
+    from hpu_port.visitors.extend_dispatch import _MarkFinder, _marked
+
+    module = cst.parse_module('class Trainer(Base):\n    pass\n\n\nx = 1\n')
+    marked = _marked(cst.parse_expression('"hpu"'))
+    module = module.with_changes(body=[*module.body, cst.SimpleStatementLine([cst.Expr(marked)])])
+    finder = _MarkFinder()
+    module.visit(finder)
+    assert finder.found is not None and finder.found.value == '"hpu"'

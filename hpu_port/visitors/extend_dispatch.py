@@ -254,7 +254,8 @@ class _MarkFinder(cst.CSTVisitor):
         if self.found is not None:
             return False
         lpar = getattr(node, "lpar", None)
-        if lpar and isinstance(lpar[0], cst.LeftParen):
+        # Expressions hold a sequence of parentheses; a def or class one, or none.
+        if isinstance(lpar, (list, tuple)) and lpar and isinstance(lpar[0], cst.LeftParen):
             space = lpar[0].whitespace_after
             comment = space.first_line.comment if isinstance(space, cst.ParenthesizedWhitespace) else None
             if comment is not None and comment.value == _ARM_MARK:
