@@ -46,6 +46,7 @@ class Settings:
     rules: tuple[str, ...] = ()
     max_file_size_mib: float = 4.0
     include_generated: bool = False
+    port_shared_code: bool = False
     # Entries added to the device evidence (`[tool.hpu-port.device]`); None: none.
     device: Optional[Evidence] = None
     root: Optional[str] = None  # directory of the pyproject.toml, for relative patterns
@@ -119,6 +120,7 @@ KEYS: dict[str, tuple[type, str]] = {
     "rules": (list, "rules"),
     "max-file-size": ((int, float), "max_file_size_mib"),
     "include-generated": (bool, "include_generated"),
+    "port-shared-code": (bool, "port_shared_code"),
     "device": (dict, "device"),
 }
 
@@ -294,10 +296,11 @@ class Overrides:
     max_file_size_mib: Optional[float] = None
     exclude: tuple[str, ...] = field(default=())
     include_generated: Optional[bool] = None
+    port_shared_code: Optional[bool] = None
 
     def apply(self, settings: Settings) -> Settings:
         changes: dict[str, Any] = {}
-        for name in ("mode", "fp16_to_bf16", "unsafe_fixes", "max_file_size_mib", "include_generated"):
+        for name in ("mode", "fp16_to_bf16", "unsafe_fixes", "max_file_size_mib", "include_generated", "port_shared_code"):
             value = getattr(self, name)
             if value is not None:
                 changes[name] = value

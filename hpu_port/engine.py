@@ -100,6 +100,7 @@ def port_module(
     # A package's module runs for every device the package serves; a script
     # is the user's own, ported but for the choices it makes among devices.
     shared = ctx.gaudi_optional and (probes_others or ruleset.facts.shared_among_devices(path))
+    shared = shared and not ruleset.options.port_shared_code
     ctx.branches.serves_several = not single_device and shared
     # The HPU arm is whatever every rule makes of the CUDA arm, whichever are selected.
     ctx.port_snippet = lambda code: _port_snippet(module, code, ruleset, path)

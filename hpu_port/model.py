@@ -101,6 +101,9 @@ class Options:
     # Larger files are generated data in practice; libcst needs minutes for them.
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     include_generated: bool = False
+    # Convert the code shared among devices in a package that serves several
+    # (a Gaudi-only fork); by default it is kept and reported.
+    port_shared_code: bool = False
     # False: findings only, no fix is applied (build scripts).
     fixes: bool = True
     # The project's additions to the device evidence (`[tool.hpu-port.device]`,

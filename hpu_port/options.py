@@ -16,7 +16,7 @@ def split_codes(values: tuple[str, ...]) -> list[str]:
     return [code.strip() for value in values for code in value.split(",") if code.strip()]
 
 
-def overrides(mode, fp16, unsafe, select, ignore, extend_select, rules_files, max_size_mb, exclude, include_generated):
+def overrides(mode, fp16, unsafe, select, ignore, extend_select, rules_files, max_size_mb, exclude, include_generated, shared):
     from hpu_port.config import Overrides
 
     return Overrides(
@@ -30,6 +30,7 @@ def overrides(mode, fp16, unsafe, select, ignore, extend_select, rules_files, ma
         max_file_size_mib=max_size_mb,
         exclude=tuple(exclude),
         include_generated=include_generated,
+        port_shared_code=shared,
     )
 
 
@@ -57,6 +58,10 @@ def porting_options(command):
         click.option("--unsafe-fixes/--no-unsafe-fixes", "unsafe", default=None, help="Also apply fixes that may change behaviour."),
         click.option("--exclude", multiple=True, metavar="PATTERN", help="Skip files matching this glob (added to extend-exclude); repeatable."),
         click.option("--include-generated/--skip-generated", "include_generated", default=None, help="Also port files that carry a generated-code marker [default: skip them]."),
+        click.option(
+            "--port-shared-code/--keep-shared-code", "shared", default=None,
+            help="In a package that serves several devices, also convert the code its modules share among them, for a Gaudi-only fork [default: keep it and report it].",
+        ),
         click.option("--quiet", "-q", "verbosity", flag_value=-1, help="Print only errors (and the report or diff)."),
         click.option("--verbose", "-v", "verbosity", flag_value=1, help="Also name each file as it is processed."),
         click.option("--report-unused-ignores", is_flag=True, help="Report `# hpu-port: ignore` comments that suppress nothing (HPU002)."),
@@ -72,7 +77,7 @@ def porting_options(command):
     return command
 
 
-_PORTING = ("mode", "fp16", "unsafe", "select", "ignore", "extend_select", "rules_files", "max_size_mb", "exclude", "include_generated")
+_PORTING = ("mode", "fp16", "unsafe", "select", "ignore", "extend_select", "rules_files", "max_size_mb", "exclude", "include_generated", "shared")
 
 
 def execution_options(command):

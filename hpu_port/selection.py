@@ -86,6 +86,7 @@ class RuleSetResolver:
             unsafe_fixes=settings.unsafe_fixes,
             max_file_size=int(settings.max_file_size_mib * 2**20),
             include_generated=settings.include_generated,
+            port_shared_code=settings.port_shared_code,
             device=settings.device,
         )
         return RuleSet(sorted(chosen, key=lambda r: r.code), options, analysis=rules)

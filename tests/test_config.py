@@ -86,7 +86,7 @@ def test_unknown_key_and_bad_values_are_errors(tmp_path):
     root = project(tmp_path, 'mode = "lazy"\ncolour = "red"\n')
     result = invoke("check", root)
     assert result.exit_code == 2
-    assert result.stderr.strip() == f"hpu-port: error: {root / 'pyproject.toml'}: [tool.hpu-port] unknown key 'colour' (known: device, exclude, extend, extend-exclude, extend-select, fp16-to-bf16, ignore, include-generated, max-file-size, mode, per-file-ignores, rules, select, unsafe-fixes)"
+    assert result.stderr.strip() == f"hpu-port: error: {root / 'pyproject.toml'}: [tool.hpu-port] unknown key 'colour' (known: device, exclude, extend, extend-exclude, extend-select, fp16-to-bf16, ignore, include-generated, max-file-size, mode, per-file-ignores, port-shared-code, rules, select, unsafe-fixes)"
     bad_mode = project(tmp_path, 'mode = "turbo"\n', name="other")
     assert 'must be "lazy" or "eager"' in invoke("rewrite", bad_mode).stderr
     bad_type = project(tmp_path, 'select = "HPU1"\n', name="third")

@@ -230,3 +230,17 @@ def test_the_marked_arm_is_found_beside_classes_with_bases():
     finder = _MarkFinder()
     module.visit(finder)
     assert finder.found is not None and finder.found.value == '"hpu"'
+
+
+def test_a_gaudi_only_fork_can_port_the_shared_code_too(tmp_path):
+    tree = _copy(tmp_path)
+    shared = "import torch\n\n\ndef place(batch):\n    return batch.to(\"cuda\")\n"
+    (tree / "trainer" / "shared.py").write_text(shared)
+    _rewrite(tree, "--port-shared-code")
+    assert '.to("hpu")' in (tree / "trainer" / "shared.py").read_text()
+    configured = tmp_path / "configured"
+    shutil.copytree(PACKAGE, configured)
+    (configured / "trainer" / "shared.py").write_text(shared)
+    (configured / "pyproject.toml").write_text("[tool.hpu-port]\nport-shared-code = true\n")
+    _rewrite(configured)
+    assert '.to("hpu")' in (configured / "trainer" / "shared.py").read_text()
