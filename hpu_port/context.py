@@ -7,6 +7,7 @@ it; the engine places them, drops the suppressed ones and applies the fixes.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -163,6 +164,9 @@ class FileContext:
         if kept is not None:
             has_fix = False
             message += f" (not rewritten: {kept.why})"
+            if kept.quiet and kept.region is None and kept.unit is None:
+                # Said nowhere, so the reports give where: the device choice it is in, or itself.
+                kept = dataclasses.replace(kept, region=self.branches.open[-1] if self.branches.open else node)
         fixable = has_fix and self.options.fix_enabled(rule)
         hit = Hit(node, rule, message, fix if fixable else None, spelling, binding, has_fix, fixable)
         hit.kept = kept
@@ -283,7 +287,9 @@ class FileContext:
             where = self._positions.get(unit)
             if where is not None:
                 action = "extend" if unit in self.branches.extended else "keep"
-                regions.append([action, where.start.line, where.end.line])
+                first = self._positions.get(unit.decorators[0]) if getattr(unit, "decorators", None) else None
+                start = first.start.line if first is not None else where.start.line
+                regions.append([action, start, where.end.line])
         return sorted(regions, key=lambda region: region[1:])
 
     def _kept_fields(self, kept: Optional[Held]) -> dict:
@@ -307,7 +313,8 @@ class FileContext:
             for region in (hit.unit, hit.kept.region or hit.kept.unit if hit.kept is not None else None)
             if region is not None
         }
-        self._place({**units, **regions})
+        decorators = {u.decorators[0]: None for u in regions if getattr(u, "decorators", None)}
+        self._place({**units, **regions, **decorators})
         self.regions = self._kept_regions(regions)
         findings = [
             Finding(

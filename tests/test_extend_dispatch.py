@@ -244,3 +244,20 @@ def test_a_gaudi_only_fork_can_port_the_shared_code_too(tmp_path):
     (configured / "pyproject.toml").write_text("[tool.hpu-port]\nport-shared-code = true\n")
     _rewrite(configured)
     assert '.to("hpu")' in (configured / "trainer" / "shared.py").read_text()
+
+
+def test_code_that_is_right_as_it_is_lies_in_a_region_of_the_report(tmp_path):
+    """Nothing is said of another device's arm, or of a list that names the
+    HPU already; the report's regions still cover those lines, and a kept
+    function's decorators."""
+    import json
+
+    (tmp_path / "run.py").write_text(
+        "import torch\n\n\ndef count():\n    if is_hpu_available():\n        return torch.hpu.device_count()\n"
+        "    else:\n        return torch.cuda.device_count()\n\n\nDEVICES = (\"xpu\", \"cuda\", \"hpu\")\n\n\n"
+        "@cuda_python_required\ndef graph():\n    import tensorrt\n    return tensorrt.Builder()\n"
+    )
+    report = json.loads(CliRunner().invoke(main, ["check", "--no-cache", "--format", "json", str(tmp_path / "run.py")]).stdout)
+    covered = {line for r in report["regions"] for line in range(r["line"], r["end_line"] + 1)}
+    said = {line for f in report["findings"] for line in range(f["line"], f["end_line"] + 1)}
+    assert {8, 11, 14} <= covered | said
