@@ -4,7 +4,8 @@
 After `rewrite`: no file failed, every output compiles, a second run changes
 nothing, files with no fixable finding are byte-identical, and every code line
 (comments and docstrings aside) that still mentions cuda or nccl carries a
-finding from `check` (no silent residue).
+finding from `check`, or lies in a region the report gives as kept or
+extended (no silent residue).
 """
 
 import json
@@ -53,8 +54,11 @@ def test_real_package(wheels, tmp_path, name):
     untouched_but_changed = [str(p) for p in changed if str(p) not in fixable_paths]
     assert untouched_but_changed == []
     check = runner.invoke(main, ["check", "--fp16-to-bf16", "--format", "json", str(tree)], catch_exceptions=False)
-    findings = json.loads(check.stdout)["findings"]
+    report = json.loads(check.stdout)
+    findings = report["findings"]
     reported = {(f["path"], line) for f in findings for line in range(f["line"], f["end_line"] + 1)}
+    # What is right as it is (another device's arm, a unit kept for NVIDIA) lies in a region of the report.
+    reported |= {(r["path"], line) for r in report["regions"] for line in range(r["line"], r["end_line"] + 1)}
     total, silent = 0, []
     for path in sorted(tree.rglob("*.py")):
         for line in sorted(mentioning_code_lines(path, MENTION)):
