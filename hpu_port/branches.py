@@ -167,14 +167,24 @@ def chain_arms(node: cst.CSTNode) -> list:
 def cuda_arm_of_dispatch(node: cst.CSTNode, module: cst.Module, other_probe: "re.Pattern"):
     """The CUDA arm of a chain that chooses among devices (a CUDA probe, a
     probe of another accelerator, no HPU), or None when ``node`` starts no such chain."""
-    arms = chain_arms(node)
-    tests = [module.code_for_node(arm.test) for arm in arms]
+    return _the_cuda_test(chain_arms(node), module, other_probe)
+
+
+def _the_cuda_test(tested: list, module: cst.Module, other_probe: "re.Pattern"):
+    """Of ``tested`` (arms or `if` statements that choose among devices), the
+    one whose test is CUDA's, when exactly one is, none is the HPU's and
+    another is another accelerator's."""
+    tests = [module.code_for_node(node.test) for node in tested]
     if any(NAMES_THE_HPU.search(test) for test in tests) or not any(other_probe.search(t) for t in tests):
         return None
-    cuda = [arm for arm, test in zip(arms, tests) if CUDA_PROBE.search(test) and not other_probe.search(test)]
-    if len(cuda) != 1 or module.code_for_node(cuda[0].test).lstrip("( ").startswith("not "):
+    cuda = [node for node, test in zip(tested, tests) if CUDA_PROBE.search(test) and not other_probe.search(test)]
+    if len(cuda) != 1 or _negated(module.code_for_node(cuda[0].test)):
         return None
     return cuda[0]
+
+
+def _negated(test: str) -> bool:
+    return test.lstrip("( ").startswith("not ")
 
 
 def cuda_fallback_of_dispatch(node: cst.CSTNode, module: cst.Module, other_probe: "re.Pattern"):
@@ -187,7 +197,7 @@ def cuda_fallback_of_dispatch(node: cst.CSTNode, module: cst.Module, other_probe
     tests = [module.code_for_node(arm.test) for arm in arms]
     if any(NAMES_THE_HPU.search(t) or CUDA_PROBE.search(t) for t in tests) or not all(other_probe.search(t) for t in tests):
         return None
-    if any(t.lstrip("( ").startswith("not ") for t in tests):
+    if any(_negated(t) for t in tests):
         return None  # `if not is_torch_npu_available(): ... else:`: the `else` is the NPU's
     fallback = arms[-1].orelse
     code = module.code_for_node(fallback.body if isinstance(fallback, cst.Else) else fallback)
@@ -199,15 +209,7 @@ def sibling_dispatch(statements, module: cst.Module, other_probe: "re.Pattern") 
     each ending its function (`if is_torch_cuda_available(): return ...` then
     `if is_torch_npu_available(): return ...`), with no HPU one: None if none."""
     checks = [s for s in statements if isinstance(s, cst.If) and s.orelse is None and _exits(s.body)]
-    if len(checks) < 2:
-        return None
-    tests = [module.code_for_node(check.test) for check in checks]
-    if any(NAMES_THE_HPU.search(test) for test in tests) or not any(other_probe.search(t) for t in tests):
-        return None
-    cuda = [c for c, t in zip(checks, tests) if CUDA_PROBE.search(t) and not other_probe.search(t)]
-    if len(cuda) != 1 or module.code_for_node(cuda[0].test).lstrip("( ").startswith("not "):
-        return None
-    return cuda[0]
+    return _the_cuda_test(checks, module, other_probe) if len(checks) >= 2 else None
 
 
 def _exits(body) -> bool:
