@@ -179,6 +179,10 @@ class FileContext:
         self._hits.append(hit)
         return hit
 
+    def hits(self) -> list["Hit"]:
+        """The findings recorded so far."""
+        return list(self._hits)
+
     def hits_inside(self, tree: cst.CSTNode) -> list["Hit"]:
         """The findings recorded so far at nodes inside ``tree``."""
         nodes = set(descendants(tree))

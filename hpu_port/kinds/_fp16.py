@@ -13,6 +13,14 @@ HPU111 keeps the ``.cuda()`` calls of a ``cuda()`` override). ``keep-under-tests
 code under an ``if`` or conditional expression whose test compares with one
 (``if x.dtype == torch.float16:``) handles values of that dtype and is
 reported too.
+
+``[roles]`` says where float16 is a format to keep rather than a precision to
+compute in: ``files`` (shell-style patterns of file names: conversion and
+export tools), and the call names (last dotted part) that tell a function's
+role: one that ``loads`` and ``saves`` weights and ``computes`` nothing
+converts checkpoints; a test function that ``checks`` values compares them
+with float16 references, and what it passes and what it checks must change
+together.
 """
 
 from __future__ import annotations
@@ -24,7 +32,10 @@ FP16_KEYS = {
     "keep-beside": (list, False),
     "keep-inside": (list, False),
     "keep-under-tests-of": (list, False),
+    "roles": (dict, False),
 }
+
+ROLE_KEYS = ("files", "loads", "saves", "computes", "checks")
 
 
 def fp16_params(table: dict) -> dict:
@@ -32,7 +43,17 @@ def fp16_params(table: dict) -> dict:
         "keep-beside": string_list(table.get("keep-beside", []), "keep-beside"),
         "keep-inside": [p.lower() for p in string_list(table.get("keep-inside", []), "keep-inside")],
         "keep-under-tests-of": frozenset(string_list(table.get("keep-under-tests-of", []), "keep-under-tests-of")),
+        "roles": roles_params(table.get("roles", {})),
     }
+
+
+def roles_params(value) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError("'roles' must be a table")
+    unknown = set(value) - set(ROLE_KEYS)
+    if unknown:
+        raise ValueError(f"'roles': unknown keys {sorted(unknown)}")
+    return {key: tuple(string_list(value.get(key, []), f"roles.{key}")) for key in ROLE_KEYS}
 
 
 def positions_params(value) -> dict:

@@ -5,8 +5,10 @@ Code that already chooses between the two (`if fp16: x.half() elif bf16:
 x.bfloat16()`), that handles values of a tested dtype (`if x.dtype == torch.float16: ...`),
 that implements `half()` itself or exports another runtime's fp16 format
 (ONNX, CoreML) must keep float16: a rewrite there makes
-both arms of a choice equal or answers a different question. See
-``hpu_port.kinds._fp16`` for the rule keys.
+both arms of a choice equal or answers a different question. So must
+float16 that is a format rather than a precision: what goes to NumPy or into
+a checkpoint a conversion tool writes, and the values a test passes and
+checks. See ``hpu_port.kinds._fp16`` for the rule keys.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
+from hpu_port.branches import Held
 from hpu_port.visitors._enclosing import enclosing
 from hpu_port.visitors._references import written
 from hpu_port.walk import children, contains
@@ -36,6 +39,8 @@ class Fp16Choices(
         self.blocks: list[cst.CSTNode] = []
         # Each `if` -> the block whose statement it is (or whose `if` it continues).
         self.block_of: dict[cst.If, cst.CSTNode] = {}
+        # Function or module -> (last names of the calls it makes, whether it asserts).
+        self._calls_of_unit: dict[cst.CSTNode, tuple[frozenset, bool]] = {}
 
     def visit_If(self, node) -> None:
         super().visit_If(node)
@@ -49,6 +54,9 @@ class Fp16Choices(
             name = definition.name.value
             if any(fnmatchcase(name.lower(), pattern) for pattern in params["keep-inside"]):
                 return f"inside `{name}`, whose code is about what this rule replaces"
+        role = self._format_role(params["roles"])
+        if role is not None:
+            return role
         if params["keep-under-tests-of"] and self._under_dtype_test(params["keep-under-tests-of"], node):
             return "code for values of the dtype its `if` tests; it must keep float16"
         if params["keep-beside"] and self._beside_other_dtype(params["keep-beside"]):
@@ -60,6 +68,29 @@ class Fp16Choices(
         if cast is not None:
             return f"`{cast}` goes through float16 and back to float32 in this function: bfloat16 would keep fewer bits of it"
         return None
+
+    def _format_role(self, roles: dict) -> Optional[str]:
+        """Why float16 here is a format to keep, not a precision to compute in."""
+        file_name = self.ctx.path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+        if any(fnmatchcase(file_name, pattern) for pattern in roles["files"]):
+            return "a conversion or export tool: float16 is the format it writes"
+        statement = self._statement()
+        if statement is not None and ".numpy(" in written(statement):
+            return "the result goes to NumPy, which has no bfloat16"
+        function = next((d for d in reversed(self.definitions) if isinstance(d, cst.FunctionDef)), None)
+        calls, asserts = self._calls_of(function or self.ctx.module)
+        if function is not None and function.name.value.startswith("test") and (asserts or _any_match(calls, roles["checks"])):
+            return "a value a test passes or checks: both keep float16 together; decide for Gaudi what the test compares"
+        if _any_match(calls, roles["loads"]) and _any_match(calls, roles["saves"]) and not _any_match(calls, roles["computes"]):
+            return "code that loads and saves weights and computes nothing: float16 is the checkpoint's format"
+        return None
+
+    def _calls_of(self, unit: cst.CSTNode) -> tuple[frozenset, bool]:
+        if unit not in self._calls_of_unit:
+            calls = _nodes(unit, cst.Call)
+            names = frozenset(_last_name(call.func) for call in calls)
+            self._calls_of_unit[unit] = (names, bool(_nodes(unit, cst.Assert)))
+        return self._calls_of_unit[unit]
 
     def _cast_back_later(self, node: cst.CSTNode) -> Optional[str]:
         """What is cast to float16 here, when the enclosing function also sends
@@ -175,6 +206,64 @@ class Fp16Choices(
         return node
 
 
+def hold_split_casts(ctx) -> None:
+    """Withhold the float16 casts of an object's parts that would become
+    bfloat16 while a cast of another part of the same object stays float16
+    (`model.encoder.half()` rewritten, `model.decoder.half()` kept for a
+    reason of its own): a model gets one precision, or a person decides.
+    The parts of `self` are one object in a class; any other object's, in a
+    function (or the module). Idempotent: each visitor that reports casts
+    calls it when the walk ends."""
+    casts = [
+        hit for hit in ctx.hits()
+        if hit.rule.option == "fp16-to-bf16" and hit.rule.kind in ("rename", "method-call") and hit.node is not None
+    ]
+    held = [hit for hit in casts if hit.kept is not None and hit.kept.reason == "dtype-role"]
+    made = [hit for hit in casts if hit.has_fix]
+    if not held or not made:
+        return
+    objects: dict = {}
+    for hit in held:
+        objects.setdefault(_cast_object(hit), hit)
+    objects.pop(None, None)
+    for hit in made:
+        keeper = objects.get(_cast_object(hit))
+        if keeper is not None:
+            why = f"another part of `{_cast_object(hit)[1]}` stays float16 here: a model gets one precision; convert it whole or not at all"
+            ctx.withdraw_fix(hit, Held("dtype-role", why))
+
+
+def _cast_object(hit) -> Optional[tuple]:
+    """(the unit it lives in, the object) whose part ``hit`` casts: `model`
+    for `model.encoder.half()` or `model.decoder.to(torch.float16)`, `self`
+    for `self.blocks.half()`; None when the cast has no named receiver."""
+    path = _path_to(hit.statement, hit.node) if hit.statement is not None else []
+    receiver = None
+    if isinstance(hit.node, cst.Call) and isinstance(hit.node.func, cst.Attribute):
+        receiver = hit.node.func.value
+    else:
+        call = next((n for n in reversed(path) if isinstance(n, cst.Call)), None)
+        if call is not None and isinstance(call.func, cst.Attribute) and any(arg.value is hit.node for arg in call.args):
+            receiver = call.func.value
+    if not isinstance(receiver, (cst.Name, cst.Attribute)) or _nodes(receiver, cst.Call):
+        return None
+    root = written(receiver).split(".")[0]
+    kinds = (cst.ClassDef,) if root == "self" else (cst.FunctionDef,)
+    unit = next((n for n in reversed(path) if isinstance(n, kinds)), None)
+    return (unit, root)
+
+
+def _path_to(tree: cst.CSTNode, node: cst.CSTNode) -> list:
+    """The nodes from ``tree`` down to ``node``'s parent (empty if not there)."""
+    stack = [(tree, [])]
+    while stack:
+        current, path = stack.pop()
+        if current is node:
+            return path
+        stack.extend((child, [*path, current]) for child in children(current))
+    return []
+
+
 _FP16_WORD = re.compile(r"\b(fp16|float16|half)\b", re.IGNORECASE)
 _REQUIRED_WORD = re.compile(r"\b(needed|needs|required|requires|must|only works)\b", re.IGNORECASE)
 
@@ -217,6 +306,16 @@ def _outputs(statement: cst.SimpleStatementLine) -> set:
         elif isinstance(small, cst.AnnAssign):
             found.add(written(small.target))
     return found
+
+
+def _last_name(func: cst.BaseExpression) -> str:
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
+
+
+def _any_match(names: frozenset, patterns: tuple) -> bool:
+    return any(fnmatchcase(name, pattern) for pattern in patterns for name in names)
 
 
 def _mentions(node: cst.CSTNode, texts: Iterable[str]) -> bool:

@@ -10,7 +10,7 @@ import libcst as cst
 from hpu_port.branches import Held, held_if
 from hpu_port.context import FileContext
 from hpu_port.model import Rule
-from hpu_port.visitors._fp16 import Fp16Choices
+from hpu_port.visitors._fp16 import Fp16Choices, hold_split_casts
 from hpu_port.visitors._guards import Surroundings
 from hpu_port.walk import walk
 
@@ -43,6 +43,9 @@ class _MethodCallVisitor(Fp16Choices, Surroundings, cst.BatchableCSTVisitor):
     def _link(self, statements) -> None:
         for before, statement in zip(statements, statements[1:]):
             self.previous[statement] = before
+
+    def leave_Module(self, node: cst.Module) -> None:
+        hold_split_casts(self.ctx)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         rule = self.by_attribute.get(node.attr.value)

@@ -14,7 +14,7 @@ from hpu_port.device.evidence import of_options
 from hpu_port.edits import replace_expression
 from hpu_port.model import Rule
 from hpu_port.visitors._device_positions import device_values
-from hpu_port.visitors._fp16 import Fp16Choices
+from hpu_port.visitors._fp16 import Fp16Choices, hold_split_casts
 from hpu_port.visitors._guards import (
     Surroundings,
     flag_guards_nvidia_code,
@@ -166,6 +166,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             self.note_skip_condition(hit, node)
 
     def leave_Module(self, node) -> None:
+        hold_split_casts(self.ctx)
         keep_guards_over_kept_cuda(self.ctx, self.flipped)
         if self.skip_hits:
             keep_skips_of_nvidia_only_tests(self.ctx, self.skip_hits, nvidia_evidence(self.ctx))
@@ -182,9 +183,6 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         choice = next((n for n in reversed(self.around) if isinstance(n, (cst.If, cst.IfExp))), None)
         if choice is not None and any(text in written(choice) for text in rule.params["keep-beside"]):
             return Held("dtype-role", "one arm of a choice that has the other already", choice)
-        statement = next((n for n in reversed(self.around) if isinstance(n, cst.SimpleStatementLine)), None)
-        if statement is not None and ".numpy(" in written(statement):
-            return Held("dtype-role", "the result goes to NumPy, which has no bfloat16")
         return None
 
     def _not_produced(self, positions, node) -> Optional[str]:

@@ -1,0 +1,127 @@
+"""float16 has roles: `--fp16-to-bf16` converts the precision code computes
+in and keeps float16 where it is a format (NumPy, checkpoints a tool writes,
+values a test checks), and gives a model one precision."""
+
+import textwrap
+
+from hpu_port.engine import port_source
+from tests.conftest import make_ruleset, port
+
+
+def converted(code, path="snippet.py"):
+    source = textwrap.dedent(code).lstrip("\n").encode()
+    result = port_source(path, source, make_ruleset(fp16_to_bf16=True), True)
+    assert result.error is None, result.error
+    return (result.new_source or result.source).decode(), result.findings
+
+
+CONVERSION = """
+import torch
+
+def shrink(path, out):
+    state = torch.load(path)
+    state = {k: v.to(torch.float16) for k, v in state.items()}
+    torch.save(state, out)
+"""
+
+
+def test_a_function_that_loads_and_saves_weights_keeps_their_float16():
+    output, findings = converted(CONVERSION)
+    assert "torch.float16" in output and "bfloat16" not in output
+    assert any(f.kept == "dtype-role" for f in findings)
+
+
+def test_a_function_that_also_trains_converts_its_float16():
+    code = CONVERSION.replace("    torch.save(state, out)", "    loss.backward()\n    torch.save(state, out)")
+    output, _ = converted(code)
+    assert "torch.bfloat16" in output and "torch.float16" not in output
+
+
+def test_a_conversion_script_keeps_float16_by_its_name():
+    code = """
+    import torch
+
+    model = build().half()
+    """
+    assert ".half()" in converted(code, "tools/convert_to_hf.py")[0]
+    assert ".to(torch.bfloat16)" in converted(code, "tools/train.py")[0]
+
+
+def test_a_test_that_asserts_keeps_what_it_passes_and_what_it_checks():
+    code = """
+    import torch
+
+    def test_dtype():
+        x = torch.randn(4, dtype=torch.float16)
+        assert model(x).dtype == torch.float16
+    """
+    output, _ = converted(code)
+    assert output.count("torch.float16") == 2
+
+
+def test_a_helper_of_a_test_that_asserts_nothing_is_converted():
+    code = """
+    import torch
+
+    def make_inputs():
+        return torch.randn(4, dtype=torch.float16)
+    """
+    assert "torch.bfloat16" in converted(code)[0]
+
+
+def test_a_tensor_handed_to_numpy_keeps_half():
+    output, findings = converted("""
+    import torch
+
+    features = model(images).half().cpu().numpy()
+    weights = model.half()
+    """)
+    assert "model(images).half().cpu().numpy()" in output
+    assert "weights = model.to(torch.bfloat16)" in output
+    assert any("NumPy" in f.message for f in findings if f.kept)
+
+
+def test_a_model_whose_part_keeps_float16_keeps_it_in_every_part():
+    output, findings = converted("""
+    import torch
+
+    def prepare(model, batch):
+        model.encoder.half()
+        if batch.dtype == torch.float16:
+            model.decoder.half()
+        other.half()
+    """)
+    assert "model.encoder.half()" in output and "model.decoder.half()" in output
+    assert "other.to(torch.bfloat16)" in output
+    assert any("another part of `model`" in f.message for f in findings)
+
+
+def test_parts_of_self_are_one_model_in_a_class():
+    output, _ = converted("""
+    import torch
+
+    class Net:
+        def to_half(self):
+            self.blocks.half()
+
+        def restore(self, x):
+            if x.dtype == torch.float16:
+                self.head.half()
+    """)
+    assert "self.blocks.half()" in output
+
+
+def test_a_model_converted_whole_is_converted():
+    output, _ = converted("""
+    import torch
+
+    model.encoder.half()
+    model.decoder.half()
+    """)
+    assert output.count("to(torch.bfloat16)") == 2
+
+
+def test_without_the_option_nothing_changes_and_each_use_is_reported():
+    result = port(CONVERSION)
+    assert result.new_source is None or b"float16" in result.new_source
+    assert any(f.code == "HPU310" for f in result.findings)
