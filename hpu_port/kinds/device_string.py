@@ -62,6 +62,12 @@ is, so its strings keep their name and are reported. Anything else is left to th
 reports the line. Without
 ``role-words`` the bare word is rewritten wherever it stands. Docstrings and
 bytes are never touched.
+
+``unsupported-dtypes`` lists dtypes the replacement device cannot hold
+(``torch.float64`` on Gaudi): a device in a call that also gives one of them
+as ``dtype=`` (`torch.tensor(x, dtype=torch.float64, device="cuda")`) is
+reported, not renamed; renamed, the tensor would be made where its dtype is
+not supported, and a person picks the CPU or another dtype.
 """
 
 from __future__ import annotations
@@ -85,6 +91,7 @@ class DeviceString(Kind):
         "device-siblings": (bool, False),
         "nvidia-guards": (bool, False),
         "comparisons": (bool, False),
+        "unsupported-dtypes": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
@@ -107,6 +114,7 @@ class DeviceString(Kind):
             "device-siblings": bool(table.get("device-siblings", False)),
             "nvidia-guards": bool(table.get("nvidia-guards", False)),
             "comparisons": bool(table.get("comparisons", True)),
+            "unsupported-dtypes": frozenset(string_list(table.get("unsupported-dtypes", []), "unsupported-dtypes")),
         }
 
     def triggers(self, rule):

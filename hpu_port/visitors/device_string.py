@@ -323,6 +323,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
                 self._mark(node.args[2].value)  # getattr(args, "device", "cuda")
             return
         self._keep_registered_device(node)
+        self._keep_unsupported_dtype(node)
         if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, cst.SimpleString):
             self.templates.add(func.value)
         if isinstance(func, cst.Attribute) and func.attr.value in LIST_ADDS and written(func.value) in self.device_lists:
@@ -340,6 +341,22 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if not self.registers_code(called):
             return
         reason = Held("nvidia-only", f"`{shown_briefly(written(node.func))}` registers code written for {self.params['device']!r}, not for {self.params['replacement']!r}")
+        for arg in node.args:
+            for string in strings_in(arg.value):
+                self.kept.setdefault(string, reason)
+
+    def _keep_unsupported_dtype(self, node: cst.Call) -> None:
+        """`torch.tensor(..., dtype=torch.float64, device="cuda")`: the
+        replacement device cannot hold the tensor; a person chooses the CPU
+        or another dtype."""
+        unsupported = self.params["unsupported-dtypes"]
+        if not unsupported:
+            return
+        dtype = next((arg.value for arg in node.args if arg.keyword is not None and arg.keyword.value == "dtype"), None)
+        hit = self.ctx.qualify(dtype) if isinstance(dtype, (cst.Name, cst.Attribute)) else None
+        if hit is None or hit[0] not in unsupported:
+            return
+        reason = Held("by-hand", f"the tensor is `{written(dtype)}`, which {self.params['replacement']!r} cannot hold: keep it on the CPU or choose another dtype")
         for arg in node.args:
             for string in strings_in(arg.value):
                 self.kept.setdefault(string, reason)
