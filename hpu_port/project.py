@@ -11,7 +11,10 @@ per-file core as data (which reads no disk and keys its cache on them):
 - the folders that are packages, so a file's module name is known;
 - the project's functions and classes that only NVIDIA GPUs can run: they
   build or load CUDA extensions, use an NVIDIA-only library or CUDA's
-  internals, or call (across modules, transitively) one that does.
+  internals, or call (across modules, transitively) one that does;
+- the project's classes whose `backward` method ends with a backward pass
+  on every path (a trainer's `backward(loss)` that scales and back-propagates):
+  that pass gets its own mark_step, so a call of the method needs none.
 
 Only files whose bytes could hold such evidence are parsed, with the standard
 parser; the rest cost a read of their bytes.
@@ -55,6 +58,9 @@ class ProjectFacts:
     # another accelerator: they serve several devices, and so does every
     # module of theirs.
     serves_several: tuple = ()
+    # `Class.backward` for the project's classes whose `backward` method ends
+    # with a backward pass on every path.
+    syncing_methods: frozenset = frozenset()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def why_nvidia_only(self, qualified: str) -> Optional[str]:
@@ -84,7 +90,7 @@ class ProjectFacts:
         return bool(top) and top in self.serves_several
 
     def digest(self) -> str:
-        text = repr((sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several))
+        text = repr((sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several, sorted(self.syncing_methods)))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
 
@@ -120,7 +126,47 @@ def find_facts(python_files: dict, libraries: Iterable[str], other_devices: Iter
         # Next round: the files that name a module or definition just found.
         needles = _name_needles(new)
     several = _serving_several(sources, facts, other_devices)
-    return ProjectFacts(facts.first_party, packages, tuple(sorted(found.items())), several)
+    syncing = _syncing_methods(sources)
+    return ProjectFacts(facts.first_party, packages, tuple(sorted(found.items())), several, syncing)
+
+
+# Methods a training loop calls in place of `loss.backward()`.
+_BACKWARD_METHODS = ("backward",)
+
+
+def _syncing_methods(sources: dict) -> frozenset:
+    """`Class.backward` for each class of the project whose `backward`
+    method ends with a backward pass (`loss.backward()`) on every path."""
+    found = set()
+    for path, source in sources.items():
+        if not isinstance(source, bytes) or not any(b"def %s(" % name.encode() in source for name in _BACKWARD_METHODS):
+            continue
+        try:
+            tree = ast.parse(source, filename=path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for member in node.body:
+                if isinstance(member, ast.FunctionDef) and member.name in _BACKWARD_METHODS and _ends_with_backward(member.body):
+                    found.add(f"{node.name}.{member.name}")
+    return frozenset(found)
+
+
+def _ends_with_backward(body: list) -> bool:
+    """Whether every path through ``body`` ends with a `.backward(...)` call
+    (a bare `return` after it is passed over)."""
+    statements = [s for s in body if not (isinstance(s, ast.Return) and s.value is None)]
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, ast.If):
+        return bool(last.orelse) and _ends_with_backward(last.body) and _ends_with_backward(last.orelse)
+    if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+        func = last.value.func
+        return isinstance(func, ast.Attribute) and func.attr == "backward"
+    return False
 
 
 def _serving_several(sources: dict, facts: ProjectFacts, other_devices: Iterable[str]) -> tuple:

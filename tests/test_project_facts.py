@@ -188,3 +188,65 @@ def test_a_package_serves_several_devices_when_one_of_its_modules_probes_another
     assert not facts.shared_among_devices(str(tmp_path / "single" / "ops.py"))
     assert not facts.shared_among_devices(str(tmp_path / "script.py"))  # a script is not shared
     assert facts.digest() != find_facts({str(tmp_path / n): d for n, d in files.items()}, LIBRARIES).digest()
+
+
+# A trainer class of the project whose `backward` scales the loss and runs the
+# backward pass itself (guided-diffusion's MixedPrecisionTrainer), and a loop
+# of another module that calls it in place of `loss.backward()`.
+TRAINER = {
+    "diffusion/__init__.py": "",
+    "diffusion/fp16_util.py": """
+        import torch
+
+
+        class MixedPrecisionTrainer:
+            def backward(self, loss):
+                if self.use_fp16:
+                    (loss * 2 ** self.lg_loss_scale).backward()
+                else:
+                    loss.backward()
+    """,
+    "diffusion/train_util.py": """
+        import torch
+        from accelerate import Accelerator
+
+        from .fp16_util import MixedPrecisionTrainer
+
+
+        class TrainLoop:
+            def __init__(self, model):
+                self.model = model.cuda()
+                self.mp_trainer = MixedPrecisionTrainer(model)
+                self.accelerator = Accelerator()
+
+            def run_step(self, batch):
+                self.mp_trainer.backward(self.model(batch).mean())
+
+            def other_step(self, batch):
+                self.accelerator.backward(self.model(batch).mean())
+
+
+        def loop(model, batch):
+            trainer = MixedPrecisionTrainer(model)
+            trainer.backward(model(batch).mean())
+    """,
+}
+
+
+def test_a_backward_method_of_the_project_that_ends_with_a_backward_pass_is_a_fact(tmp_path):
+    _write(tmp_path, TRAINER)
+    assert _facts(tmp_path).syncing_methods == frozenset({"MixedPrecisionTrainer.backward"})
+    (tmp_path / "diffusion" / "fp16_util.py").write_text("class MixedPrecisionTrainer:\n    def backward(self, loss):\n        if self.ok:\n            loss.backward()\n")
+    assert not _facts(tmp_path).syncing_methods  # one path has no backward pass
+
+
+def test_a_call_of_that_method_needs_no_mark_step_after_it(tmp_path):
+    _write(tmp_path, TRAINER)
+    result = CliRunner().invoke(main, ["rewrite", "--no-cache", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    trainer = (tmp_path / "diffusion" / "fp16_util.py").read_text()
+    loop = (tmp_path / "diffusion" / "train_util.py").read_text()
+    assert trainer.count("htcore.mark_step()") == 2  # after each backward pass of the trainer
+    # Only after the third-party `accelerator.backward`, whose pass the port does not see.
+    assert loop.count("htcore.mark_step()") == 1
+    assert "self.accelerator.backward(self.model(batch).mean())\n        if htcore is not None: htcore.mark_step()" in loop

@@ -11,6 +11,7 @@ from hpu_port.context import FileContext
 from hpu_port.model import Rule
 from hpu_port.names import dotted_name
 from hpu_port.visitors._references import written
+from hpu_port.walk import children
 
 
 def visitor_for_rule(rule: Rule, ctx: FileContext) -> cst.BatchableCSTVisitor:
@@ -45,6 +46,9 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
         # The classes the walk is in, innermost last: `self.backward(loss)`
         # calls a method of the innermost one.
         self.classes: list[cst.ClassDef] = []
+        # Per enclosing class (`self.trainer`) and function (`trainer`): the
+        # project classes whose instances the names hold, by class name.
+        self.instances: list[dict[str, str]] = []
         self._cpu_tests: dict[cst.CSTNode, bool] = {}
 
     # -- autograd functions -------------------------------------------------------
@@ -52,18 +56,58 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.inside_autograd.append(any(self._is_autograd_base(base.value) for base in node.bases))
         self.classes.append(node)
+        self.instances.append(self._project_instances(node, "self."))
 
     def leave_ClassDef(self, node) -> None:
         self.inside_autograd.pop()
         self.classes.pop()
+        self.instances.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         params = node.params.params
         first = params[0].name.value if params else None
         self.inside_autograd.append(first is not None and first == self.params["not-in-functions-taking"])
+        self.instances.append(self._project_instances(node.body, ""))
 
     def leave_FunctionDef(self, node) -> None:
         self.inside_autograd.pop()
+        self.instances.pop()
+
+    def _project_instances(self, tree: cst.CSTNode, prefix: str) -> dict[str, str]:
+        """`self.trainer = MixedPrecisionTrainer(...)` in a class (``prefix``
+        "self."), `trainer = Trainer(...)` in a function: the names that hold
+        an instance of a project class whose backward method the project
+        facts know, found before the walk reaches their uses."""
+        syncing = self.ctx.facts.syncing_methods
+        if not syncing:
+            return {}
+        classes = {method.split(".")[0] for method in syncing}
+        found = {}
+        for assign in _assignments(tree):
+            value = assign.value
+            if not isinstance(value, cst.Call) or _last_part(value.func) not in classes or not self._project_name(value.func):
+                continue
+            for target in assign.targets:
+                name = dotted_name(target.target)
+                if name is not None and (name.startswith(prefix) if prefix else "." not in name):
+                    found[name] = _last_part(value.func)
+        return found
+
+    def _project_name(self, func: cst.BaseExpression) -> bool:
+        """Whether ``func`` is the project's own (defined here, imported from a
+        first-party module or relatively), not a library's of the same name."""
+        hit = self.ctx.qualify(func)
+        return hit is None or hit[0].split(".")[0] in self.ctx.facts.first_party
+
+    def _calls_project_method_that_syncs(self, func: cst.Attribute) -> bool:
+        """`self.mp_trainer.backward(loss)`, where `mp_trainer` holds an instance
+        of a project class whose `backward` ends with a backward pass (which
+        gets its own mark_step where it is written)."""
+        name = dotted_name(func.value)
+        for scope in reversed(self.instances):
+            if name in scope:
+                return f"{scope[name]}.{func.attr.value}" in self.ctx.facts.syncing_methods
+        return False
 
     def _is_autograd_base(self, expr) -> bool:
         qualified = func_qualified(self.ctx, expr)
@@ -135,7 +179,8 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in self.params["after-methods"]:
             self.backward_scopes.add(self.ctx.scope.node)
-            if not self._calls_own_method_that_syncs(func) and not self._cpu_only_test(self.ctx.scope.node):
+            syncs = self._calls_own_method_that_syncs(func) or self._calls_project_method_that_syncs(func)
+            if not syncs and not self._cpu_only_test(self.ctx.scope.node):
                 self._anchor(node, call, "the backward pass")
         elif func_qualified(self.ctx, func) in self.params["after-calls"]:
             self.backward_scopes.add(self.ctx.scope.node)
@@ -250,6 +295,23 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
         # lacks (`htcore.mark_step()` with no htcore import) still counts.
         name = dotted_name(func)
         return name is not None and name.rsplit(".", 1)[-1] == self.params["function"].rsplit(".", 1)[-1]
+
+
+def _assignments(tree: cst.CSTNode) -> list[cst.Assign]:
+    found, stack = [], list(children(tree))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Assign):
+            found.append(node)
+        elif not isinstance(node, (cst.BaseExpression, cst.ClassDef)):
+            stack.extend(children(node))
+    return found
+
+
+def _last_part(func: cst.BaseExpression) -> str:
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
 
 
 def _last_effect(body) -> Optional[cst.CSTNode]:
