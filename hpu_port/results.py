@@ -29,6 +29,7 @@ KEPT_REASONS = {
     "name-taken": "the new name is taken here (a local name, a key the dict has already)",
     "unclear": "what the value means here cannot be told from the code (an unpacked mapping, a computed option)",
     "by-hand": "the change is a restructuring that a person makes",
+    "harmless": "the code does nothing on Gaudi and breaks nothing (a cuDNN switch, a CUDA cache flush): left as it is, said nowhere",
 }
 
 

@@ -95,7 +95,7 @@ class Kind:
         names: set[str] = set()
         for key in ("renames", "names", "rewrites"):
             names |= set(rule.params.get(key, {})) if isinstance(rule.params, dict) else set()
-        for key in ("calls", "attributes", "identity-calls"):
+        for key in ("calls", "attributes", "identity-calls", "harmless"):
             value = rule.params.get(key, ()) if isinstance(rule.params, dict) else ()
             names |= set(value)
         return names

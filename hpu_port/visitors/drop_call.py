@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from hpu_port.branches import Held
 from hpu_port.context import FileContext
 from hpu_port.model import Rule
 from hpu_port.names import dotted_name
@@ -30,6 +31,8 @@ class _DropCallVisitor(ReferenceVisitor):
             hit = self._hit(call.func, "calls")
             if hit:
                 self._drop(node, call.func, hit)
+            elif self._hit(call.func, "harmless"):
+                self._leave_alone(node, call.func, self._hit(call.func, "harmless"))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) != 1:
@@ -38,6 +41,10 @@ class _DropCallVisitor(ReferenceVisitor):
         hit = self._hit(target, "attributes")
         if hit:
             self._drop(node, target, hit)
+            return
+        harmless = self._hit(target, "harmless")
+        if harmless:
+            self._leave_alone(node, target, harmless)
             return
         if isinstance(node.value, cst.Call):
             hit = self._hit(node.value.func, "identity-calls")
@@ -61,6 +68,12 @@ class _DropCallVisitor(ReferenceVisitor):
         # Removing a use of `import torch` does not make the import removable
         # (see _drop_fully_rewritten_imports); a dotted one does.
         self.ctx.report(rule, statement, message, lambda plan: plan.remove_statement(statement), binding=binding)
+
+    def _leave_alone(self, statement, named, hit) -> None:
+        rule = hit[0]
+        if self.ctx.claim(named):
+            why = "it does nothing where CUDA is absent and breaks nothing: left as it is"
+            self.ctx.report(rule, statement, rule.message.format(name=written(named)), kept=Held("harmless", why, quiet=True))
 
     def on_reference(self, node, qualified, binding) -> None:
         rule = self.by_name[qualified]
