@@ -267,3 +267,28 @@ def test_a_guard_with_an_else_or_another_first_call_is_not_a_mark_step():
     out = ported(code, select=["HPU201"])
     assert lines_after(out, "loss.backward()") == [MS]
     assert lines_after(out, "optimizer.step()") == [MS]
+
+
+def test_a_module_with_the_guarded_import_gets_guarded_mark_steps_and_none_twice(tmp_path):
+    """A trainer in a package whose loop calls `self.backward()`, a method
+    ending with the backward pass: one mark_step, in that method, guarded like
+    the import; ported again, nothing changes."""
+    from click.testing import CliRunner
+
+    from hpu_port.cli import main
+
+    package = tmp_path / "metrics"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    trainer = package / "trainer.py"
+    trainer.write_text(
+        "import torch\n\n\nclass Trainer:\n"
+        "    def forward_and_backward(self):\n        self.compute()\n        self.backward()\n        self.clip()\n\n"
+        "    def backward(self):\n        self.losses[\"total\"].backward()\n"
+    )
+    for _ in range(2):
+        result = CliRunner().invoke(main, ["rewrite", "--no-cache", str(tmp_path)])
+        assert result.exit_code == 0, result.output
+        text = trainer.read_text()
+        assert text.count("mark_step()") == 1
+        assert "        self.losses[\"total\"].backward()\n        if htcore is not None: htcore.mark_step()\n" in text

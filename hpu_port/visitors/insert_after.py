@@ -277,7 +277,8 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
             return
         code = f"{spelling.code}()"
         message = self.rule.message.format(name=written(call.func), call=code, what=what)
-        if self.ctx.gaudi_optional and spelling.new_import:
+        guarded = spelling.binding is not None and spelling.binding.guarded
+        if (self.ctx.gaudi_optional and spelling.new_import) or guarded:
             # The import may have failed (no Gaudi here): then the name is None.
             code = f"if {spelling.code.split('.')[0]} is not None: {code}"
         self.ctx.report(
@@ -319,6 +320,9 @@ def _last_effect(body) -> Optional[cst.CSTNode]:
     trailing `return` of a name or nothing is passed over."""
     statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [body]
     for statement in reversed(statements):
+        if isinstance(statement, cst.If) and statement.orelse is None:
+            # `if htcore is not None: htcore.mark_step()`: the call it guards.
+            return _first_small(statement)
         if not isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             return None
         for small in reversed(statement.body):
