@@ -39,7 +39,7 @@ from hpu_port.visitors._guards import (
     passed_as,
 )
 from hpu_port.visitors._references import literal_value, shown_briefly, written
-from hpu_port.walk import contains, walk
+from hpu_port.walk import contains, descendants, walk
 
 ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 # Keywords of an argparse-like call that hold values of the option it names.
@@ -324,6 +324,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             return
         self._keep_registered_device(node)
         self._keep_unsupported_dtype(node)
+        self._keep_nvidia_switches(node)
         if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, cst.SimpleString):
             self.templates.add(func.value)
         if isinstance(func, cst.Attribute) and func.attr.value in LIST_ADDS and written(func.value) in self.device_lists:
@@ -360,6 +361,18 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         for arg in node.args:
             for string in strings_in(arg.value):
                 self.kept.setdefault(string, reason)
+
+    def _keep_nvidia_switches(self, node: cst.Call) -> None:
+        """`FaissKMeans(gpu=device.type == "cuda")`: the value switches on a
+        library's CUDA code, which Gaudi cannot run."""
+        words = self.params["nvidia-switch-words"]
+        for arg in node.args:
+            if arg.keyword is None or not (name_parts(arg.keyword.value) & words):
+                continue
+            reason = Held("nvidia-only", f"the test answers `{arg.keyword.value}=` of `{shown_briefly(written(node.func))}`, a switch for NVIDIA GPUs' code")
+            for string in descendants(arg.value):
+                if isinstance(string, (cst.SimpleString, cst.FormattedString)):
+                    self.kept.setdefault(string, reason)
 
     def _mark_arguments(self, node: cst.Call) -> None:
         positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
