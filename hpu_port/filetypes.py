@@ -126,11 +126,15 @@ def path_words(path: str, packages: frozenset) -> frozenset:
     words: `nvshmem_copy_service/core/kernel.py` gives nvshmem_copy_service and
     nvshmem too) and the words of its own name
     (`quantizers/bitsandbytes/bnb_quantizer.py`: bitsandbytes, bnb, quantizer,
-    bnb_quantizer), from its absolute path, so that where the run starts
+    bnb_quantizer; `llama2_flash_attn_patch.py`: flash_attn, two words in a
+    row), from its absolute path, so that where the run starts
     changes nothing. Directories above the package are the user's, not the code's."""
     parent, name = os.path.split(os.path.abspath(path))
     stem = os.path.splitext(name)[0]
-    words = {os.path.basename(parent), stem, *re.split(r"[_.\-]+", stem), *_package_directories(parent, packages)}
+    split = re.split(r"[_.\-]+", stem)
+    # Two words in a row name a library too (`llama2_flash_attn_patch.py`: flash_attn).
+    pairs = [f"{first}_{second}" for first, second in zip(split, split[1:])]
+    words = {os.path.basename(parent), stem, *split, *pairs, *_package_directories(parent, packages)}
     return frozenset(word for word in words if word)
 
 

@@ -12,6 +12,9 @@ per-file core as data (which reads no disk and keys its cache on them):
 - the project's functions and classes that only NVIDIA GPUs can run: they
   build or load CUDA extensions, use an NVIDIA-only library or CUDA's
   internals, or call (across modules, transitively) one that does;
+- the modules the project builds from CUDA sources (`CUDAExtension("name",
+  [...])` in its setup script): a module that imports one cannot be
+  imported where there is no NVIDIA GPU;
 - the project's classes whose `backward` method ends with a backward pass
   on every path (a trainer's `backward(loss)` that scales and back-propagates):
   that pass gets its own mark_step, so a call of the method needs none.
@@ -61,6 +64,8 @@ class ProjectFacts:
     # `Class.backward` for the project's classes whose `backward` method ends
     # with a backward pass on every path.
     syncing_methods: frozenset = frozenset()
+    # The modules the project builds as CUDA extensions (`swin_window_process`).
+    cuda_extensions: frozenset = frozenset()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def why_nvidia_only(self, qualified: str) -> Optional[str]:
@@ -90,7 +95,7 @@ class ProjectFacts:
         return bool(top) and top in self.serves_several
 
     def digest(self) -> str:
-        text = repr((sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several, sorted(self.syncing_methods)))
+        text = repr((sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several, sorted(self.syncing_methods), sorted(self.cuda_extensions)))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
 
@@ -127,7 +132,34 @@ def find_facts(python_files: dict, libraries: Iterable[str], other_devices: Iter
         needles = _name_needles(new)
     several = _serving_several(sources, facts, other_devices)
     syncing = _syncing_methods(sources)
-    return ProjectFacts(facts.first_party, packages, tuple(sorted(found.items())), several, syncing)
+    return ProjectFacts(
+        facts.first_party, packages, tuple(sorted(found.items())), several, syncing, _cuda_extensions(sources)
+    )
+
+
+def _cuda_extensions(sources: dict) -> frozenset:
+    """The module names of `CUDAExtension("name", ...)` (or `name="..."`) in
+    the project's files: modules built from CUDA sources."""
+    found = set()
+    for path, source in sources.items():
+        if not isinstance(source, bytes) or b"CUDAExtension" not in source:
+            continue
+        try:
+            tree = ast.parse(source, filename=path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _called_name(node.func) == "CUDAExtension":
+                name = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+                if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                    found.add(name.value)
+    return frozenset(found)
+
+
+def _called_name(func: ast.AST) -> str:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
 
 
 # Methods a training loop calls in place of `loss.backward()`.

@@ -39,3 +39,8 @@ def test_the_runner_finds_the_packages(tmp_path):
     summary = run([str(tmp_path)], make_ruleset(), apply=False)
     (launcher,) = [r for r in summary.results if r.path.endswith("kernel_launcher.py")]
     assert any(f.code == "HPU615" and "nvshmem" in f.message for f in launcher.findings), launcher.findings
+
+
+def test_two_words_in_a_row_of_the_name_count_as_one(tmp_path):
+    words = path_words(str(tmp_path / "llama2_flash_attn_monkey_patch.py"), frozenset())
+    assert {"flash_attn", "attn_monkey", "flash", "attn"} <= words

@@ -250,3 +250,34 @@ def test_a_call_of_that_method_needs_no_mark_step_after_it(tmp_path):
     # Only after the third-party `accelerator.backward`, whose pass the port does not see.
     assert loop.count("htcore.mark_step()") == 1
     assert "self.accelerator.backward(self.model(batch).mean())\n        if htcore is not None: htcore.mark_step()" in loop
+
+
+def test_a_module_that_imports_an_extension_the_project_builds_from_cuda_is_kept_whole(tmp_path):
+    """Swin's fused window kernel: built from `.cu` by the project's setup
+    script, tested by a module that imports it at its top."""
+    _write(tmp_path, {
+        "kernels/setup.py": """
+            from setuptools import setup
+            from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+            setup(name="window_process", ext_modules=[CUDAExtension("window_process", ["kernel.cu"])])
+        """,
+        "kernels/unit_test.py": """
+            import torch
+            import window_process
+
+            def test_forward():
+                x = torch.randn(4).cuda()
+                assert window_process.forward(x) is not None
+        """,
+        "train.py": """
+            import torch
+
+            x = torch.randn(4).cuda()
+        """,
+    })
+    assert _facts(tmp_path).cuda_extensions == frozenset({"window_process"})
+    result = CliRunner().invoke(main, ["rewrite", "--no-cache", str(tmp_path)])
+    assert result.exit_code in (0, 1), result.output
+    assert ".cuda()" in (tmp_path / "kernels" / "unit_test.py").read_text()
+    assert '.to("hpu")' in (tmp_path / "train.py").read_text()

@@ -274,6 +274,9 @@ def _module_reason(ctx: FileContext, evidence: Evidence) -> Optional[str]:
     named = sorted(path_words(ctx.path, ctx.facts.packages) & evidence.unit_words)
     if named:
         return f"its path names `{named[0]}`, code for another device or framework or an NVIDIA-only library"
+    extension = _imported_cuda_extension(ctx)
+    if extension is not None:
+        return f"it imports `{extension}`, which the project builds from CUDA sources: the module only loads where NVIDIA's CUDA is"
     for function in functions(ctx.module.body):
         decorator = _kernel_decorator(ctx, function, evidence.kernel_decorators)
         if decorator is not None:
@@ -283,6 +286,21 @@ def _module_reason(ctx: FileContext, evidence: Evidence) -> Optional[str]:
             base = _matching_base(ctx, node, evidence.unit_class_bases)
             if base is not None:
                 return _implements(node, base)
+    return None
+
+
+def _imported_cuda_extension(ctx: FileContext) -> Optional[str]:
+    """A module the project builds from CUDA sources, imported at the top of
+    this one, outside any `try` or `if` (`import swin_window_process`)."""
+    extensions = ctx.facts.cuda_extensions
+    if not extensions:
+        return None
+    for statement in ctx.module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                for _, module in _bindings(small):
+                    if module in extensions or module.split(".")[0] in extensions:
+                        return module
     return None
 
 
