@@ -161,6 +161,10 @@ class FileContext:
             kept = Held("optional-import", f"`{binding.name}` is imported conditionally or locally here")
         if kept is None and has_fix:
             kept = self.other_backend.held(node) or self.branches.held(rule.kind)
+        if kept is None and has_fix and rule.project_hold is not None:
+            where = self.facts.project_hold(rule.code)
+            if where is not None:
+                kept = Held("unclear", rule.project_hold.why.format(where=where))
         if kept is not None:
             has_fix = False
             message += f" (not rewritten: {kept.why})"

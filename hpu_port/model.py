@@ -41,6 +41,17 @@ class Example:
 
 
 @dataclass(frozen=True)
+class ProjectHold:
+    """A rule's fix is withheld in a project whose code matches ``pattern``
+    somewhere (in a file holding ``needle``): code elsewhere relies on what
+    the fix would take away. ``why`` names the place as ``{where}``."""
+
+    needle: str
+    pattern: str
+    why: str
+
+
+@dataclass(frozen=True)
 class Rule:
     code: str
     name: str
@@ -61,6 +72,7 @@ class Rule:
     covers: tuple[str, ...] = ()
     remove_imports_of: tuple[str, ...] = ()
     triggers: tuple[str, ...] = ()
+    project_hold: Optional[ProjectHold] = None
     raw_params: dict = field(default_factory=dict, hash=False, compare=False)
     # Derived from the rest by the rule's kind when the rule is loaded, and
     # kept with the loaded rules: see ``Screening``.

@@ -31,6 +31,9 @@ class ImportBinding:
     # Imported under a condition (try, if, with, a loop) or inside a function
     # or class: an import that replaces it must not become unconditional.
     guarded: bool = False
+    # Imported in one branch of a function (`else: import torch.nn as nn`):
+    # the name is local to the whole function but bound on that path only.
+    in_branch: bool = False
 
     @property
     def fully_rewritten(self) -> bool:
@@ -137,10 +140,14 @@ def spell(qualified: str, scope: Scope) -> Optional[tuple[str, Optional[ImportBi
     """How to write ``qualified`` at ``scope`` using an import already visible there.
 
     Picks the binding whose target is the longest module prefix, so that
-    ``import torch as T`` yields ``T.hpu.synchronize``. None when no binding fits.
+    ``import torch as T`` yields ``T.hpu.synchronize``. None when no binding
+    fits. An import in one branch of a function is not used: elsewhere in the
+    function its name is unbound.
     """
     best: Optional[ImportBinding] = None
     for binding in scope.visible_imports():
+        if binding.in_branch:
+            continue  # unbound on the other paths through the function
         target = binding.target
         if qualified == target or qualified.startswith(target + "."):
             if best is None or len(target) > len(best.target):
@@ -158,6 +165,8 @@ class ScopeIndex:
         self.by_node: dict[cst.CSTNode, Scope] = {module: self.module}
         self.bindings: list[ImportBinding] = []
         self._compound_depth = 0
+        # Each function's scope -> the compound depth its body starts at.
+        self._depth_at: dict = {}
         self._walk_statements(module.body, self.module)
 
     def scope_for(self, node: cst.CSTNode) -> Optional[Scope]:
@@ -220,6 +229,7 @@ class ScopeIndex:
     def _new_scope(self, node, parent: Scope, is_class: bool = False) -> Scope:
         scope = Scope(node, parent, is_class)
         self.by_node[node] = scope
+        self._depth_at[scope] = self._compound_depth
         return scope
 
     def _walk_small(self, small, scope: Scope) -> None:
@@ -264,6 +274,8 @@ class ScopeIndex:
 
     def _add_binding(self, binding: ImportBinding) -> None:
         binding.guarded = self._compound_depth > 0 or binding.scope.parent is not None
+        in_function = binding.scope.parent is not None and not binding.scope.is_class
+        binding.in_branch = in_function and self._compound_depth > self._depth_at.get(binding.scope, 0)
         binding.scope.imports[binding.name] = binding
         self.bindings.append(binding)
 

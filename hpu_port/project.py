@@ -66,12 +66,19 @@ class ProjectFacts:
     syncing_methods: frozenset = frozenset()
     # The modules the project builds as CUDA extensions (`swin_window_process`).
     cuda_extensions: frozenset = frozenset()
+    # (rule code, "path:line") for each rule whose ``held-when-project-has``
+    # pattern the project's code matches: the first place it does.
+    project_holds: tuple = ()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def why_nvidia_only(self, qualified: str) -> Optional[str]:
         if not self._index and self.nvidia_only:
             self._index.update(self.nvidia_only)
         return self._index.get(qualified)
+
+    def project_hold(self, code: str) -> Optional[str]:
+        """Where the project's code matches rule ``code``'s hold pattern, if it does."""
+        return next((where for held, where in self.project_holds if held == code), None)
 
     def module_name(self, path: str) -> str:
         """The dotted name the project imports ``path`` by."""
@@ -95,18 +102,21 @@ class ProjectFacts:
         return bool(top) and top in self.serves_several
 
     def digest(self) -> str:
-        text = repr((sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several, sorted(self.syncing_methods), sorted(self.cuda_extensions)))
+        text = repr((sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several, sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
 
 NO_FACTS = ProjectFacts()
 
 
-def find_facts(python_files: dict, libraries: Iterable[str], other_devices: Iterable[str] = ()) -> ProjectFacts:
+def find_facts(
+    python_files: dict, libraries: Iterable[str], other_devices: Iterable[str] = (), holds: Optional[dict] = None
+) -> ProjectFacts:
     """The facts of the project made of ``python_files`` (path -> bytes, as
     the run read them); ``libraries``: the NVIDIA-only libraries' top-level
     modules (triton, tensorrt...); ``other_devices``: the other accelerators
-    (npu, xpu, mps...) whose probes make a project serve several devices."""
+    (npu, xpu, mps...) whose probes make a project serve several devices;
+    ``holds``: rule code -> its ``ProjectHold``."""
     sources = {os.path.abspath(path): source for path, source in python_files.items()}
     files = sorted(sources)
     packages = frozenset(os.path.dirname(p) for p in files if os.path.basename(p) == "__init__.py")
@@ -133,27 +143,48 @@ def find_facts(python_files: dict, libraries: Iterable[str], other_devices: Iter
     several = _serving_several(sources, facts, other_devices)
     syncing = _syncing_methods(sources)
     return ProjectFacts(
-        facts.first_party, packages, tuple(sorted(found.items())), several, syncing, _cuda_extensions(sources)
+        facts.first_party, packages, tuple(sorted(found.items())), several, syncing, _cuda_extensions(sources),
+        _project_holds(python_files, holds or {}),
     )
+
+
+def _project_holds(python_files: dict, holds: dict) -> tuple:
+    """(code, "path:line") of the first match of each rule's hold pattern."""
+    found = []
+    for code, hold in sorted(holds.items()):
+        needle, pattern = hold.needle.encode(), re.compile(hold.pattern.encode())
+        for path in sorted(python_files):
+            source = python_files[path]
+            match = pattern.search(source) if isinstance(source, bytes) and needle in source else None
+            if match is not None:
+                line = source.count(b"\n", 0, match.start()) + 1
+                found.append((code, f"{path}:{line}"))
+                break
+    return tuple(found)
 
 
 def _cuda_extensions(sources: dict) -> frozenset:
     """The module names of `CUDAExtension("name", ...)` (or `name="..."`) in
     the project's files: modules built from CUDA sources."""
     found = set()
-    for path, source in sources.items():
-        if not isinstance(source, bytes) or b"CUDAExtension" not in source:
-            continue
-        try:
-            tree = ast.parse(source, filename=path)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
+    for tree in _trees_holding(sources, (b"CUDAExtension",)):
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and _called_name(node.func) == "CUDAExtension":
                 name = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
                 if isinstance(name, ast.Constant) and isinstance(name.value, str):
                     found.add(name.value)
     return frozenset(found)
+
+
+def _trees_holding(sources: dict, needles: tuple) -> Iterable[ast.Module]:
+    """The parsed files whose bytes hold one of ``needles`` (the others are
+    not parsed; a file that does not parse is its own port's to report)."""
+    for path, source in sources.items():
+        if isinstance(source, bytes) and any(needle in source for needle in needles):
+            try:
+                yield ast.parse(source, filename=path)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
 
 
 def _called_name(func: ast.AST) -> str:
@@ -170,13 +201,7 @@ def _syncing_methods(sources: dict) -> frozenset:
     """`Class.backward` for each class of the project whose `backward`
     method ends with a backward pass (`loss.backward()`) on every path."""
     found = set()
-    for path, source in sources.items():
-        if not isinstance(source, bytes) or not any(b"def %s(" % name.encode() in source for name in _BACKWARD_METHODS):
-            continue
-        try:
-            tree = ast.parse(source, filename=path)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
+    for tree in _trees_holding(sources, tuple(b"def %s(" % name.encode() for name in _BACKWARD_METHODS)):
         for node in ast.walk(tree):
             if not isinstance(node, ast.ClassDef):
                 continue

@@ -17,7 +17,7 @@ from hpu_port._compat import toml
 from hpu_port.device import evidence
 from hpu_port.device.evidence import bundled_rules_dir
 from hpu_port.kinds import derive_screening, get_kind, kind_names
-from hpu_port.model import FIX_SAFETIES, MODES, OPTIONS, Example, Rule
+from hpu_port.model import FIX_SAFETIES, MODES, OPTIONS, Example, ProjectHold, Rule
 
 CODE_PATTERN = re.compile(r"^[A-Z]{2,8}[0-9]{3,4}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -45,6 +45,7 @@ COMMON_KEYS: dict[str, tuple[type, bool]] = {
     "covers": (list, False),
     "remove-imports-of": (list, False),
     "triggers": (list, False),
+    "held-when-project-has": (dict, False),
     "examples": (dict, True),
 }
 
@@ -147,6 +148,7 @@ def parse_rule(data: dict, source: str) -> Rule:
     if problem:
         raise fail(problem)
     examples = _parse_examples(common["examples"], fail)
+    project_hold = _project_hold(common.get("held-when-project-has"), fail)
     _check_fix_matches_examples(common["fix"], examples, fail)
     rule = Rule(
         code=common["code"],
@@ -168,12 +170,32 @@ def parse_rule(data: dict, source: str) -> Rule:
         covers=tuple(common.get("covers", ())),
         remove_imports_of=tuple(common.get("remove-imports-of", ())),
         triggers=tuple(common.get("triggers", ())),
+        project_hold=project_hold,
         raw_params={k: v for k, v in data.items() if k not in COMMON_KEYS},
     )
     try:
         return dataclasses.replace(rule, screening=derive_screening(rule))
     except ValueError as exc:
         raise fail(str(exc)) from None
+
+
+def _project_hold(table: Optional[dict], fail) -> Optional[ProjectHold]:
+    """``[held-when-project-has]``: ``needle`` (plain text a file must hold),
+    ``pattern`` (a regular expression searched in those files) and ``why``
+    (the words a held finding adds; ``{where}`` is the first match's place)."""
+    if table is None:
+        return None
+    unknown = set(table) - {"needle", "pattern", "why"}
+    missing = {"needle", "pattern", "why"} - set(table)
+    if unknown or missing:
+        raise fail(f"'held-when-project-has' takes needle, pattern and why ({'unknown ' + sorted(unknown)[0] if unknown else 'missing ' + sorted(missing)[0]})")
+    if not all(isinstance(value, str) and value for value in table.values()):
+        raise fail("'held-when-project-has' values must be non-empty strings")
+    try:
+        re.compile(table["pattern"])
+    except re.error as exc:
+        raise fail(f"'held-when-project-has.pattern': {exc}") from None
+    return ProjectHold(table["needle"], table["pattern"], table["why"])
 
 
 def _check_common_keys(data: dict, kind_keys: set[str], fail) -> dict:

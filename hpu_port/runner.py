@@ -223,7 +223,13 @@ def _attach_project_facts(planned: list, sources: list) -> None:
     rulesets = list({id(ruleset): ruleset for _, ruleset in planned if ruleset is not None}.values())
     if not python or not rulesets:
         return
-    facts = find_facts(python, _nvidia_only_libraries(rulesets), _other_devices(rulesets))
+    holds = {
+        rule.code: rule.project_hold
+        for ruleset in rulesets
+        for rule in (ruleset.analysis or ruleset.rules)
+        if rule.project_hold is not None
+    }
+    facts = find_facts(python, _nvidia_only_libraries(rulesets), _other_devices(rulesets), holds)
     for ruleset in rulesets:
         ruleset.facts = facts
 

@@ -281,3 +281,33 @@ def test_a_module_that_imports_an_extension_the_project_builds_from_cuda_is_kept
     assert result.exit_code in (0, 1), result.output
     assert ".cuda()" in (tmp_path / "kernels" / "unit_test.py").read_text()
     assert '.to("hpu")' in (tmp_path / "train.py").read_text()
+
+
+def test_a_scaler_is_kept_where_the_project_reads_its_scale(tmp_path):
+    """Swin's wrapper returns the scaler's state; the loop reads its "scale"
+    in another module: a disabled scaler's empty state would fail there."""
+    files = {
+        "utils.py": """
+            import torch
+
+            class NativeScaler:
+                def __init__(self):
+                    self._scaler = torch.cuda.amp.GradScaler()
+
+                def state_dict(self):
+                    return self._scaler.state_dict()
+        """,
+        "main.py": """
+            from utils import NativeScaler
+
+            scaler = NativeScaler()
+            value = scaler.state_dict()["scale"]
+        """,
+    }
+    _write(tmp_path, files)
+    result = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)])
+    assert "HPU303" in result.output and 'reads the scaler state\'s "scale"' in result.output
+    assert "main.py:4" in result.output
+    (tmp_path / "main.py").write_text("from utils import NativeScaler\n\nscaler = NativeScaler()\n")
+    result = CliRunner().invoke(main, ["rewrite", "--no-cache", str(tmp_path)])
+    assert "GradScaler(enabled=False)" in (tmp_path / "utils.py").read_text()

@@ -50,6 +50,10 @@ def test_good_rule_loads(tmp_path):
         (('[renames]', '[positions]\nwhere = ["dtype"]\n\n[renames]'), "'positions': unknown keys ['where']"),
         (('[renames]', '[positions]\nnames = "dtype"\n\n[renames]'), "'positions.names' must be a list of strings"),
         (('default = true', 'default = true\nkeep-inside = "half"'), "'keep-inside' must be a list"),
+        (('[renames]', '[held-when-project-has]\nneedle = "x"\npattern = "x"\n\n[renames]'), "'held-when-project-has' takes needle, pattern and why (missing why)"),
+        (('[renames]', '[held-when-project-has]\nneedle = "x"\npattern = "(x"\nwhy = "y"\n\n[renames]'), "'held-when-project-has.pattern': missing )"),
+        (('[renames]', '[roles]\nfiles = "x"\n\n[renames]'), "'roles.files' must be a list of strings"),
+        (('[renames]', '[roles]\nfolders = ["x"]\n\n[renames]'), "'roles': unknown keys ['folders']"),
     ],
 )
 def test_bad_rule_gives_one_clear_line(tmp_path, change, problem):
