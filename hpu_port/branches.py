@@ -92,9 +92,9 @@ class DeviceBranches:
     def enter_block(self, statements) -> None:
         """Before the walk enters a block: its CUDA checks that repeat, for
         CUDA, what an HPU check beside them does for the HPU."""
-        checks = [s for s in statements if isinstance(s, cst.If)]
-        if len(checks) < 2:
+        if sum(_first_if(s) is not None for s in statements) < 2:
             return
+        checks = [s for s in statements if isinstance(s, cst.If)]
         side_by_side = sibling_dispatch(statements, self.module, self.other_probe)
         if side_by_side is not None:
             self.extended.add(side_by_side)
@@ -206,10 +206,42 @@ def cuda_fallback_of_dispatch(node: cst.CSTNode, module: cst.Module, other_probe
 
 def sibling_dispatch(statements, module: cst.Module, other_probe: "re.Pattern") -> Optional[cst.If]:
     """The CUDA `if` of a block that chooses among devices one `if` per device,
-    each ending its function (`if is_torch_cuda_available(): return ...` then
-    `if is_torch_npu_available(): return ...`), with no HPU one: None if none."""
+    with no HPU one: each ending its function (`if is_torch_cuda_available():
+    return ...` then `if is_torch_npu_available(): return ...`), or each
+    setting the same name, a later one overriding an earlier one (`if
+    torch.cuda.is_available(): device = "cuda"` then, maybe in a `try`, `if
+    torch.backends.mps.is_available(): device = "mps"`). None if none."""
     checks = [s for s in statements if isinstance(s, cst.If) and s.orelse is None and _exits(s.body)]
-    return _the_cuda_test(checks, module, other_probe) if len(checks) >= 2 else None
+    if len(checks) >= 2:
+        return _the_cuda_test(checks, module, other_probe)
+    setting = [check for check in map(_first_if, statements) if check is not None]
+    cuda = _the_cuda_test(setting, module, other_probe) if len(setting) >= 2 else None
+    if cuda is None:
+        return None
+    names = _names_set(cuda.body)
+    others = [check for check in setting if check is not cuda and other_probe.search(module.code_for_node(check.test))]
+    return cuda if names and any(names & _names_set(check.body) for check in others) else None
+
+
+def _first_if(statement) -> Optional[cst.If]:
+    """``statement`` if it is an `if`; the `if` a `try` starts with."""
+    if isinstance(statement, cst.Try) and statement.body.body:
+        statement = statement.body.body[0]
+    return statement if isinstance(statement, cst.If) else None
+
+
+def _names_set(body) -> set:
+    """The plain names a block assigns at its own level (`device = "mps"`)."""
+    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    return {
+        target.target.value
+        for line in lines
+        if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+        for small in line.body
+        if isinstance(small, cst.Assign)
+        for target in small.targets
+        if isinstance(target.target, cst.Name)
+    }
 
 
 def _exits(body) -> bool:

@@ -261,3 +261,28 @@ def test_code_that_is_right_as_it_is_lies_in_a_region_of_the_report(tmp_path):
     covered = {line for r in report["regions"] for line in range(r["line"], r["end_line"] + 1)}
     said = {line for f in report["findings"] for line in range(f["line"], f["end_line"] + 1)}
     assert {8, 11, 14} <= covered | said
+
+
+def test_a_device_picked_by_ifs_that_override_each_other_gains_an_hpu_if():
+    """alpaca-lora's generate.py: CUDA or the CPU, then MPS in a `try`; NVIDIA
+    and Mac users keep their device, Gaudi gets its own."""
+    source = textwrap.dedent('''
+        import torch
+
+        if torch.cuda.is_available():
+            device = "cuda"
+        else:
+            device = "cpu"
+
+        try:
+            if torch.backends.mps.is_available():
+                device = "mps"
+        except:  # noqa: E722
+            pass
+    ''').lstrip()
+    result = port(source)
+    output = result.new_source.decode()
+    removed = [line for line in difflib.ndiff(source.splitlines(), output.splitlines()) if line.startswith("- ")]
+    assert removed == []
+    assert 'if hasattr(torch, "hpu") and torch.hpu.is_available():\n    device = "hpu"\n' in output
+    assert output.index('device = "hpu"') < output.index('device = "mps"')
