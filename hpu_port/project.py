@@ -119,7 +119,7 @@ def find_facts(
     ``holds``: rule code -> its ``ProjectHold``."""
     sources = {os.path.abspath(path): source for path, source in python_files.items()}
     files = sorted(sources)
-    packages = frozenset(os.path.dirname(p) for p in files if os.path.basename(p) == "__init__.py")
+    packages = _packages(files)
     facts = ProjectFacts(frozenset(_top_level_names(files, packages)), packages)
     libraries = frozenset(libraries)
     found: dict[str, str] = {}
@@ -224,6 +224,17 @@ def _ends_with_backward(body: list) -> bool:
         func = last.value.func
         return isinstance(func, ast.Attribute) and func.attr == "backward"
     return False
+
+
+def _packages(files: list) -> frozenset:
+    """The folders that hold an `__init__.py`, and the folders of Python files
+    below one that hold none (`fastchat/llm_judge/`): Python imports those as
+    namespace packages (`fastchat.llm_judge.gen_model_answer`)."""
+    packages = {os.path.dirname(p) for p in files if os.path.basename(p) == "__init__.py"}
+    for directory in sorted({os.path.dirname(p) for p in files}, key=len):
+        if directory not in packages and os.path.dirname(directory) in packages:
+            packages.add(directory)
+    return frozenset(packages)
 
 
 def _serving_several(sources: dict, facts: ProjectFacts, other_devices: Iterable[str]) -> tuple:

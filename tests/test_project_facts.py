@@ -311,3 +311,16 @@ def test_a_scaler_is_kept_where_the_project_reads_its_scale(tmp_path):
     (tmp_path / "main.py").write_text("from utils import NativeScaler\n\nscaler = NativeScaler()\n")
     result = CliRunner().invoke(main, ["rewrite", "--no-cache", str(tmp_path)])
     assert "GradScaler(enabled=False)" in (tmp_path / "utils.py").read_text()
+
+
+def test_a_folder_of_modules_below_a_package_is_a_namespace_package(tmp_path):
+    """`fastchat/llm_judge/` has no `__init__.py`, yet other modules import
+    `fastchat.llm_judge.gen_model_answer`: its modules are the package's."""
+    _write(tmp_path, {
+        "fastchat/__init__.py": "",
+        "fastchat/llm_judge/gen_model_answer.py": "import torch\n",
+        "scripts/run.py": "import torch\n",
+    })
+    facts = _facts(tmp_path)
+    assert facts.module_name(str(tmp_path / "fastchat" / "llm_judge" / "gen_model_answer.py")) == "fastchat.llm_judge.gen_model_answer"
+    assert str(tmp_path / "scripts") not in facts.packages
