@@ -138,8 +138,11 @@ def find_facts(
         if not new:
             break
         known |= new
-        # Next round: the files that name a module or definition just found.
-        needles = _name_needles(new)
+        # Next round: the files that name a definition just found. A caller
+        # writes its module-level name (`_init`, or the class of a method),
+        # whatever the module is called or imported as.
+        names = {qualified: local.split(".")[0] for module in modules for qualified, local in module.qualified_locals()}
+        needles = sorted({names.get(qualified, qualified.rsplit(".", 1)[-1]).encode() for qualified in new})
     several = _serving_several(sources, facts, other_devices)
     syncing = _syncing_methods(sources)
     return ProjectFacts(
@@ -285,10 +288,6 @@ def _is_library(qualified: str, libraries: frozenset) -> bool:
     return False
 
 
-def _name_needles(qualified: Iterable[str]) -> list[bytes]:
-    return sorted({part.encode() for name in qualified for part in name.split(".")[1:] if len(part) > 2})
-
-
 class _Module:
     """One module's definitions, and what each uses and calls, by qualified name."""
 
@@ -315,6 +314,11 @@ class _Module:
                     for target in node.targets:
                         if isinstance(target, ast.Name):
                             self.built[target.id] = why
+
+    def qualified_locals(self) -> Iterable[tuple[str, str]]:
+        """(qualified name, name in the module) of each definition."""
+        for local in self.definitions:
+            yield (f"{self.name}.{local}" if self.name else local), local
 
     @classmethod
     def of(cls, path: str, source: bytes, name: str, builders: set) -> Optional["_Module"]:
