@@ -110,13 +110,26 @@ class DeviceBranches:
         return NAMES_THE_HPU.sub(lambda m: "cuda" if m.group() == "hpu" else "CUDA", self.module.code_for_node(body))
 
     def enter(self, node: cst.CSTNode) -> None:
-        if node in self.beside_hpu or NAMES_THE_HPU.search(self._tests_of(node)) or self._extends(node):
-            self.chains.add(node)
-            self.depth += 1
-            self.open.append(node)
+        if isinstance(node, cst.Dict):
+            # A table keyed by device names: with an "hpu" entry, its other
+            # entries are other devices'; without, it may gain one.
+            keys = {_string(e.key) for e in node.elements if isinstance(e, cst.DictElement)}
+            if not ("hpu" in keys and "cuda" in keys) and not self._extends(node):
+                return
+        elif not (node in self.beside_hpu or NAMES_THE_HPU.search(self._tests_of(node)) or self._extends(node)):
+            return
+        self.chains.add(node)
+        self.depth += 1
+        self.open.append(node)
 
     def _extends(self, node: cst.CSTNode) -> bool:
         if node in self.extended:
+            return True
+        if isinstance(node, (cst.Match, cst.Dict)):
+            found = cuda_case_of_dispatch(node, self.other_probe) if isinstance(node, cst.Match) else cuda_entry_of_table(node, self.other_probe)
+            if found is None:
+                return False
+            self.extended.add(node)
             return True
         tests = self._tests_of(node)  # read once per chain: most have no probe at all
         if not self.other_probe.search(tests) or (
@@ -152,6 +165,38 @@ class DeviceBranches:
         if not self.depth or kind in ADDING_KINDS:
             return None
         return Held("other-device", REASON, chain, quiet=True)
+
+
+def cuda_case_of_dispatch(node: cst.Match, other_probe: "re.Pattern") -> Optional[cst.MatchCase]:
+    """The `case "cuda":` of a `match` over device names that has a case for
+    another accelerator and none for the HPU; None when there is none."""
+    names = {case: _case_string(case) for case in node.cases}
+    values = [value for value in names.values() if value is not None]
+    if "hpu" in values or not any(other_probe.search(f'== "{value}"') for value in values if value != "cuda"):
+        return None
+    return next((case for case, value in names.items() if value == "cuda"), None)
+
+
+def cuda_entry_of_table(node: cst.Dict, other_probe: "re.Pattern") -> Optional[cst.DictElement]:
+    """The `"cuda"` entry of a table keyed by device names that has an entry
+    for another accelerator and none for the HPU; None when there is none."""
+    keys = [_string(e.key) if isinstance(e, cst.DictElement) else None for e in node.elements]
+    if "cuda" not in keys or None in keys or "hpu" in keys:
+        return None
+    if not any(other_probe.search(f'== "{key}"') for key in keys if key != "cuda"):
+        return None
+    return node.elements[keys.index("cuda")]
+
+
+def _string(node) -> Optional[str]:
+    return node.evaluated_value if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str) else None
+
+
+def _case_string(case: cst.MatchCase) -> Optional[str]:
+    pattern = case.pattern
+    if case.guard is None and isinstance(pattern, cst.MatchValue) and isinstance(pattern.value, cst.SimpleString):
+        return pattern.value.evaluated_value
+    return None
 
 
 def chain_arms(node: cst.CSTNode) -> list:
@@ -253,7 +298,9 @@ def _exits(body) -> bool:
     return isinstance(last.body[-1], (cst.Return, cst.Raise))
 
 
-def _chain_tests(node: cst.CSTNode) -> list[cst.BaseExpression]:
+def _chain_tests(node: cst.CSTNode) -> list[cst.CSTNode]:
+    if isinstance(node, cst.Match):
+        return [case.pattern for case in node.cases]
     tests = []
     while isinstance(node, (cst.If, cst.IfExp)):
         tests.append(node.test)

@@ -523,6 +523,9 @@ class ScopeEnter(cst.BatchableCSTVisitor):
             self.ctx.other_backend.enter_if(node)
             self.ctx.other_backend.enter(node)  # a CUDA choice, test and body
 
+    def visit_Match(self, node) -> None:
+        self.ctx.branches.enter(node)
+
     def visit_Module(self, node) -> None:
         self.ctx.branches.enter_block(node.body)
 
@@ -544,6 +547,7 @@ class ScopeEnter(cst.BatchableCSTVisitor):
         self.ctx.other_backend.enter_statement(node)
 
     def visit_Dict(self, node) -> None:
+        self.ctx.branches.enter(node)  # a table keyed by device names
         self.ctx.other_backend.enter_dict(node)
 
     def visit_DictElement(self, node) -> None:
@@ -588,6 +592,11 @@ class ScopeExit(cst.BatchableCSTVisitor):
     def leave_If(self, node) -> None:
         self.ctx.branches.leave(node)
         self.ctx.other_backend.leave(node)
+
+    def leave_Match(self, node) -> None:
+        self.ctx.branches.leave(node)
+
+    leave_Dict = leave_Match
 
     def leave_IndentedBlock(self, node) -> None:
         self.ctx.other_backend.leave_block(node)

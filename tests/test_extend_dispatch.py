@@ -286,3 +286,29 @@ def test_a_device_picked_by_ifs_that_override_each_other_gains_an_hpu_if():
     assert removed == []
     assert 'if hasattr(torch, "hpu") and torch.hpu.is_available():\n    device = "hpu"\n' in output
     assert output.index('device = "hpu"') < output.index('device = "mps"')
+
+
+def test_a_table_and_a_match_over_devices_gain_an_hpu_entry_once_and_say_nothing_after():
+    source = textwrap.dedent('''
+        import torch
+
+        BACKENDS = {
+            "cuda": "nccl",
+            "npu": "hccl",
+        }
+
+
+        def count(device_type):
+            match device_type:
+                case "cuda":
+                    return torch.cuda.device_count()
+                case "xpu":
+                    return torch.xpu.device_count()
+    ''').lstrip()
+    first = port(source)
+    output = first.new_source.decode()
+    assert '    "cuda": "nccl",\n    "hpu": "hccl",\n    "npu": "hccl",\n' in output
+    assert 'case "hpu":\n            return torch.hpu.device_count()\n        case "xpu":' in output
+    second = port(output)
+    assert second.new_source is None or second.new_source.decode() == output
+    assert not [f for f in second.findings if f.code in ("HPU190", "HPU615", "HPU620")]

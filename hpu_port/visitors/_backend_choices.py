@@ -22,6 +22,8 @@ def mark_cuda_entry(ctx: FileContext, node: cst.Dict, devices: frozenset) -> Non
     (`{"cuda": torch.cuda.synchronize, "xpu": torch.xpu.synchronize, "cpu": None}`):
     looked up by the device in use, it is never read on Gaudi, and ported it
     only repeats what an `"hpu"` entry of its own would hold."""
+    if node in ctx.branches.chains:
+        return  # it has, or gains (HPU620), an "hpu" entry of its own
     keys = [_string(element.key) if isinstance(element, cst.DictElement) else None for element in node.elements]
     # Other keys may be set beside the devices (`"default": None`).
     if "cuda" not in keys or None in keys or not any(key in devices for key in keys if key != "cuda"):

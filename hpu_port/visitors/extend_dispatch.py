@@ -8,7 +8,15 @@ from typing import Optional
 
 import libcst as cst
 
-from hpu_port.branches import CUDA_PROBE, chain_arms, cuda_arm_of_dispatch, cuda_fallback_of_dispatch, sibling_dispatch
+from hpu_port.branches import (
+    CUDA_PROBE,
+    chain_arms,
+    cuda_arm_of_dispatch,
+    cuda_case_of_dispatch,
+    cuda_entry_of_table,
+    cuda_fallback_of_dispatch,
+    sibling_dispatch,
+)
 from hpu_port.context import FileContext
 from hpu_port.model import Rule
 from hpu_port.visitors._references import shown_briefly, written
@@ -70,6 +78,88 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
             self._extend(arm, _ends_without_else(head))
         elif self.lines:
             self._extend_expression(head, arm)
+
+    def visit_Match(self, node: cst.Match) -> None:
+        """`match device.type: case "cuda": ... case "mps": ...`: a `case
+        "hpu":` with the CUDA case's code as ported goes right after it."""
+        if self.ctx.port_snippet is None or node not in self.ctx.branches.extended:
+            return
+        case = cuda_case_of_dispatch(node, self.ctx.branches.other_probe)
+        if case is None:
+            return
+        test = cst.Comparison(node.subject, [cst.ComparisonTarget(cst.Equal(), case.pattern.value)])
+        arm = cst.If(test=test, body=case.body)
+        ported = self.ctx.port_snippet(self._in_function(self.ctx.module.code_for_node(arm)))
+        if self._missing(case.pattern, ported):
+            return
+        last = _last_statement(ported.module, inside_function=bool(self.functions))
+        if not isinstance(last, cst.If):
+            return
+        if self.ctx.module.code_for_node(last.body) == self.ctx.module.code_for_node(case.body):
+            return self._report_missing(case.pattern, "its case holds nothing the port changes for Gaudi; if Gaudi should take it, write the HPU case by hand")
+        quote = case.pattern.value.quote
+        new_case = case.with_changes(
+            pattern=cst.MatchValue(cst.SimpleString(f"{quote}hpu{quote}")), body=last.body, leading_lines=[]
+        )
+        message = self.rule.message.format(name=f"case {written(case.pattern)}", arm=f"case {quote}hpu{quote}:")
+        imports = ported.imports
+
+        def insert(updated: cst.Match) -> cst.Match:
+            cases = list(updated.cases)
+            index = next(i for i, c in enumerate(node.cases) if c is case)
+            return updated.with_changes(cases=[*cases[: index + 1], new_case, *cases[index + 1:]])
+
+        self.ctx.report(self.rule, case.pattern, message, lambda plan: _plan_edit(plan, node, insert, imports), extends=True)
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        """`{"cuda": "nccl", "npu": "hccl"}`: an `"hpu"` entry, with the CUDA
+        entry's value as ported, goes right after it."""
+        if self.ctx.port_snippet is None or node not in self.ctx.branches.extended:
+            return
+        entry = cuda_entry_of_table(node, self.ctx.branches.other_probe)
+        if entry is None:
+            return
+        value, imports = self._table_value(entry)
+        if value is None:
+            return self._report_missing(entry.key, "its entry's value is nothing the port changes for Gaudi; add the `\"hpu\"` entry by hand")
+        if _needs_gaudi_when_built(value):
+            # A table is built when its code runs, on every machine: an entry
+            # that reads `torch.hpu` would fail where Gaudi's software is not.
+            return self._report_missing(entry.key, f"`{shown_briefly(written(value))}` would be read when the table is built, also where Gaudi's software is missing; add the `\"hpu\"` entry by hand (a lambda defers it)")
+        quote = entry.key.quote
+        index = next(i for i, e in enumerate(node.elements) if e is entry)
+        last = index == len(node.elements) - 1
+        # The new entry takes the CUDA entry's place in the layout, comma and all.
+        new_entry = entry.with_changes(key=cst.SimpleString(f"{quote}hpu{quote}"), value=value)
+        message = self.rule.message.format(name=f"{written(entry.key)}: ...", arm=f"{quote}hpu{quote}: {shown_briefly(written(value))}")
+
+        def insert(updated: cst.Dict) -> cst.Dict:
+            elements = list(updated.elements)
+            cuda = elements[index]
+            if last and not isinstance(cuda.comma, cst.Comma):
+                cuda = cuda.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            return updated.with_changes(elements=[*elements[:index], cuda, new_entry, *elements[index + 1:]])
+
+        self.ctx.report(self.rule, entry, message, lambda plan: _plan_edit(plan, node, insert, imports), extends=True)
+
+    def _table_value(self, entry: cst.DictElement):
+        """The HPU entry's value: the rule's own for a plain string
+        (`"nccl"` -> `"hccl"`), else the CUDA value as ported; None when the
+        port leaves it as it is."""
+        known = self.rule.params["table-values"]
+        if isinstance(entry.value, cst.SimpleString) and entry.value.evaluated_value in known:
+            quote = entry.value.quote
+            return cst.SimpleString(f"{quote}{known[entry.value.evaluated_value]}{quote}"), ()
+        line = f"value = {self.ctx.module.code_for_node(_marked(entry.value))}\n"
+        ported = self.ctx.port_snippet(self._in_function(line))
+        if ported.missing or ported.module is None:
+            return None, ()
+        finder = _MarkFinder()
+        ported.module.visit(finder)
+        if finder.found is None:
+            return None, ()
+        value = finder.found.with_changes(lpar=finder.found.lpar[1:], rpar=finder.found.rpar[:-1])
+        return (None, ()) if written(value) == written(entry.value) else (value, ported.imports)
 
     def visit_IndentedBlock(self, node) -> None:
         self._siblings(node.body)
@@ -181,8 +271,10 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         return bool(ported.missing)
 
     def _report_missing(self, arm, what: str) -> None:
-        message = self.rule.params["missing-message"].format(name=shown_briefly(written(arm.test)), arm=what)
-        self.ctx.report(self.rule, arm.test, message)
+        """Report ``arm`` (an arm with its test, a case's pattern, a table's key) with what it lacks."""
+        at = getattr(arm, "test", arm)
+        message = self.rule.params["missing-message"].format(name=shown_briefly(written(at)), arm=what)
+        self.ctx.report(self.rule, at, message)
 
     def _dispatch(self, head) -> bool:
         tests = "\n".join(self.ctx.module.code_for_node(a.test) for a in chain_arms(head))
@@ -204,6 +296,19 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         replacer = _ProbeReplacer(cst.parse_expression(self.rule.params["probe"]), test)
         replaced = test.visit(replacer)
         return replaced if replacer.done else None
+
+
+def _needs_gaudi_when_built(value: cst.BaseExpression) -> bool:
+    """Whether evaluating ``value`` reads an HPU API (outside a lambda)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Lambda):
+            continue
+        if isinstance(node, cst.Attribute) and node.attr.value == "hpu" or isinstance(node, cst.Name) and node.value in ("htcore", "hthpu"):
+            return True
+        stack.extend(node.children)
+    return False
 
 
 def _plan_edit(plan, node, edit, imports) -> None:
