@@ -11,6 +11,7 @@ rejects is never written. No printing and no disk access happen here.
 from __future__ import annotations
 
 import codecs
+import re
 from typing import Optional
 
 from hpu_port import formats
@@ -66,6 +67,7 @@ def port_document(path: str, source: bytes, ruleset, apply: bool, file_type: str
         return result
     matched = _matches(rules, document, ruleset)
     suppressions = _suppressions(document)
+    ci = nvidia_ci(path, text)
     groups, fixed = [], []
     for rule, match in matched:
         start = document.line_col(match.span.start)
@@ -73,10 +75,15 @@ def port_document(path: str, source: bytes, ruleset, apply: bool, file_type: str
         if suppressions is not None and suppressions.suppresses(rule.code, start[0], end[0]):
             continue
         has_fix = bool(match.edits) and rule.has_fix and all(document.exact(edit.span) for edit in match.edits)
+        message, kept = match.message, {}
+        if ci and has_fix:
+            has_fix = False
+            message += f" (not rewritten: {CI_REASON})"
+            kept = {"kept": "other-device", "action": "keep"}
         fixable = has_fix and ruleset.fix_enabled(rule)
         finding = Finding(
-            rule.code, match.message, start[0], start[1], end[0], end[1],
-            fix=rule.fix if has_fix else "none", fixable=fixable, applied=False, category=rule.category,
+            rule.code, message, start[0], start[1], end[0], end[1],
+            fix=rule.fix if has_fix else "none", fixable=fixable, applied=False, category=rule.category, **kept,
         )
         if apply and fixable:
             groups.append(match.edits)
@@ -86,6 +93,49 @@ def port_document(path: str, source: bytes, ruleset, apply: bool, file_type: str
         _apply(document, groups, fixed, bom, file_type, result)
     result.findings.sort(key=Finding.sort_key)
     return result
+
+
+# A CI job runs on the machines its runner names: where those are NVIDIA's
+# (a GPU runner label), or where a matrix lists CUDA beside other
+# accelerators, renaming would make the job look for Gaudi on NVIDIA
+# machines (and its values no longer match the tests on them): Gaudi needs a
+# job or matrix entry of its own. A job on a runner that names no GPU (a
+# self-hosted machine) is ported like the rest.
+CI_REASON = (
+    "a CI job runs on the runners it names, NVIDIA's here; test on Gaudi with a job or matrix entry "
+    "of its own (device hpu, a Gaudi runner) beside this one"
+)
+_CI_FOLDERS = (".github/workflows/", ".circleci/", ".gitlab/", ".buildkite/")
+_CI_FILES = frozenset({".gitlab-ci.yml", ".gitlab-ci.yaml", ".travis.yml", "azure-pipelines.yml", "bitbucket-pipelines.yml", "cloudbuild.yaml"})
+_RUNNER_KEY = re.compile(r"^\s*-?\s*(?:runs-on|runner|runners|tags|resource_class|machine|pool|vmImage|instance_type)\s*:", re.IGNORECASE)
+_NVIDIA_RUNNER = re.compile(r"(?<![A-Za-z0-9])(?:gpus?|nvidia|cuda|a10g?|a100|h100|h200|l4|l40s?|t4|v100|rtx[\w-]*)(?![A-Za-z0-9])", re.IGNORECASE)
+_LIST_ITEM = re.compile(r"^\s*-\s*[^:]*$")
+_OTHER_DEVICE_VALUE = re.compile(r"(?:[:\[,-]\s*)[\"']?(?:npu|xpu|mps|rocm|tpu|xla)[\"']?\s*(?:$|[,\]#])", re.MULTILINE)
+
+
+def is_ci_file(path: str) -> bool:
+    """A CI pipeline's definition, by where it lies or its name."""
+    normal = "/" + path.replace("\\", "/")
+    return any(folder in normal for folder in _CI_FOLDERS) or normal.rsplit("/", 1)[-1] in _CI_FILES
+
+
+def nvidia_ci(path: str, text: str) -> bool:
+    """A CI file whose jobs run on NVIDIA runners (a runner label or tag
+    names a GPU), or whose values list CUDA beside another accelerator."""
+    if not is_ci_file(path):
+        return False
+    if "cuda" in text.lower() and _OTHER_DEVICE_VALUE.search(text):
+        return True
+    in_runner = False
+    for line in text.splitlines():
+        code = line.split("#", 1)[0]
+        if _RUNNER_KEY.match(code):
+            in_runner = True  # the key's own line, and the list items under it
+        elif not _LIST_ITEM.match(code):
+            in_runner = False
+        if in_runner and _NVIDIA_RUNNER.search(code.split(":", 1)[-1]):
+            return True
+    return False
 
 
 def _matches(rules: list, document: Document, ruleset) -> list[tuple[object, Match]]:

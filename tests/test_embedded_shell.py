@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from hpu_port.engine import port_bytes
 from hpu_port.formats import parse
 from hpu_port.model import Options
@@ -220,3 +222,14 @@ def test_github_actions_default_shell_of_a_job_decides_how_its_steps_are_read():
 """
     result = port_bytes(".github/workflows/ci.yml", source, ruleset(), True)
     assert [(f.line, f.code) for f in result.findings] == [(7, "HPU805"), (13, "HPU870")]
+
+
+@pytest.mark.parametrize("runner", ["[self-hosted, nvidia]", "ubuntu-latest-gpu", "${{ matrix.runner }}\n    strategy:\n      matrix:\n        device: [cuda, npu]"])
+def test_a_ci_job_on_nvidia_runners_is_kept_and_reported(runner):
+    """Renamed, the job would look for Gaudi on NVIDIA machines: it is
+    reported, with the advice to add a Gaudi job beside it."""
+    source = f"jobs:\n  test:\n    runs-on: {runner}\n    steps:\n      - run: nvidia-smi\n".encode()
+    result = port_bytes(".github/workflows/gpu.yml", source, ruleset(), True)
+    assert result.new_source is None
+    found = [f for f in result.findings if f.code == "HPU805"]
+    assert found and not found[0].fixable and found[0].kept == "other-device" and "Gaudi runner" in found[0].message
