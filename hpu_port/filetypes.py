@@ -121,7 +121,8 @@ BUILD_SCRIPTS = frozenset({"setup.py"})
 
 
 def path_words(path: str, packages: frozenset) -> frozenset:
-    """The name of the file's directory, of the package directories above it
+    """The name of the file's directory and its words (`recipes/ascend_npu/`:
+    ascend_npu, ascend, npu), of the package directories above it
     (``packages``: the absolute folders that hold an `__init__.py`, and their
     words: `nvshmem_copy_service/core/kernel.py` gives nvshmem_copy_service and
     nvshmem too) and the words of its own name
@@ -134,7 +135,8 @@ def path_words(path: str, packages: frozenset) -> frozenset:
     split = re.split(r"[_.\-]+", stem)
     # Two words in a row name a library too (`llama2_flash_attn_patch.py`: flash_attn).
     pairs = [f"{first}_{second}" for first, second in zip(split, split[1:])]
-    words = {os.path.basename(parent), stem, *split, *pairs, *_package_directories(parent, packages)}
+    folder = os.path.basename(parent)
+    words = {folder, *re.split(r"[_.\-]+", folder), stem, *split, *pairs, *_package_directories(parent, packages)}
     return frozenset(word for word in words if word)
 
 

@@ -44,3 +44,7 @@ def test_the_runner_finds_the_packages(tmp_path):
 def test_two_words_in_a_row_of_the_name_count_as_one(tmp_path):
     words = path_words(str(tmp_path / "llama2_flash_attn_monkey_patch.py"), frozenset())
     assert {"flash_attn", "attn_monkey", "flash", "attn"} <= words
+
+
+def test_the_words_of_the_files_own_folder_count(tmp_path):
+    assert {"ascend_npu", "ascend", "npu"} <= path_words(str(tmp_path / "recipes" / "ascend_npu" / "train.py"), frozenset())

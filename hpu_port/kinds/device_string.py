@@ -69,11 +69,10 @@ as ``dtype=`` (`torch.tensor(x, dtype=torch.float64, device="cuda")`) is
 reported, not renamed; renamed, the tensor would be made where its dtype is
 not supported, and a person picks the CPU or another dtype.
 
-``nvidia-switch-words`` lists parts of keyword names (``gpu``) that make a
-keyword a switch for NVIDIA GPUs: a device test given as its value
-(`FaissKMeans(gpu=device.type == "cuda")`) asks whether the library may use
-its CUDA code, and is reported, not renamed (renamed, Gaudi would switch
-that code on).
+A device test given to a keyword that switches a library's CUDA code on
+(the device evidence's ``switch-keywords``: `FaissKMeans(gpu=device.type ==
+"cuda")`) asks whether the library may use its CUDA code, and is reported,
+not renamed (renamed, Gaudi would switch that code on).
 """
 
 from __future__ import annotations
@@ -98,7 +97,6 @@ class DeviceString(Kind):
         "nvidia-guards": (bool, False),
         "comparisons": (bool, False),
         "unsupported-dtypes": (list, False),
-        "nvidia-switch-words": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
@@ -122,7 +120,6 @@ class DeviceString(Kind):
             "nvidia-guards": bool(table.get("nvidia-guards", False)),
             "comparisons": bool(table.get("comparisons", True)),
             "unsupported-dtypes": frozenset(string_list(table.get("unsupported-dtypes", []), "unsupported-dtypes")),
-            "nvidia-switch-words": frozenset(w.lower() for w in string_list(table.get("nvidia-switch-words", []), "nvidia-switch-words")),
         }
 
     def triggers(self, rule):

@@ -95,6 +95,8 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         self.taken_by = by_name(evidence.taken_by, replacement)
         self.registers_code = evidence.registers_code
         self.accelerators = frozenset(evidence.other)
+        # Keywords that switch a library's CUDA code on (`gpu=`, `cuda=`).
+        self.switch_words = frozenset(word.lower() for word in evidence.switch_keywords)
         # Device strings listed beside other accelerators' (`["cuda", "xpu"]`):
         # the list gains the replacement rather than losing the device.
         self.extended_lists: dict[cst.CSTNode, cst.CSTNode] = {}
@@ -365,9 +367,8 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
     def _keep_nvidia_switches(self, node: cst.Call) -> None:
         """`FaissKMeans(gpu=device.type == "cuda")`: the value switches on a
         library's CUDA code, which Gaudi cannot run."""
-        words = self.params["nvidia-switch-words"]
         for arg in node.args:
-            if arg.keyword is None or not (name_parts(arg.keyword.value) & words):
+            if arg.keyword is None or not (name_parts(arg.keyword.value) & self.switch_words):
                 continue
             reason = Held("nvidia-only", f"the test answers `{arg.keyword.value}=` of `{shown_briefly(written(node.func))}`, a switch for NVIDIA GPUs' code")
             for string in descendants(arg.value):
