@@ -105,7 +105,7 @@ CI_REASON = (
     "a CI job runs on the runners it names, NVIDIA's here; test on Gaudi with a job or matrix entry "
     "of its own (device hpu, a Gaudi runner) beside this one"
 )
-_CI_FOLDERS = (".github/workflows/", ".circleci/", ".gitlab/", ".buildkite/")
+_CI_FOLDERS = (".github/", ".circleci/", ".gitlab/", ".buildkite/", ".azure/", ".azure-pipelines/")
 _CI_FILES = frozenset({".gitlab-ci.yml", ".gitlab-ci.yaml", ".travis.yml", "azure-pipelines.yml", "bitbucket-pipelines.yml", "cloudbuild.yaml"})
 _RUNNER_KEY = re.compile(r"^\s*-?\s*(?:runs-on|runner|runners|tags|resource_class|machine|pool|vmImage|instance_type)\s*:", re.IGNORECASE)
 _NVIDIA_RUNNER = re.compile(r"(?<![A-Za-z0-9])(?:gpus?|nvidia|cuda|a10g?|a100|h100|h200|l4|l40s?|t4|v100|rtx[\w-]*)(?![A-Za-z0-9])", re.IGNORECASE)
@@ -116,7 +116,8 @@ _OTHER_DEVICE_VALUE = re.compile(r"(?:[:\[,-]\s*)[\"']?(?:npu|xpu|mps|rocm|tpu|x
 def is_ci_file(path: str) -> bool:
     """A CI pipeline's definition, by where it lies or its name."""
     normal = "/" + path.replace("\\", "/")
-    return any(folder in normal for folder in _CI_FOLDERS) or normal.rsplit("/", 1)[-1] in _CI_FILES
+    name = normal.rsplit("/", 1)[-1]
+    return any(folder in normal for folder in _CI_FOLDERS) or name in _CI_FILES or "pipeline" in name
 
 
 def nvidia_ci(path: str, text: str) -> bool:

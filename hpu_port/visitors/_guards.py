@@ -180,6 +180,73 @@ def keep_guards_over_kept_cuda(ctx, flipped: list) -> None:
                 why = f"the code it guards calls `{function.name.value}`, which keeps `{shown_briefly(written(kept.node))}`"
                 ctx.withdraw_fix(hit, Held("nvidia-only", why, guard))
                 break
+        if hit.has_fix:
+            inherited = _inherited_call(ctx, guard)
+            if inherited is not None:
+                method, base = inherited
+                why = f"the code it guards calls `self.{method}`, inherited from `{base}` of another library: what it does on Gaudi is unknown"
+                ctx.withdraw_fix(hit, Held("unclear", why, guard))
+    _keep_readers_of_kept_keys(ctx, flipped)
+
+
+def _keep_readers_of_kept_keys(ctx, flipped: list) -> None:
+    """A guard whose code reads a key (`log_dict["memory"]`) that only the
+    code of a kept guard sets stays a CUDA check too: renamed, Gaudi would
+    read a key nothing set there."""
+    written_keys = {
+        key
+        for hit, guard in flipped
+        if not hit.has_fix and hit.kept is not None
+        for key in _subscript_keys(guard.body, assigned=True)
+    }
+    if not written_keys:
+        return
+    for hit, guard in flipped:
+        if hit.has_fix:
+            read = sorted(_subscript_keys(guard.body, assigned=False) & written_keys)
+            if read:
+                why = f"the code it guards reads `[{read[0]!r}]`, which only a CUDA check kept for NVIDIA sets"
+                ctx.withdraw_fix(hit, Held("nvidia-only", why, guard))
+
+
+def _subscript_keys(body: cst.CSTNode, assigned: bool) -> set:
+    """The string keys of subscripts in ``body``: assigned to, or read."""
+    targets = {
+        id(target.target)
+        for node in descendants(body) if isinstance(node, cst.Assign)
+        for target in node.targets
+    }
+    keys = set()
+    for node in descendants(body):
+        if isinstance(node, cst.Subscript) and (id(node) in targets) == assigned and len(node.slice) == 1:
+            index = node.slice[0].slice
+            if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+                keys.add(index.value.evaluated_value)
+    return keys
+
+
+def _inherited_call(ctx, guard: cst.CSTNode) -> Optional[tuple[str, str]]:
+    """(method, base) for a `self.method(...)` the guarded code calls that
+    its class does not define and inherits from another library's class
+    (`self._get_max_memory(runner)` in a subclass of mmcv's `TextLoggerHook`):
+    the port cannot see what that method does."""
+    calls = {
+        node.func.attr.value
+        for node in descendants(guard.body)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+        and isinstance(node.func.value, cst.Name) and node.func.value.value == "self"
+    }
+    if not calls:
+        return None
+    owner = next((c for c in descendants(ctx.module) if isinstance(c, cst.ClassDef) and contains(c.body, guard)), None)
+    if owner is None or not owner.bases:
+        return None
+    bases = [ctx.qualify(base.value) for base in owner.bases]
+    if any(hit is None or hit[0].split(".")[0] in ctx.facts.first_party for hit in bases):
+        return None  # a base of the project's own may define it
+    defined = {s.name.value for s in owner.body.body if isinstance(s, cst.FunctionDef)}
+    method = next((name for name in sorted(calls) if name not in defined), None)
+    return (method, bases[0][0].rsplit(".", 1)[-1]) if method is not None else None
 
 
 def kept_cuda_inside(ctx, tree: cst.CSTNode):

@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from hpu_port.branches import Held, held_if
+from hpu_port.branches import NAMES_CUDA, Held, held_if
 from hpu_port.context import FileContext
 from hpu_port.device.evidence import of_options
 from hpu_port.edits import replace_expression
@@ -28,7 +28,7 @@ from hpu_port.visitors._guards import (
     own_hpu_path,
     passed_as,
 )
-from hpu_port.visitors._references import ReferenceVisitor, literal_value, written
+from hpu_port.visitors._references import ReferenceVisitor, literal_value, shown_briefly, written
 from hpu_port.visitors._skip_guards import SkipConditions, keep_skips_of_nvidia_only_tests
 
 
@@ -156,14 +156,32 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         if spelling is None:
             self.ctx.report(rule, node, message, kept=Held("name-taken", f"a local name hides `{target}`"))
             return
-        hit = self.ctx.report(
-            rule, node, message, self.ctx.replace(node, replace_expression(spelling.code)), spelling, binding
-        )
+        probe = self._optional_probe(node, qualified, spelling.code)
+        if probe is not None:
+            # Where Gaudi's import is optional, `torch.hpu` may not exist: the
+            # probe asks for it first, and the CPU path still runs there.
+            call, code, tested = probe
+            hit = self.ctx.report(rule, node, message, self.ctx.replace(call, _probe_edit(code, tested)), spelling, binding)
+        else:
+            hit = self.ctx.report(
+                rule, node, message, self.ctx.replace(node, replace_expression(spelling.code)), spelling, binding
+            )
         if qualified in self.cuda_checks:
             guard = guarded_by(node, self.around)
             if isinstance(guard, (cst.If, cst.While, cst.IfExp)) and not negated_at(guard.test, node):
                 self.flipped.append((hit, guard))
             self.note_skip_condition(hit, node)
+
+    def _optional_probe(self, node, qualified: str, spelled: str):
+        """(the call, its code) for `torch.cuda.is_available()` in a module
+        whose Gaudi import is optional: `hasattr(torch, "hpu") and
+        torch.hpu.is_available()`, in parentheses unless it is a test itself."""
+        call = self.call_of.get(node)
+        if not self.ctx.gaudi_optional or qualified != "torch.cuda.is_available" or call is None or call.args:
+            return None
+        code = f'hasattr({spelled.split(".")[0]}, "hpu") and {spelled}()'
+        tested = any(getattr(n, "test", None) is call for n in self.around if isinstance(n, (cst.If, cst.IfExp, cst.While)))
+        return call, code, tested
 
     def leave_Module(self, node) -> None:
         hold_split_casts(self.ctx)
@@ -219,6 +237,9 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         if used:
             hold_guarded_body(guard, self.ctx, used)
             return Held("nvidia-only", f"the code it guards uses `{used}`, which has no Gaudi equivalent", guard)
+        if isinstance(guard, cst.Assert) and guard.msg is not None and NAMES_CUDA.search(written(guard.msg)):
+            # `assert has_apex and torch.cuda.is_available(), "APEX and CUDA required"`
+            return Held("nvidia-only", f"the assertion says CUDA is required ({shown_briefly(written(guard.msg))}): the code after it needs NVIDIA")
         switch = library_switch(self.around, self.ctx)
         if switch:
             return Held("unclear", f"it is handed to `{switch}` of another library, whose CUDA code the port does not change")
@@ -230,6 +251,19 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         if used:
             return Held("nvidia-only", f"`{flag}` keeps the answer, and a test of `{flag}` guards `{used}`, which has no Gaudi equivalent")
         return None
+
+
+def _probe_edit(code: str, tested: bool):
+    """Put ``code`` (an `and`) in place of a call: in parentheses, unless it
+    is a test by itself or the call has its own."""
+
+    def edit(updated: cst.Call) -> cst.BaseExpression:
+        new = cst.parse_expression(code)
+        if updated.lpar or tested:
+            return new.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+        return new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+    return edit
 
 
 def _autocast_for_another_device(around: list, port_devices: frozenset) -> Optional[str]:
