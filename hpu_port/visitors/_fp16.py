@@ -41,6 +41,7 @@ class Fp16Choices(
         self.block_of: dict[cst.If, cst.CSTNode] = {}
         # Function or module -> (last names of the calls it makes, whether it asserts).
         self._calls_of_unit: dict[cst.CSTNode, tuple[frozenset, bool]] = {}
+        self._numpy_statements: dict[cst.CSTNode, bool] = {}
 
     def visit_If(self, node) -> None:
         super().visit_If(node)
@@ -71,11 +72,12 @@ class Fp16Choices(
 
     def _format_role(self, roles: dict) -> Optional[str]:
         """Why float16 here is a format to keep, not a precision to compute in."""
+        if not any(roles.values()):
+            return None  # a rule about something else than float16 (`.cuda()`)
         file_name = self.ctx.path.replace("\\", "/").rsplit("/", 1)[-1].lower()
         if any(fnmatchcase(file_name, pattern) for pattern in roles["files"]):
             return "a conversion or export tool: float16 is the format it writes"
-        statement = self._statement()
-        if statement is not None and ".numpy(" in written(statement):
+        if self._goes_to_numpy(self._statement()):
             return "the result goes to NumPy, which has no bfloat16"
         function = next((d for d in reversed(self.definitions) if isinstance(d, cst.FunctionDef)), None)
         calls, asserts = self._calls_of(function or self.ctx.module)
@@ -84,6 +86,14 @@ class Fp16Choices(
         if _any_match(calls, roles["loads"]) and _any_match(calls, roles["saves"]) and not _any_match(calls, roles["computes"]):
             return "code that loads and saves weights and computes nothing: float16 is the checkpoint's format"
         return None
+
+    def _goes_to_numpy(self, statement: Optional[cst.CSTNode]) -> bool:
+        """Whether ``statement`` hands something to NumPy (`.numpy()`): read once per statement."""
+        if statement is None:
+            return False
+        if statement not in self._numpy_statements:
+            self._numpy_statements[statement] = ".numpy(" in written(statement)
+        return self._numpy_statements[statement]
 
     def _calls_of(self, unit: cst.CSTNode) -> tuple[frozenset, bool]:
         if unit not in self._calls_of_unit:
