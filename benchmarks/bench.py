@@ -12,8 +12,8 @@ measures, as the median of --runs runs each: `hpu-port check --no-cache`
 both tools on a single 1,000-line training script, next to what importing
 libcst and parsing that script costs alone. The commands take turns, one run
 each per round, so the ratios hold on a machine whose speed drifts. Wall time,
-CPU time (which barely moves when other work shares the machine) and peak memory (all processes of the run together) are printed in a Markdown
-table with the ratios to ruff and the targets. hpu-port's modules are compiled
+CPU time (which barely moves when other work shares the machine) and peak
+memory (all processes of the run together) are printed in a Markdown table with the ratios to ruff and the targets. hpu-port's modules are compiled
 to bytecode first, as a wheel install does. Needs ruff on PATH
 (`pip install -e '.[bench]'`).
 
