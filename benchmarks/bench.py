@@ -7,15 +7,16 @@
 
 Downloads the package's wheel with pip (once, into --workdir), unpacks it and
 measures, as the median of --runs runs each: `hpu-port check --no-cache`
-(cold), `hpu-port check` (warm cache), `hpu-port rewrite --dry-run --no-
-cache`, `ruff check --no-cache --select UP,E,F` on the same tree, and both
-tools on a single 1,000-line training script, next to what importing libcst
-and parsing that script costs alone. The commands take turns, one run each per
-round, so the ratios hold on a machine whose speed drifts. Wall time, CPU time
-(which barely moves when other work shares the machine) and peak memory (all
-processes of the run together) are printed in a Markdown table with the ratios
-to ruff and the targets. hpu-port's modules are compiled to bytecode first, as
-a wheel install does. Needs ruff on PATH (`pip install -e '.[bench]'`).
+(cold), `hpu-port check` (warm cache), `hpu-port rewrite --dry-run
+--no-cache`, `ruff check --no-cache --select UP,E,F` on the same tree, and
+both tools on a single 1,000-line training script, next to what importing
+libcst and parsing that script costs alone. The commands take turns, one run
+each per round, so the ratios hold on a machine whose speed drifts. Wall time,
+CPU time (which barely moves when other work shares the machine) and peak
+memory (all processes of the run together) are printed in a Markdown table
+with the ratios to ruff and the targets. hpu-port's modules are compiled to
+bytecode first, as a wheel install does. Needs ruff on PATH (`pip install -e
+'.[bench]'`).
 
 --against REV also times `check --no-cache` and `rewrite --dry-run --no-cache`
 of hpu-port as it was at the commit REV (83854ca is the reference the speed
