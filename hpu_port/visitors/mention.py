@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from hpu_port.branches import REASON, Held
 from hpu_port.context import FileContext
 from hpu_port.model import Rule
 
@@ -20,13 +21,15 @@ class _MentionVisitor(cst.BatchableCSTVisitor):
         self.pattern = rule.params["pattern"]
 
     def _check(self, node, text: str) -> None:
-        if self.ctx.branches.open:
-            return  # another device's arm of a choice that has (or gains) an HPU arm
         match = self.pattern.search(text)
         if match:
             shown = text if len(text) <= 60 else text[:57] + "..."
             message = self.rule.message.format(name=shown)
-            self.ctx.report(self.rule, node, message)
+            # In another device's arm of a choice that has (or gains) an HPU
+            # arm, the mention is right as it is: said nowhere, its region given.
+            chain = self.ctx.branches.open[-1] if self.ctx.branches.open else None
+            kept = Held("other-device", REASON, region=chain, quiet=True) if chain is not None else None
+            self.ctx.report(self.rule, node, message, kept=kept)
 
     def visit_Name(self, node: cst.Name) -> None:
         self._check(node, node.value)
