@@ -75,13 +75,3 @@ def test_a_probe_in_a_module_whose_gaudi_import_is_optional_asks_for_torch_hpu_f
     assert 'ok = not (hasattr(torch, "hpu") and torch.hpu.is_available())' in text
     # A script keeps the plain probe: it imports Gaudi's modules unconditionally.
     assert ported('import torch\nok = torch.cuda.is_available()\n').count("hasattr") == 0
-
-
-def test_seeding_in_a_module_whose_gaudi_import_is_optional_asks_for_torch_hpu_first(tmp_path):
-    package = tmp_path / "lib"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "seed.py").write_text("import torch\n\n\ndef seed_all(seed):\n    torch.cuda.manual_seed(seed)  # cuda\n")
-    result = CliRunner().invoke(main, ["rewrite", "--no-cache", str(tmp_path)])
-    assert result.exit_code == 0, result.output
-    assert '    if hasattr(torch, "hpu"): torch.hpu.manual_seed(seed)  # cuda\n' in (package / "seed.py").read_text()

@@ -157,12 +157,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             self.ctx.report(rule, node, message, kept=Held("name-taken", f"a local name hides `{target}`"))
             return
         probe = self._optional_probe(node, qualified, spelling.code)
-        seeding = self._optional_seeding(node, qualified)
-        if seeding is not None:
-            # `torch.cuda.manual_seed(seed)` does nothing where CUDA is not;
-            # `torch.hpu` does not exist where Gaudi's software is not.
-            hit = self.ctx.report(rule, node, message, self.ctx.replace(seeding, _seeding_edit(spelling.code)), spelling, binding)
-        elif probe is not None:
+        if probe is not None:
             # Where Gaudi's import is optional, `torch.hpu` may not exist: the
             # probe asks for it first, and the CPU path still runs there.
             call, code, tested = probe
@@ -187,19 +182,6 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         code = f'hasattr({spelled.split(".")[0]}, "hpu") and {spelled}()'
         tested = any(getattr(n, "test", None) is call for n in self.around if isinstance(n, (cst.If, cst.IfExp, cst.While)))
         return call, code, tested
-
-    def _optional_seeding(self, node, qualified: str) -> Optional[cst.SimpleStatementLine]:
-        """The line `torch.cuda.manual_seed(seed)`, alone on its line and
-        under no device check, in a module whose Gaudi import is optional."""
-        if not self.ctx.gaudi_optional or qualified not in _SEEDING:
-            return None
-        call = self.call_of.get(node)
-        line = next((n for n in reversed(self.around) if isinstance(n, cst.SimpleStatementLine)), None)
-        if call is None or line is None or len(line.body) != 1 or not isinstance(line.body[0], cst.Expr) or line.body[0].value is not call:
-            return None
-        if any(isinstance(n, (cst.If, cst.While)) and "is_available" in written(n.test) for n in self.around):
-            return None  # the check around it already asks for the device
-        return line
 
     def leave_Module(self, node) -> None:
         hold_split_casts(self.ctx)
@@ -269,24 +251,6 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         if used:
             return Held("nvidia-only", f"`{flag}` keeps the answer, and a test of `{flag}` guards `{used}`, which has no Gaudi equivalent")
         return None
-
-
-_SEEDING = frozenset({"torch.cuda.manual_seed", "torch.cuda.manual_seed_all"})
-
-
-def _seeding_edit(spelled: str):
-    """`if hasattr(torch, "hpu"): torch.hpu.manual_seed(seed)` in place of the line."""
-
-    def edit(updated: cst.SimpleStatementLine) -> cst.If:
-        expr = updated.body[0]
-        seeded = expr.with_changes(value=expr.value.with_changes(func=cst.parse_expression(spelled)), semicolon=cst.MaybeSentinel.DEFAULT)
-        return cst.If(
-            test=cst.parse_expression(f'hasattr({spelled.split(".")[0]}, "hpu")'),
-            body=cst.SimpleStatementSuite(body=[seeded], trailing_whitespace=updated.trailing_whitespace),
-            leading_lines=updated.leading_lines,
-        )
-
-    return edit
 
 
 def _probe_edit(code: str, tested: bool):
