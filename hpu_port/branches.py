@@ -113,7 +113,7 @@ class DeviceBranches:
         if isinstance(node, cst.Dict):
             # A table keyed by device names: with an "hpu" entry, its other
             # entries are other devices'; without, it may gain one.
-            keys = {_string(e.key) for e in node.elements if isinstance(e, cst.DictElement)}
+            keys = {string_value(e.key) for e in node.elements if isinstance(e, cst.DictElement)}
             if not ("hpu" in keys and "cuda" in keys) and not self._extends(node):
                 return
         elif not (node in self.beside_hpu or NAMES_THE_HPU.search(self._tests_of(node)) or self._extends(node)):
@@ -170,7 +170,7 @@ class DeviceBranches:
 def cuda_case_of_dispatch(node: cst.Match, other_probe: "re.Pattern") -> Optional[cst.MatchCase]:
     """The `case "cuda":` of a `match` over device names that has a case for
     another accelerator and none for the HPU; None when there is none."""
-    names = {case: _case_string(case) for case in node.cases}
+    names = {case: _casestring_value(case) for case in node.cases}
     values = [value for value in names.values() if value is not None]
     if "hpu" in values or not any(other_probe.search(f'== "{value}"') for value in values if value != "cuda"):
         return None
@@ -180,7 +180,7 @@ def cuda_case_of_dispatch(node: cst.Match, other_probe: "re.Pattern") -> Optiona
 def cuda_entry_of_table(node: cst.Dict, other_probe: "re.Pattern") -> Optional[cst.DictElement]:
     """The `"cuda"` entry of a table keyed by device names that has an entry
     for another accelerator and none for the HPU; None when there is none."""
-    keys = [_string(e.key) if isinstance(e, cst.DictElement) else None for e in node.elements]
+    keys = [string_value(e.key) if isinstance(e, cst.DictElement) else None for e in node.elements]
     if "cuda" not in keys or None in keys or "hpu" in keys:
         return None
     if not any(other_probe.search(f'== "{key}"') for key in keys if key != "cuda"):
@@ -188,11 +188,12 @@ def cuda_entry_of_table(node: cst.Dict, other_probe: "re.Pattern") -> Optional[c
     return node.elements[keys.index("cuda")]
 
 
-def _string(node) -> Optional[str]:
+def string_value(node) -> Optional[str]:
+    """The text of a plain string literal; None for anything else."""
     return node.evaluated_value if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str) else None
 
 
-def _case_string(case: cst.MatchCase) -> Optional[str]:
+def _casestring_value(case: cst.MatchCase) -> Optional[str]:
     pattern = case.pattern
     if case.guard is None and isinstance(pattern, cst.MatchValue) and isinstance(pattern.value, cst.SimpleString):
         return pattern.value.evaluated_value

@@ -11,6 +11,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from hpu_port.branches import string_value
 from hpu_port.context import FileContext
 from hpu_port.device.evidence import Evidence
 from hpu_port.visitors._definitions import blocks_of, body_of, functions, imported_library, name_words
@@ -24,7 +25,7 @@ def mark_cuda_entry(ctx: FileContext, node: cst.Dict, devices: frozenset) -> Non
     only repeats what an `"hpu"` entry of its own would hold."""
     if node in ctx.branches.chains:
         return  # it has, or gains (HPU620), an "hpu" entry of its own
-    keys = [_string(element.key) if isinstance(element, cst.DictElement) else None for element in node.elements]
+    keys = [string_value(element.key) if isinstance(element, cst.DictElement) else None for element in node.elements]
     # Other keys may be set beside the devices (`"default": None`).
     if "cuda" not in keys or None in keys or not any(key in devices for key in keys if key != "cuda"):
         return
@@ -89,7 +90,7 @@ def _chosen_device(small) -> Optional[tuple[str, str]]:
         target, value = written(small.targets[0].target), small.value
     else:
         return None
-    device = _string(value) if value is not None else None
+    device = string_value(value) if value is not None else None
     return (target, device) if device in ("cuda", "hpu") else None
 
 
@@ -179,20 +180,13 @@ def _compared_device(test: cst.Comparison, names: frozenset) -> Optional[tuple[s
     return None
 
 
-def _string(node) -> Optional[str]:
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
-
-
 def _value(node) -> Optional[str]:
     """A string, or the member of an enum of devices or set-ups, lower-cased
     (`DistributedType.MULTI_GPU`: "multi_gpu")."""
     if isinstance(node, cst.Attribute) and isinstance(node.value, (cst.Name, cst.Attribute)):
         member = node.attr.value
         return member.lower() if member.isupper() else None
-    return _string(node)
+    return string_value(node)
 
 
 def _strings(node) -> list:
@@ -207,7 +201,7 @@ def _prefix_test(test: cst.Call, names: frozenset) -> Optional[tuple[str, bool]]
     func = test.func
     if not (isinstance(func, cst.Attribute) and func.attr.value == "startswith" and len(test.args) == 1):
         return None
-    prefix = _string(test.args[0].value)
+    prefix = string_value(test.args[0].value)
     name = re.split(r"[.:_\-]", prefix.lower())[0] if prefix else None
     return (name, True) if name in names else None
 

@@ -22,7 +22,7 @@ import libcst as cst
 
 from hpu_port.branches import Held
 from hpu_port.visitors._enclosing import enclosing
-from hpu_port.visitors._references import written
+from hpu_port.visitors._references import last_name, written
 from hpu_port.walk import children, contains
 
 
@@ -98,7 +98,7 @@ class Fp16Choices(
     def _calls_of(self, unit: cst.CSTNode) -> tuple[frozenset, bool]:
         if unit not in self._calls_of_unit:
             calls = _nodes(unit, cst.Call)
-            names = frozenset(_last_name(call.func) for call in calls)
+            names = frozenset(last_name(call.func) for call in calls)
             self._calls_of_unit[unit] = (names, bool(_nodes(unit, cst.Assert)))
         return self._calls_of_unit[unit]
 
@@ -316,12 +316,6 @@ def _outputs(statement: cst.SimpleStatementLine) -> set:
         elif isinstance(small, cst.AnnAssign):
             found.add(written(small.target))
     return found
-
-
-def _last_name(func: cst.BaseExpression) -> str:
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    return func.value if isinstance(func, cst.Name) else ""
 
 
 def _any_match(names: frozenset, patterns: tuple) -> bool:

@@ -75,6 +75,15 @@ class ReferenceVisitor(cst.BatchableCSTVisitor):
         raise NotImplementedError
 
 
+def last_name(node: cst.CSTNode) -> str:
+    """`dtype` for `dtype`, `self.dtype` and `x.to`; "" for other expressions."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return ""
+
+
 def written(node: cst.CSTNode) -> str:
     """The source text of a node, as the user wrote it."""
     return cst.Module([]).code_for_node(node)

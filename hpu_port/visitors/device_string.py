@@ -344,6 +344,10 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if not self.registers_code(called):
             return
         reason = Held("nvidia-only", f"`{shown_briefly(written(node.func))}` registers code written for {self.params['device']!r}, not for {self.params['replacement']!r}")
+        self._keep_arguments(node, reason)
+
+    def _keep_arguments(self, node: cst.Call, reason: Held) -> None:
+        """Keep, for ``reason``, the strings the arguments of ``node`` evaluate to."""
         for arg in node.args:
             for string in strings_in(arg.value):
                 self.kept.setdefault(string, reason)
@@ -360,9 +364,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if hit is None or hit[0] not in unsupported:
             return
         reason = Held("by-hand", f"the tensor is `{written(dtype)}`, which {self.params['replacement']!r} cannot hold: keep it on the CPU or choose another dtype")
-        for arg in node.args:
-            for string in strings_in(arg.value):
-                self.kept.setdefault(string, reason)
+        self._keep_arguments(node, reason)
 
     def _keep_nvidia_switches(self, node: cst.Call) -> None:
         """`FaissKMeans(gpu=device.type == "cuda")`: the value switches on a

@@ -10,7 +10,7 @@ import libcst as cst
 from hpu_port.context import FileContext
 from hpu_port.model import Rule
 from hpu_port.names import dotted_name
-from hpu_port.visitors._references import written
+from hpu_port.visitors._references import last_name, written
 from hpu_port.walk import children
 
 
@@ -85,12 +85,12 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
         found = {}
         for assign in _assignments(tree):
             value = assign.value
-            if not isinstance(value, cst.Call) or _last_part(value.func) not in classes or not self._project_name(value.func):
+            if not isinstance(value, cst.Call) or last_name(value.func) not in classes or not self._project_name(value.func):
                 continue
             for target in assign.targets:
                 name = dotted_name(target.target)
                 if name is not None and (name.startswith(prefix) if prefix else "." not in name):
-                    found[name] = _last_part(value.func)
+                    found[name] = last_name(value.func)
         return found
 
     def _project_name(self, func: cst.BaseExpression) -> bool:
@@ -307,12 +307,6 @@ def _assignments(tree: cst.CSTNode) -> list[cst.Assign]:
         elif not isinstance(node, (cst.BaseExpression, cst.ClassDef)):
             stack.extend(children(node))
     return found
-
-
-def _last_part(func: cst.BaseExpression) -> str:
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    return func.value if isinstance(func, cst.Name) else ""
 
 
 def _last_effect(body) -> Optional[cst.CSTNode]:

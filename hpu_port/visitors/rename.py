@@ -28,7 +28,7 @@ from hpu_port.visitors._guards import (
     own_hpu_path,
     passed_as,
 )
-from hpu_port.visitors._references import ReferenceVisitor, literal_value, shown_briefly, written
+from hpu_port.visitors._references import ReferenceVisitor, last_name, literal_value, shown_briefly, written
 from hpu_port.visitors._skip_guards import SkipConditions, keep_skips_of_nvidia_only_tests
 
 
@@ -97,7 +97,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         if isinstance(func, cst.Name) and func.value in ("isinstance", "issubclass") and len(node.args) == 2:
             tested = node.args[1].value
             self.type_tested.update(e.value for e in tested.elements) if isinstance(tested, cst.Tuple) else self.type_tested.add(tested)
-        callee = _last_name(func)
+        callee = last_name(func)
         for arg in node.args:
             if arg.keyword is not None:
                 self._slot(arg.value, ("name", arg.keyword.value))
@@ -106,12 +106,12 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
 
     def visit_Assign(self, node) -> None:
         for target in node.targets:
-            name = _last_name(target.target)
+            name = last_name(target.target)
             if name:
                 self._slot(node.value, ("name", name))
 
     def visit_AnnAssign(self, node) -> None:
-        name = _last_name(node.target)
+        name = last_name(node.target)
         if name and node.value is not None:
             self._slot(node.value, ("name", name))
 
@@ -270,7 +270,7 @@ def _autocast_for_another_device(around: list, port_devices: frozenset) -> Optio
     """The device of the innermost enclosing `autocast(...)` call, when it
     is not one of ``port_devices`` (`torch.autocast("xla", dtype=torch.float16)`)."""
     call = next((n for n in reversed(around) if isinstance(n, cst.Call)), None)
-    if call is None or _last_name(call.func) != "autocast":
+    if call is None or last_name(call.func) != "autocast":
         return None
     device = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "device_type"), None)
     value = literal_value(written(device)) if isinstance(device, cst.SimpleString) else None
@@ -281,15 +281,6 @@ def _keys_read(text: str, name: str) -> list[str]:
     """The string keys ``name`` is read with in ``text`` (`name["k"]`, `name.get("k"`)."""
     pattern = re.compile(rf"""(?<![\w.]){re.escape(name)}\s*(?:\[|\.get\()\s*(['"])([^'"\n]+)\1""")
     return [match.group(2) for match in pattern.finditer(text)]
-
-
-def _last_name(node: cst.CSTNode) -> str:
-    """`dtype` for `dtype`, `self.dtype` and `x.to`; "" for other expressions."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    return ""
 
 
 def _is_to_call(node: cst.CSTNode) -> bool:
