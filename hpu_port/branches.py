@@ -77,6 +77,7 @@ class DeviceBranches:
 
     def __init__(self, module: cst.Module, other_devices=()) -> None:
         self.module = module
+        self.other_devices = tuple(other_devices)
         self.other_probe = probes_of(other_devices)
         self.chains: set[cst.CSTNode] = set()
         self.beside_hpu: set[cst.CSTNode] = set()

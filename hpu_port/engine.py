@@ -23,6 +23,7 @@ from hpu_port.context import FileContext, PortedSnippet, ScopeEnter, ScopeExit
 from hpu_port.edits import EditPlan, apply_plan
 from hpu_port.files import text_problem
 from hpu_port.device.evidence import of_options
+from hpu_port.device.probes import probed_in
 from hpu_port.frameworks import foreign_framework
 from hpu_port.kinds import fallback_codes
 from hpu_port.narrow import narrow
@@ -95,7 +96,7 @@ def port_module(
     # Only the file as read tells what it serves (a later pass reads the
     # port's own output, whose HPU arms are not the project's).
     served = origin if origin is not None else source
-    probes_others = bool(served) and ctx.branches.other_probe.search(served.decode("utf-8", "replace")) is not None
+    probes_others = bool(served) and probed_in(served, ctx.branches.other_devices)
     # A shared module of a project that serves several devices serves them all.
     # A package's module runs for every device the package serves; a script
     # is the user's own, ported but for the choices it makes among devices.

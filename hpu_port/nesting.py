@@ -23,7 +23,7 @@ import re
 import warnings
 from typing import Optional
 
-from hpu_port.triggers import child_statements
+from hpu_port.triggers import child_statements, node_fields
 
 # libcst reads an expression this deep in a few seconds (a chain of 1,500
 # operators, as generated code holds, in one).
@@ -128,11 +128,23 @@ def _long_enough_to_be_deep(statement: ast.stmt) -> bool:
 
 def _expression_depth(statement: ast.stmt) -> int:
     """How deep the expressions of a statement nest (its inner statements left out)."""
-    deepest = 0
-    stack = [(child, 1) for child in ast.iter_child_nodes(statement) if not isinstance(child, ast.stmt)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > deepest:
-            deepest = depth
-        stack += [(child, depth + 1) for child in ast.iter_child_nodes(node) if not isinstance(child, ast.stmt)]
-    return deepest
+    # Level by level, over the fields that hold nodes (contexts and operators
+    # are markers, no level of what libcst builds): a third of the cost of
+    # walking node by node with a depth beside each.
+    level = _expression_children(statement)
+    depth = 0
+    while level:
+        depth += 1
+        level = [child for node in level for child in _expression_children(node)]
+    return depth
+
+
+def _expression_children(node: ast.AST) -> list:
+    children = []
+    for name in node_fields(type(node)):
+        value = getattr(node, name)
+        if type(value) is list:
+            children += [item for item in value if isinstance(item, ast.AST) and not isinstance(item, ast.stmt)]
+        elif isinstance(value, ast.AST) and not isinstance(value, ast.stmt):
+            children.append(value)
+    return children

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from hpu_port._compat import blake2b
-from hpu_port.device.probes import probes_of
+from hpu_port.device.probes import probed_in
 
 # Calls that build or load a C++/CUDA extension; with CUDA sources, or when
 # named for CUDA, what they build only runs on NVIDIA GPUs.
@@ -242,11 +242,10 @@ def _packages(files: list) -> frozenset:
 
 def _serving_several(sources: dict, facts: ProjectFacts, other_devices: Iterable[str]) -> tuple:
     """The top-level packages with a module that probes another accelerator."""
-    probe = probes_of(other_devices)
     tops = set()
     for path, source in sources.items():
         top = facts.top_package(path)
-        if top and top not in tops and isinstance(source, bytes) and probe.search(source.decode("utf-8", "replace")):
+        if top and top not in tops and isinstance(source, bytes) and probed_in(source, other_devices):
             tops.add(top)
     return tuple(sorted(tops))
 

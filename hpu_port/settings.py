@@ -26,6 +26,11 @@ class RuleSet:
     # The rule set this one was narrowed from: project facts are the root's.
     parent: Optional["RuleSet"] = field(default=None, repr=False, compare=False)
     _facts: Optional[ProjectFacts] = field(default=None, repr=False, compare=False)
+    # The codes of the rules off by default and not selected: they walk a
+    # file that another rule opened, for the analysis, but never open one
+    # themselves (a `.numpy()` call alone makes no file worth parsing when
+    # HPU141 is off).
+    followers: frozenset = field(default=frozenset(), repr=False, compare=False)
 
     @property
     def facts(self) -> ProjectFacts:
@@ -55,7 +60,12 @@ class RuleSet:
     @cached_property
     def walked(self) -> "RuleSet":
         """The rules whose visitors walk a file: the analysis, selected or not."""
-        return self if self.analysis is None else RuleSet(self.analysis, self.options, parent=self)
+        if self.analysis is None:
+            return self
+        walked = RuleSet(self.analysis, self.options, parent=self)
+        selected = _ids(self.rules)
+        walked.followers = frozenset(r.code for r in self.analysis if not r.default and id(r) not in selected)
+        return walked
 
     def _active(self, rule: Rule) -> bool:
         return rule.mode is None or rule.mode == self.options.mode
@@ -136,7 +146,7 @@ class RuleSet:
         visitor, not by all of them. Rules without triggers (imports added as a
         consequence of other fixes) ride along with the others.
         """
-        return self._subset(self.trigger_index.matching(source))
+        return self._subset(self._opened_by(self.trigger_index.matching(source)))
 
     def for_code(self, source: bytes, view: Optional[CodeView] = None) -> Optional["RuleSet"]:
         """Like ``for_source``, but judged from the code alone: comments and
@@ -149,9 +159,7 @@ class RuleSet:
             return self
         index = self.trigger_index
         chosen = index.matching(view.text)
-        chosen = [r for r in chosen if not index.has_triggers(r) or get_kind(r.kind).screen(r, view)]
-        if not any(index.has_triggers(r) for r in chosen):
-            chosen = []
+        chosen = self._opened_by([r for r in chosen if not index.has_triggers(r) or get_kind(r.kind).screen(r, view)])
         if self._comment_rules:
             in_source = _ids(self.comment_trigger_index.matching(source))
             picked = _ids(chosen)
@@ -159,12 +167,27 @@ class RuleSet:
             chosen = [r for r in self.rules if id(r) in picked or id(r) in kept] if kept else chosen
         return self._subset(chosen)
 
+    def _opened_by(self, chosen: list[Rule]) -> list[Rule]:
+        """``chosen``, or nothing when no rule in it that opens files matched.
+
+        Where only opt-in rules matched, they walk with the rules that add
+        imports, not with the others that ride along (HPU615), so that what
+        those others say never depends on which opt-in rules are selected.
+        """
+        index = self.trigger_index
+        opening = [r for r in chosen if index.has_triggers(r) and r.code not in self.followers]
+        if not opening:
+            return []
+        if any(r.default for r in opening):
+            return chosen
+        return [r for r in chosen if index.has_triggers(r) or r.kind == "ensure-import"]
+
     def _subset(self, chosen: list[Rule]) -> Optional["RuleSet"]:
         if not chosen:
             return None
         if len(chosen) == len(self.rules):
             return self
-        subset = RuleSet(chosen, self.options, parent=self)
+        subset = RuleSet(chosen, self.options, parent=self, followers=self.followers)
         # By identity: comparing rules field by field costs more than the screen.
         picked = _ids(chosen)
         subset.__dict__["trigger_index"] = TriggerIndex(e for e in self.trigger_index.entries if id(e[0]) in picked)

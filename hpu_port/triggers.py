@@ -94,6 +94,11 @@ class TriggerIndex:
     def has_triggers(self, rule) -> bool:
         return id(rule) in self._triggered
 
+    def __setstate__(self, state: dict) -> None:
+        # Rules are known by identity: a copy in a worker has new ones.
+        self.__dict__.update(state)
+        self._triggered = frozenset(id(rule) for rule, triggers in self.entries if triggers)
+
     @property
     def empty(self) -> bool:
         return not any(triggers for _, triggers in self.entries)
@@ -305,7 +310,7 @@ def _header_of(node: ast.stmt) -> list:
     """What a compound statement holds besides its statements (a loop's
     target and iterable, a function's decorators and arguments, an except
     clause's exception)."""
-    parts = [getattr(node, name) for name in _node_fields(type(node)) if name not in _BLOCKS and name not in _CLAUSES]
+    parts = [getattr(node, name) for name in node_fields(type(node)) if name not in _BLOCKS and name not in _CLAUSES]
     for group in getattr(node, "handlers", ()):
         parts.append(group.type)
     for group in getattr(node, "cases", ()):
@@ -351,7 +356,7 @@ def _walk_expressions(roots: list) -> Iterator[ast.AST]:
         yield node
         if type(node) in _NOT_ENTERED:
             continue
-        for name in _node_fields(type(node)):
+        for name in node_fields(type(node)):
             value = getattr(node, name)
             if type(value) is list:
                 extend(value)
@@ -360,7 +365,7 @@ def _walk_expressions(roots: list) -> Iterator[ast.AST]:
 
 
 @lru_cache(maxsize=None)
-def _node_fields(kind: type) -> tuple:
+def node_fields(kind: type) -> tuple:
     """The fields of a node type that hold nodes or lists of nodes: not names,
     numbers and flags, and not the context and operator markers (`Load`,
     `Add`), which nothing looks at."""

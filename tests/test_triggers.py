@@ -329,3 +329,70 @@ def test_check_stubs_out_functions_no_rule_acts_on():
     assert lines[2:6] == ['def unrelated(): """', "", "", '"""']
     assert "        return x.cuda()" in lines and '    def other(): """' in lines
     assert "size = 3" in result.decode()
+
+
+def _as_the_cli_selects(select=()):
+    """The rule set of a run: the selection, analysed with every rule."""
+    from hpu_port.model import Options
+    from hpu_port.rules import load_rules
+    from hpu_port.selection import select_rules
+    from hpu_port.settings import RuleSet
+
+    rules = load_rules([])
+    return RuleSet(select_rules(rules, list(select)), Options(), analysis=rules).walked
+
+
+NUMPY_ONLY = source("""
+    import torch
+    x = torch.ones(2)
+    print(x.numpy())
+""")
+
+
+def test_an_opt_in_rule_left_off_opens_no_file(monkeypatch):
+    # HPU141 is off by default: a `.numpy()` call alone makes no file worth parsing.
+    assert _as_the_cli_selects().for_code(NUMPY_ONLY) is None
+    assert _as_the_cli_selects().for_source(NUMPY_ONLY) is None
+    assert "HPU141" in codes(_as_the_cli_selects(["HPU141"]).for_code(NUMPY_ONLY))
+
+
+def test_an_opt_in_rule_left_off_still_walks_a_file_another_rule_opened():
+    text = NUMPY_ONLY + b"y = x.cuda()\n"
+    assert {"HPU141", "HPU111"} <= codes(_as_the_cli_selects().for_code(text))
+
+
+def test_an_opt_in_rule_alone_walks_without_the_rules_that_ride_along():
+    # What HPU615 says in a file must not depend on whether HPU141 is selected.
+    walked = codes(_as_the_cli_selects(["ALL"]).for_code(NUMPY_ONLY))
+    assert "HPU141" in walked and "HPU615" not in walked
+
+
+MODEL_WITH_PADDING = source("""
+    import torch.nn as nn
+    class Block(nn.Module):
+        def __init__(self, padding_idx):
+            self.conv = nn.Conv2d(3, 3, 3, padding=1)
+            self.embed = nn.Embedding(10, 4, padding_idx=padding_idx)
+""")
+
+
+def test_padding_words_of_a_model_file_need_no_parse_for_the_padding_advice():
+    rules = make_ruleset(select=["HPU722"])
+    assert rules.for_source(MODEL_WITH_PADDING) is not None  # the word is there
+    assert rules.for_code(MODEL_WITH_PADDING) is None
+
+
+@pytest.mark.parametrize(
+    "text, parsed",
+    [
+        ("batch = tok(s, padding=True)\nloss.backward()\n", True),
+        ("batch = tok(s, padding = 'longest')\nloss.backward()\n", True),
+        ('batch = tok(s, padding="longest")\ntrainer = Trainer(model)\n', True),
+        ("batch = tok(s, padding=True)\n", False),  # no training in the file
+        ("batch = tok(s, padding='max_length')\nloss.backward()\n", False),
+        ("from torch.nn.utils.rnn import pad_sequence as pad\nx = pad(xs)\n", True),
+    ],
+)
+def test_the_padding_screen_keeps_what_the_rule_reports(text, parsed):
+    rules = make_ruleset(select=["HPU722"])
+    assert (rules.for_code(text.encode()) is not None) is parsed

@@ -34,7 +34,9 @@ something the advice does not fit (parameters sharded by FSDP).
 
 from __future__ import annotations
 
+import ast
 import string
+from functools import lru_cache
 
 from hpu_port.kinds import Kind, last_words, register_kind, string_list
 from hpu_port.triggers import name_trigger
@@ -83,12 +85,52 @@ class CallAdvice(Kind):
                 found.append(name_trigger(name))
         return found
 
+    def screen(self, rule, view):
+        # `padding` is a word of most model files (convolutions, attention
+        # masks): only a call that passes a value the advice is about, in a
+        # file with one of the markers, needs the full parse.
+        named = {name.rsplit(".", 1)[-1] for name in rule.params["calls"] if name != ANY_CALL}
+        if any(name.encode() in view.text for name in named):
+            if named & _called_names(view.nodes(ast.Call)) or named & _imported_originals(view):
+                return True
+        entry = rule.params["calls"].get(ANY_CALL)
+        if entry is None or not _has_marker(entry["only-in-files-with"], view.text):
+            return False
+        wanted = {parameter: {_shape(v) for v in values} for parameter, values in entry["only-if"].items()}
+        return any(
+            keyword.arg in wanted and ast.dump(keyword.value) in wanted[keyword.arg]
+            for call in view.nodes(ast.Call)
+            for keyword in call.keywords
+        )
+
     def context_words(self, rule):
         # What the file uses elsewhere decides: the fused version already in
         # use, or the training code that makes a file a training script.
         markers = {m for entry in rule.params["calls"].values() for m in entry["only-in-files-with"]}
         methods = {m[1:].encode() for m in markers if m.startswith(".")}
         return last_words(rule.params["unless-used"] | {m for m in markers if not m.startswith(".")}) | methods
+
+
+def _called_names(calls) -> set:
+    return {call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None) for call in calls}
+
+
+def _imported_originals(view) -> set:
+    """The names imported under another name (`import pad_sequence as pad`)."""
+    return {alias.name.rsplit(".", 1)[-1] for node in view.nodes(ast.ImportFrom) for alias in node.names if alias.asname}
+
+
+def _has_marker(markers: list, text: bytes) -> bool:
+    return not markers or any(marker.rsplit(".", 1)[-1].encode() in text for marker in markers)
+
+
+@lru_cache(maxsize=None)
+def _shape(code: str) -> str:
+    """A value as the standard parser sees it (quotes and spaces do not count)."""
+    try:
+        return ast.dump(ast.parse(code, mode="eval").body)
+    except SyntaxError:
+        return code
 
 
 def _entry(name: str, entry) -> dict:
