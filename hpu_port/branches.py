@@ -25,6 +25,9 @@ from hpu_port.device.probes import CUDA_PROBE, probes_of
 from hpu_port.walk import contains, descendants
 
 NAMES_THE_HPU = re.compile(r"(?<![A-Za-z])(hpu|HPU)(?![A-Za-z])")
+# A test for the HPU may name Gaudi's software instead
+# (`importlib.util.find_spec("habana_frameworks")`, `is_gaudi2()`).
+TESTS_THE_HPU = re.compile(r"(?<![A-Za-z])(hpu|HPU|habana|Habana|HABANA|gaudi|Gaudi)(?![A-Za-z])")
 NAMES_CUDA = re.compile(r"(?<![A-Za-z])(cuda|CUDA|Cuda)(?![A-Za-z])")
 # Kinds whose fixes add code next to a node rather than change it.
 ADDING_KINDS = frozenset({"insert-after", "ensure-import"})
@@ -99,7 +102,7 @@ class DeviceBranches:
         side_by_side = sibling_dispatch(statements, self.module, self.other_probe)
         if side_by_side is not None:
             self.extended.add(side_by_side)
-        hpu_bodies = {self._as_cuda(s.body) for s in checks if NAMES_THE_HPU.search(self._tests_of(s))}
+        hpu_bodies = {self._as_cuda(s.body) for s in checks if TESTS_THE_HPU.search(self._tests_of(s))}
         if not hpu_bodies:
             return
         for check in checks:
@@ -117,7 +120,7 @@ class DeviceBranches:
             keys = {string_value(e.key) for e in node.elements if isinstance(e, cst.DictElement)}
             if not ("hpu" in keys and "cuda" in keys) and not self._extends(node):
                 return
-        elif not (node in self.beside_hpu or NAMES_THE_HPU.search(self._tests_of(node)) or self._extends(node)):
+        elif not (node in self.beside_hpu or TESTS_THE_HPU.search(self._tests_of(node)) or self._extends(node)):
             return
         self.chains.add(node)
         self.depth += 1
@@ -222,7 +225,7 @@ def _the_cuda_test(tested: list, module: cst.Module, other_probe: "re.Pattern"):
     one whose test is CUDA's, when exactly one is, none is the HPU's and
     another is another accelerator's."""
     tests = [module.code_for_node(node.test) for node in tested]
-    if any(NAMES_THE_HPU.search(test) for test in tests) or not any(other_probe.search(t) for t in tests):
+    if any(TESTS_THE_HPU.search(test) for test in tests) or not any(other_probe.search(t) for t in tests):
         return None
     cuda = [node for node, test in zip(tested, tests) if CUDA_PROBE.search(test) and not other_probe.search(test)]
     if len(cuda) != 1 or _negated(module.code_for_node(cuda[0].test)):
@@ -242,7 +245,7 @@ def cuda_fallback_of_dispatch(node: cst.CSTNode, module: cst.Module, other_probe
     if not arms or arms[-1].orelse is None:
         return None
     tests = [module.code_for_node(arm.test) for arm in arms]
-    if any(NAMES_THE_HPU.search(t) or CUDA_PROBE.search(t) for t in tests) or not all(other_probe.search(t) for t in tests):
+    if any(TESTS_THE_HPU.search(t) or CUDA_PROBE.search(t) for t in tests) or not all(other_probe.search(t) for t in tests):
         return None
     if any(_negated(t) for t in tests):
         return None  # `if not is_torch_npu_available(): ... else:`: the `else` is the NPU's

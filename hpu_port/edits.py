@@ -10,6 +10,8 @@ modules and blocks, so that comments above a removed statement are kept.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Callable, Union
 
@@ -208,8 +210,8 @@ def _merge_leading_lines(carried: list, own: list, at_start: bool) -> list:
 def _insert_imports(body, imports: list[str], config, guarded: bool = False) -> list:
     """Insert after the docstring, `__future__` imports and the leading import
     block; or, where torch is first imported further down (after code that
-    must run before it: environment set-up, `import comet_ml`), after the
-    import block that holds it. Environment settings among the imports count
+    must run before it: environment set-up, `import comet_ml`) and nothing
+    above it uses CUDA, after the import block that holds it. Environment settings among the imports count
     as part of the block (they must come before Gaudi's modules load)."""
     index = 0
     if body and _is_docstring(body[0]):
@@ -217,7 +219,11 @@ def _insert_imports(body, imports: list[str], config, guarded: bool = False) -> 
     while index < len(body) and (_is_import_line(body[index]) or _is_environment_line(body[index])):
         index += 1
     torch_at = next((i for i, s in enumerate(body) if _is_import_line(s) and _imports_torch(s)), None)
-    if torch_at is not None and torch_at >= index:
+    first_use = _first_device_use(body, index, torch_at)
+    if first_use is not None:
+        # After the imports above that first use, the nearest to it.
+        index = max((i + 1 for i in range(index, first_use) if _is_import_line(body[i])), default=index)
+    elif torch_at is not None and torch_at >= index:
         index = torch_at + 1
         while index < len(body) and _is_import_line(body[index]):
             index += 1
@@ -227,6 +233,19 @@ def _insert_imports(body, imports: list[str], config, guarded: bool = False) -> 
         # Set the new imports apart from the code that follows, as an import block is.
         rest = [rest[0].with_changes(leading_lines=[cst.EmptyLine()]), *rest[1:]]
     return [*body[:index], *new, *rest]
+
+
+_NAMES_A_DEVICE = re.compile(r"(?<![\w-])(cuda|hpu)(?![\w-])")
+
+
+def _first_device_use(body, start: int, torch_at) -> "int | None":
+    """Where code before torch's import already uses a device (a notebook's
+    `model = build().cuda()` above the cell that imports torch, by now
+    perhaps ported to the HPU): the HPU must be registered before it."""
+    if torch_at is None or torch_at < start:
+        return None
+    empty = cst.Module(body=[])
+    return next((i for i in range(start, torch_at) if _NAMES_A_DEVICE.search(empty.code_for_node(body[i]))), None)
 
 
 def _guarded(imports: list[str], config) -> list[str]:

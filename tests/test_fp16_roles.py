@@ -125,3 +125,29 @@ def test_without_the_option_nothing_changes_and_each_use_is_reported():
     result = port(CONVERSION)
     assert result.new_source is None or b"float16" in result.new_source
     assert any(f.code == "HPU310" for f in result.findings)
+
+
+def test_the_default_of_a_conversion_function_keeps_float16():
+    # A library's `convert_weights_to_fp16(model)` promises float16 to every
+    # caller; the casts in a converter's body are the precision the model
+    # computes in; a training function beside it computes in bfloat16.
+    output, findings = converted("""
+        import torch
+
+        def convert_weights_to_lp(model, dtype=torch.float16):
+            for p in model.parameters():
+                p.data = p.data.to(dtype)
+
+        def convert_weights(model):
+            for p in model.parameters():
+                p.data = p.data.half()
+
+        def train(model, x):
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = model(x)
+            loss.backward()
+    """)
+    assert "def convert_weights_to_lp(model, dtype=torch.float16):" in output
+    assert "p.data = p.data.to(torch.bfloat16)" in output
+    assert 'torch.autocast(device_type="hpu", dtype=torch.bfloat16)' in output
+    assert any(f.kept == "dtype-role" and f.line == 3 for f in findings)

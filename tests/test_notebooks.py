@@ -61,6 +61,26 @@ def test_code_cells_are_ported_and_the_rest_is_kept(tmp_path):
     assert invoke("rewrite", "--check", path).stdout == ""
 
 
+def test_the_import_comes_before_the_first_cell_that_uses_the_device(tmp_path):
+    # torch is imported in a later cell, but an earlier one already moves a model.
+    notebook = {
+        **NOTEBOOK,
+        "cells": [
+            cell("code", ["!pip install -q mylib"]),
+            cell("code", ["from mylib import build\n", "model = build().cuda()"]),
+            cell("code", ["import torch\n", "x = torch.ones(2).cuda()"]),
+        ],
+    }
+    path = tmp_path / "demo.ipynb"
+    write(path, notebook)
+    assert invoke("rewrite", tmp_path).exit_code == 0
+    cells = json.loads(path.read_text())["cells"]
+    assert "".join(cells[1]["source"]) == (
+        'from mylib import build\nimport habana_frameworks.torch.core as htcore\n\nmodel = build().to("hpu")'
+    )
+    assert "".join(cells[2]["source"]) == 'import torch\nx = torch.ones(2).to("hpu")'
+
+
 def test_findings_and_diffs_name_the_cell(tmp_path):
     path = tmp_path / "train.ipynb"
     write(path, NOTEBOOK)

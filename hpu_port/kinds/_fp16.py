@@ -16,7 +16,8 @@ reported too.
 
 ``[roles]`` says where float16 is a format to keep rather than a precision to
 compute in: ``files`` (shell-style patterns of file names: conversion and
-export tools), and the call names (last dotted part) that tell a function's
+export tools), ``functions`` (the same, of the names of the functions that
+hold the float16: `convert_weights_to_fp16`), and the call names (last dotted part) that tell a function's
 role: one that ``loads`` and ``saves`` weights and ``computes`` nothing
 converts checkpoints; a test function that ``checks`` values compares them
 with float16 references, and what it passes and what it checks must change
@@ -35,7 +36,7 @@ FP16_KEYS = {
     "roles": (dict, False),
 }
 
-ROLE_KEYS = ("files", "loads", "saves", "computes", "checks")
+ROLE_KEYS = ("files", "functions", "loads", "saves", "computes", "checks")
 
 
 def fp16_params(table: dict) -> dict:

@@ -10,8 +10,13 @@ from __future__ import annotations
 import libcst as cst
 
 from hpu_port.visitors._references import written
+from hpu_port.walk import descendants
 
 KEYWORDS = frozenset({"device", "map_location"})
+# `eval_device=`, `train_device=`: a device too, under another name; but
+# DistributedDataParallel's `output_device` is an index.
+KEYWORD_SUFFIX = "_device"
+INDEX_KEYWORDS = frozenset({"output_device"})
 METHODS = frozenset({"to"})
 CALLS = frozenset({"torch.device"})
 
@@ -21,7 +26,7 @@ def device_values(call: cst.Call, ctx, keywords=KEYWORDS, methods=METHODS, calls
     values = [
         arg.value
         for arg in call.args
-        if arg.keyword is not None and arg.keyword.value in keywords and not _device_api(call.func, ctx)
+        if arg.keyword is not None and _names_a_device(arg.keyword.value, keywords) and not _device_api(call.func, ctx)
     ]
     positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
     if not positional:
@@ -35,6 +40,12 @@ def device_values(call: cst.Call, ctx, keywords=KEYWORDS, methods=METHODS, calls
     return values
 
 
+def _names_a_device(keyword: str, keywords) -> bool:
+    if keyword in keywords:
+        return True
+    return keywords is KEYWORDS and keyword.endswith(KEYWORD_SUFFIX) and keyword not in INDEX_KEYWORDS
+
+
 def _qualified(func, ctx) -> str:
     hit = ctx.qualify(func)
     return hit[0] if hit is not None else written(func)
@@ -43,3 +54,40 @@ def _qualified(func, ctx) -> str:
 def _device_api(func, ctx) -> bool:
     # `torch.cuda.synchronize(device=i)` and its HPU twin take an index there.
     return _qualified(func, ctx).startswith(("torch.cuda.", "torch.hpu."))
+
+
+def used_as_a_device(scope: cst.CSTNode, name: str, ctx) -> bool:
+    """Whether ``name`` is read in ``scope`` where a device goes (`.to(device)`,
+    `device=device`) and nowhere an index goes: a CUDA or HPU API's argument
+    (`torch.cuda.get_device_properties(device)`), `torch.device("cuda", device)`,
+    a format string, arithmetic, a comparison, a subscript. A value only
+    handed on (a positional argument of the project's own function) says
+    neither."""
+    as_device = False
+    for node in descendants(scope):
+        for value in _index_places(node, ctx):
+            if _is_name(value, name):
+                return False
+        if isinstance(node, cst.Call) and any(_is_name(value, name) for value in device_values(node, ctx)):
+            as_device = True
+    return as_device
+
+
+def _index_places(node: cst.CSTNode, ctx) -> list:
+    if isinstance(node, cst.Call):
+        if _device_api(node.func, ctx) or (_qualified(node.func, ctx) == "torch.device" and len(node.args) > 1):
+            return [arg.value for arg in node.args]
+        return []
+    if isinstance(node, cst.FormattedStringExpression):
+        return [node.expression]
+    if isinstance(node, cst.BinaryOperation):
+        return [node.left, node.right]
+    if isinstance(node, cst.Comparison):
+        return [node.left, *(target.comparator for target in node.comparisons)]
+    if isinstance(node, cst.Index):
+        return [node.value]
+    return []
+
+
+def _is_name(value: cst.CSTNode, name: str) -> bool:
+    return isinstance(value, cst.Name) and value.value == name

@@ -55,7 +55,7 @@ class Fp16Choices(
             name = definition.name.value
             if any(fnmatchcase(name.lower(), pattern) for pattern in params["keep-inside"]):
                 return f"inside `{name}`, whose code is about what this rule replaces"
-        role = self._format_role(params["roles"])
+        role = self._format_role(params["roles"], node)
         if role is not None:
             return role
         if params["keep-under-tests-of"] and self._under_dtype_test(params["keep-under-tests-of"], node):
@@ -70,7 +70,7 @@ class Fp16Choices(
             return f"`{cast}` goes through float16 and back to float32 in this function: bfloat16 would keep fewer bits of it"
         return None
 
-    def _format_role(self, roles: dict) -> Optional[str]:
+    def _format_role(self, roles: dict, node: cst.CSTNode) -> Optional[str]:
         """Why float16 here is a format to keep, not a precision to compute in."""
         if not any(roles.values()):
             return None  # a rule about something else than float16 (`.cuda()`)
@@ -80,12 +80,24 @@ class Fp16Choices(
         if self._goes_to_numpy(self._statement()):
             return "the result goes to NumPy, which has no bfloat16"
         function = next((d for d in reversed(self.definitions) if isinstance(d, cst.FunctionDef)), None)
+        if self._default_of_converter(function, roles["functions"], node):
+            return "the default of a conversion function (`convert_weights_to_fp16`): its callers rely on float16"
         calls, asserts = self._calls_of(function or self.ctx.module)
         if function is not None and function.name.value.startswith("test") and (asserts or _any_match(calls, roles["checks"])):
             return "a value a test passes or checks: both keep float16 together; decide for Gaudi what the test compares"
         if _any_match(calls, roles["loads"]) and _any_match(calls, roles["saves"]) and not _any_match(calls, roles["computes"]):
             return "code that loads and saves weights and computes nothing: float16 is the checkpoint's format"
         return None
+
+    def _default_of_converter(self, function: Optional[cst.FunctionDef], patterns, node: cst.CSTNode) -> bool:
+        """Whether ``node`` is a parameter's default of a
+        function named like a converter: a library's promise to its callers
+        (in its body, the cast is the precision the model computes in)."""
+        if function is None or not any(fnmatchcase(function.name.value.lower(), p) for p in patterns):
+            return False
+        params = function.params
+        defaults = [p.default for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+        return any(default is node for default in defaults)
 
     def _goes_to_numpy(self, statement: Optional[cst.CSTNode]) -> bool:
         """Whether ``statement`` hands something to NumPy (`.numpy()`): read once per statement."""
@@ -194,6 +206,8 @@ class Fp16Choices(
             if _mentions(anchor, texts):
                 return True
             block = self.block_of.get(anchor)
+            if block is not None and _beside_an_if_that_mentions(anchor, block, texts):
+                return True
         if statement is None or block is None:
             return False
         outputs = _outputs(statement)
@@ -214,6 +228,18 @@ class Fp16Choices(
             index -= 1
             node = self.around[index]
         return node
+
+
+def _beside_an_if_that_mentions(anchor: cst.If, block, texts: list) -> bool:
+    """Whether the statement right before or after ``anchor`` is an `if` that
+    mentions one of ``texts``: two `if`s in a row that make one choice
+    (`if args.bf16: model.to(torch.bfloat16)` then `if args.fp16: ...`)."""
+    body = list(block.body) if isinstance(block.body, (list, tuple)) else []
+    if anchor not in body:
+        return False
+    index = body.index(anchor)
+    neighbours = body[max(0, index - 1):index] + body[index + 1:index + 2]
+    return any(isinstance(n, cst.If) and _mentions(n, texts) for n in neighbours)
 
 
 def hold_split_casts(ctx) -> None:

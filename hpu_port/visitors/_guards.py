@@ -144,6 +144,13 @@ def nvidia_only_use(guard: cst.CSTNode, ctx, patterns: Guard, flag: str = "") ->
     return markers.found
 
 
+def nvidia_name_in(node: cst.CSTNode, ctx, patterns: Guard) -> Optional[str]:
+    """The first NVIDIA-only name ``node`` uses (as written), or None."""
+    finder = _Finder(ctx, patterns)
+    walk(node, [finder])
+    return finder.result()
+
+
 def cuda_branch(guard: cst.CSTNode, ctx, patterns: Guard) -> Optional[str]:
     """For a branch whose test itself names CUDA (`if IS_CUDA_SYSTEM:`, a
     CUDA-only check) and whose code uses an NVIDIA-only API, that API: the
@@ -401,10 +408,21 @@ class _Tests:
         self.found: list = []
 
     def visit_If(self, node) -> None:
-        if _reads(node.test, self.flag):
+        # `if device == "cuda":` is a device test of its own, which the
+        # device-string rule keeps where its code is NVIDIA's: the value the
+        # check chose may change (`"hpu" if torch.hpu.is_available() ...`).
+        if _reads(node.test, self.flag) and not _compares_with_a_string(node.test):
             self.found.append(node)
 
     visit_IfExp = visit_While = visit_If
+
+
+def _compares_with_a_string(test: cst.CSTNode) -> bool:
+    return any(
+        isinstance(node, cst.Comparison)
+        and any(isinstance(part, cst.SimpleString) for part in (node.left, *(c.comparator for c in node.comparisons)))
+        for node in descendants(test)
+    )
 
 
 def _reads(test: cst.CSTNode, flag: str) -> bool:

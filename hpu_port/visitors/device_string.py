@@ -27,6 +27,7 @@ from hpu_port.visitors._device_string_parts import (
 )
 from hpu_port.visitors._device_tables import device_table
 from hpu_port.visitors._guards import (
+    nvidia_name_in,
     Surroundings,
     cuda_branch,
     guarded_by,
@@ -488,7 +489,24 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         test = self._kept_test_around(node)
         if test:
             return Held("other-device", f"{test}, so this branch runs only there")
+        probe = self._nvidia_probe_around(node)
+        if probe:
+            return Held("nvidia-only", f"this function also tests `{probe}`: it decides whether code for NVIDIA GPUs runs")
         return None
+
+    def _nvidia_probe_around(self, node) -> Optional[str]:
+        """An NVIDIA-only name that another test of the function holding
+        ``node``'s test uses (`if not torch.backends.cudnn.enabled: return
+        False`, then `if x.device.type != "cuda": return False`): together
+        they answer whether a cuDNN-only path can run, and Gaudi cannot."""
+        if self.nvidia is None or not self.functions:
+            return None
+        function = self.functions[-1]
+        guard = next((g for g in reversed(self.around) if isinstance(g, cst.If) and contains(g.test, node)), None)
+        if guard is None or not isinstance(function.body, cst.IndentedBlock) or guard not in function.body.body:
+            return None
+        tests = [s.test for s in function.body.body if isinstance(s, cst.If) and s is not guard]
+        return next(filter(None, (nvidia_name_in(test, self.ctx, self.nvidia) for test in tests)), None)
 
     def _kept_test_around(self, node) -> Optional[str]:
         """Why an enclosing branch is taken only on the device itself, when the

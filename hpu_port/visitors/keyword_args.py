@@ -99,6 +99,11 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
             mapping = next((arg.value for arg in node.args if arg.star == "**"), None)
             if isinstance(mapping, cst.Name) and rule.params["drop"]:
                 self.unpacking.append((rule, mapping.value, self.ctx.scope.node))
+        bound = _partial_of(node, self.ctx)
+        if bound is not None:
+            # `partial(FSDP, device_id=local_rank)`: the keywords are FSDP's.
+            for rule in self._rules_for(bound.func):
+                self._check(rule, bound, original=node)
 
     def _rules_for(self, func) -> list[Rule]:
         """The rules whose `calls` name what ``func`` calls: through the imports,
@@ -133,7 +138,8 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
                 call = cst.Call(func=node.decorator)
                 self._check(rule, call, node)
 
-    def _check(self, rule, node: cst.Call, report_at=None) -> None:
+    def _check(self, rule, node: cst.Call, report_at=None, original: Optional[cst.Call] = None) -> None:
+        """``original``: the `partial(...)` call that binds ``node``'s arguments."""
         present = _keywords(node, rule.params["positions"])
         if not all(k in present and _one_of(present[k], v) for k, v in rule.params["only-if"].items()):
             return
@@ -154,6 +160,11 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
         )
         mapping = next((arg for arg in node.args if arg.star == "**"), None)
         unsure = [k for k in changed if k in rule.params["set"] and k not in present]
+        if original is not None:
+            if mapping is None:
+                fix = self.ctx.replace(original, lambda c: _bound(edit_keywords(_call_of_partial(c), rule.params), c))
+                self.ctx.report(rule, original, message, fix)
+            return
         if mapping is not None and unsure:
             # Adding it beside `**kwargs` that may hold it already is a TypeError;
             # what the mapping holds is known once the whole file was seen.
@@ -167,6 +178,23 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
                 report_at, lambda d: d.with_changes(decorator=edit_keywords(cst.Call(func=d.decorator), params))
             )
         self.ctx.report(rule, report_at or node, message, fix)
+
+
+def _partial_of(node: cst.Call, ctx) -> Optional[cst.Call]:
+    """The call ``functools.partial(f, ...)`` stands for: `f(...)`, or None."""
+    hit = ctx.qualify(node.func)
+    if hit is None or hit[0] != "functools.partial" or not node.args or node.args[0].keyword or node.args[0].star:
+        return None
+    return _call_of_partial(node)
+
+
+def _call_of_partial(node: cst.Call) -> cst.Call:
+    return cst.Call(func=node.args[0].value, args=node.args[1:])
+
+
+def _bound(call: cst.Call, partial: cst.Call) -> cst.Call:
+    """``partial`` with the arguments of ``call``, the callable it binds first."""
+    return partial.with_changes(args=[partial.args[0], *call.args])
 
 
 def _display_keys(value) -> set[str]:

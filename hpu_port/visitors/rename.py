@@ -13,7 +13,7 @@ from hpu_port.context import FileContext
 from hpu_port.device.evidence import of_options
 from hpu_port.edits import replace_expression
 from hpu_port.model import Rule
-from hpu_port.visitors._device_positions import device_values
+from hpu_port.visitors._device_positions import device_values, used_as_a_device
 from hpu_port.visitors._fp16 import Fp16Choices, hold_split_casts
 from hpu_port.visitors._guards import (
     Surroundings,
@@ -30,6 +30,10 @@ from hpu_port.visitors._guards import (
 )
 from hpu_port.visitors._references import ReferenceVisitor, last_name, literal_value, shown_briefly, written
 from hpu_port.visitors._skip_guards import SkipConditions, keep_skips_of_nvidia_only_tests
+
+
+# `device`, `eval_device`; not `device_id`, `device_index`, `device_count`.
+_DEVICE_NAME = re.compile(r"(^|_)device$")
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
@@ -68,6 +72,8 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         # `torch.cuda.current_device()` there is a device, elsewhere an index.
         self.call_of: dict[cst.CSTNode, cst.Call] = {}
         self.device_places: set[cst.CSTNode] = set()
+        # Calls whose value a statement names (`device = torch.cuda.current_device()`).
+        self.named_calls: dict[cst.Call, str] = {}
 
     def visit_Comparison(self, node) -> None:
         self.looked_at.add(node.left)
@@ -105,8 +111,10 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
                 self._slot(arg.value, ("rounded", callee) if node in self.rounded else ("argument", callee))
 
     def visit_Assign(self, node) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and isinstance(node.value, cst.Call):
+            self.named_calls[node.value] = node.targets[0].target.value
         for target in node.targets:
-            name = last_name(target.target)
+            name = last_name(target.target) or _string_key(target.target)
             if name:
                 self._slot(node.value, ("name", name))
 
@@ -147,7 +155,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             self.ctx.report(rule, node, message, kept=kept)
             return
         call = self.call_of.get(node)
-        if qualified in rule.params["as-device"] and call is not None and not call.args and call in self.device_places:
+        if qualified in rule.params["as-device"] and call is not None and not call.args and self._a_device(call):
             device = rule.params["as-device"][qualified]
             message = f"`{written(call)}` as a device is a CUDA GPU index (`cuda:<n>`); use `{device}`"
             self.ctx.report(rule, call, message, self.ctx.replace(call, replace_expression(device)), None, binding)
@@ -171,6 +179,17 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             if isinstance(guard, (cst.If, cst.While, cst.IfExp)) and not negated_at(guard.test, node):
                 self.flipped.append((hit, guard))
             self.note_skip_condition(hit, node)
+
+    def _a_device(self, call: cst.Call) -> bool:
+        """Whether the value of ``call`` goes where a device goes: there, or
+        through a name called a device that only such places read."""
+        if call in self.device_places:
+            return True
+        name = self.named_calls.get(call)
+        if name is None or not _DEVICE_NAME.search(name):
+            return False
+        scope = next((d for d in reversed(self.definitions) if isinstance(d, cst.FunctionDef)), self.ctx.module)
+        return used_as_a_device(scope, name, self.ctx)
 
     def _optional_probe(self, node, qualified: str, spelled: str):
         """(the call, its code) for `torch.cuda.is_available()` in a module
@@ -249,8 +268,20 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             return Held("other-device", why, quiet=True, region=guard)
         flag, used = flag_guards_nvidia_code(self.around, self.ctx, patterns)
         if used:
+            # `cuda = "cuda" if torch.cuda.is_available() else "cpu"`: the
+            # value for CUDA stays with its check.
+            hold_guarded_body(guard, self.ctx, used)
             return Held("nvidia-only", f"`{flag}` keeps the answer, and a test of `{flag}` guards `{used}`, which has no Gaudi equivalent")
         return None
+
+
+def _string_key(target: cst.BaseExpression) -> str:
+    """`torch_dtype` for `kwargs["torch_dtype"]`: the key a value is stored under."""
+    if not isinstance(target, cst.Subscript) or len(target.slice) != 1:
+        return ""
+    index = target.slice[0].slice
+    value = literal_value(written(index.value)) if isinstance(index, cst.Index) else None
+    return value if isinstance(value, str) else ""
 
 
 def _probe_edit(code: str, tested: bool):
