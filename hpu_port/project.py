@@ -26,6 +26,7 @@ parser; the rest cost a read of their bytes.
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 import os
 import re
 from dataclasses import dataclass, field
@@ -125,11 +126,11 @@ def find_facts(
     found: dict[str, str] = {}
     builders: set[str] = set()
     parsed: dict[str, Optional[_Module]] = {}
-    needles = _first_needles(libraries)
+    holds_evidence = _FirstNeedles(libraries)
     known: set = set()
     for _ in range(MAX_ROUNDS):
         for path, source in sources.items():
-            if path not in parsed and source is not None and any(needle in source for needle in needles):
+            if path not in parsed and source is not None and holds_evidence(source):
                 parsed[path] = _Module.of(path, source, facts.module_name(path), builders)
         modules = [module for module in parsed.values() if module is not None]
         while any([module.judge(found, libraries) for module in modules]):
@@ -143,6 +144,7 @@ def find_facts(
         # whatever the module is called or imported as.
         names = {qualified: local.split(".")[0] for module in modules for qualified, local in module.qualified_locals()}
         needles = sorted({names.get(qualified, qualified.rsplit(".", 1)[-1]).encode() for qualified in new})
+        holds_evidence = lambda source, needles=needles: any(needle in source for needle in needles)
     several = _serving_several(sources, facts, other_devices)
     syncing = _syncing_methods(sources)
     return ProjectFacts(
@@ -263,18 +265,45 @@ def _top_level_names(files: list[str], packages: frozenset) -> set[str]:
     return names
 
 
-def _first_needles(libraries: frozenset) -> list[bytes]:
-    """Bytes one of which a file that holds direct evidence must contain
-    (searched as plain bytes: a regular expression over every file of a
-    large tree costs seconds)."""
-    needles = [b"cpp_extension", b"torch.cuda._", b"_C._cuda"]
-    for library in sorted(libraries):
-        top, _, rest = library.partition(".")
-        if top == "torch":
-            needles.append(rest.rsplit(".", 1)[-1].encode())  # `torch.distributed._symmetric_memory`
-        else:
-            needles += [f"import {top}".encode(), f"from {top}".encode()]
-    return needles
+class _FirstNeedles:
+    """Whether a file may hold direct evidence: it mentions one of a few
+    bytes, or imports a module whose name starts like one of the libraries
+    (`import triton`, `from flash_attn_interface import ...`). Searched as
+    plain bytes, each import's module read where `import `/`from ` occurs:
+    a regular expression, or a search per library, over every file of a
+    large tree costs seconds."""
+
+    def __init__(self, libraries: frozenset) -> None:
+        self.needles = [b"cpp_extension", b"torch.cuda._", b"_C._cuda"]
+        tops = []
+        for library in sorted(libraries):
+            top, _, rest = library.partition(".")
+            if top == "torch":
+                self.needles.append(rest.rsplit(".", 1)[-1].encode())  # `torch.distributed._symmetric_memory`
+            else:
+                tops.append(top.rstrip("*").encode())
+        self.tops = tuple(tops)
+
+    def __call__(self, source: bytes) -> bool:
+        return any(needle in source for needle in self.needles) or self._imports_a_library(source)
+
+    def _imports_a_library(self, source: bytes) -> bool:
+        for keyword in (b"import ", b"from "):
+            start = source.find(keyword)
+            while start != -1:
+                module = _MODULE_NAME.match(source, start + len(keyword))
+                if module is not None and module.group().startswith(self.tops):
+                    return True
+                start = source.find(keyword, start + 1)
+        return False
+
+
+_MODULE_NAME = re.compile(rb"[\w.]+")
+
+
+@lru_cache(maxsize=None)
+def _is_library_cached(qualified: str, libraries: frozenset) -> bool:
+    return _is_library(qualified, libraries)
 
 
 def _is_library(qualified: str, libraries: frozenset) -> bool:
@@ -313,6 +342,8 @@ class _Module:
                     for target in node.targets:
                         if isinstance(target, ast.Name):
                             self.built[target.id] = why
+        # Definition -> what it does, in walk order: judged again each round.
+        self._events: dict[ast.AST, list] = {}
 
     def qualified_locals(self) -> Iterable[tuple[str, str]]:
         """(qualified name, name in the module) of each definition."""
@@ -343,37 +374,58 @@ class _Module:
         return new
 
     def _builds_extensions(self, definition: ast.AST) -> bool:
-        return any(
-            isinstance(node, ast.Call) and self._qualified(node.func) in EXTENSION_BUILDERS | self.builders
-            for node in ast.walk(definition)
-        )
+        builders = EXTENSION_BUILDERS | self.builders
+        return any(kind == "call" and value in builders for kind, _, value, _ in self._walked(definition))
 
     def _why(self, definition: ast.AST, found: dict, libraries: frozenset) -> Optional[str]:
-        unconditional = _unconditional(definition)
-        # `sources = ["k.cpp", "k.cu"]` ... `load(name, sources=sources)`: the
-        # CUDA source may be named anywhere in the function.
-        cuda_source = _cuda_source_in(definition)
-        for node in ast.walk(definition):
-            if isinstance(node, ast.Call):
-                why = self._builds_cuda(node, found, cuda_source)
-                if why:
-                    return why
-            if isinstance(node, ast.Name) and node.id in self.built:
-                return self.built[node.id]
-            if isinstance(node, (ast.Name, ast.Attribute)):
-                qualified = self._qualified(node)
-                if qualified is None:
-                    continue
-                if _is_library(qualified, libraries):
-                    return f"uses `{qualified}`, which only runs on NVIDIA GPUs"
-                if qualified.startswith(_INTERNALS):
-                    return f"uses `{qualified}`, one of CUDA's own internals"
-                callee = found.get(qualified)
+        cuda_source: Optional[str] = None
+        looked = False
+        for kind, node, value, unconditional in self._walked(definition):
+            if kind == "call":
+                if value in EXTENSION_BUILDERS or value in self.builders:
+                    # `sources = ["k.cpp", "k.cu"]` ... `load(name, sources=sources)`:
+                    # the CUDA source may be named anywhere in the function.
+                    if not looked:
+                        cuda_source, looked = _cuda_source_in(definition), True
+                    why = self._builds_cuda(node, found, cuda_source)
+                    if why:
+                        return why
+            elif kind == "built":
+                return value
+            elif _is_library_cached(value, libraries):
+                return f"uses `{value}`, which only runs on NVIDIA GPUs"
+            elif value.startswith(_INTERNALS):
+                return f"uses `{value}`, one of CUDA's own internals"
+            else:
+                callee = found.get(value)
                 # A call under a condition (`if x.is_cuda and _init():`) only
                 # picks CUDA's path: the caller has another one.
-                if callee is not None and node in unconditional and not _same_definition(qualified, self.name, definition):
-                    return f"calls `{_short(qualified)}`, which {callee.split(', calls', 1)[0]}"
+                if callee is not None and unconditional and not _same_definition(value, self.name, definition):
+                    return f"calls `{_short(value)}`, which {callee.split(', calls', 1)[0]}"
         return None
+
+    def _walked(self, definition: ast.AST) -> list:
+        """What ``definition`` does, in the order of a walk of it, made once:
+        ("call", the call, its callee), ("built", a name bound to an extension,
+        why) and ("ref", the node, the qualified name it reads, whether it
+        runs whenever the definition runs)."""
+        events = self._events.get(definition)
+        if events is None:
+            unconditional = _unconditional(definition)
+            events = self._events[definition] = []
+            for node in ast.walk(definition):
+                if isinstance(node, ast.Call):
+                    callee = self._qualified(node.func)
+                    if callee is not None:
+                        events.append(("call", node, callee, False))
+                if isinstance(node, ast.Name) and node.id in self.built:
+                    events.append(("built", node, self.built[node.id], False))
+                    break  # nothing after it is read
+                if isinstance(node, (ast.Name, ast.Attribute)):
+                    qualified = self._qualified(node)
+                    if qualified is not None:
+                        events.append(("ref", node, qualified, node in unconditional))
+        return events
 
     def _builds_cuda(self, node: ast.AST, found: dict, cuda_source: Optional[str] = None) -> Optional[str]:
         """Why the call ``node`` builds or loads a CUDA extension, if it does;

@@ -97,10 +97,14 @@ def _loops_under(tree: ast.AST, last_parts: set[str]):
 def _holds_a_context(loop: ast.AST, last_parts: set[str]) -> bool:
     """Whether a `with <context>():` stands inside the loop (`for x in loader:
     with torch.no_grad(): ...`): the loop is then run under the context too."""
-    return any(
-        isinstance(node, _WITHS) and any(_ends_in(item.context_expr, last_parts) for item in node.items)
-        for node in ast.walk(loop)
-    )
+    # `with` is a statement: the loop's statements are enough, not every expression.
+    stack = child_statements(loop)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _WITHS) and any(_ends_in(item.context_expr, last_parts) for item in node.items):
+            return True
+        stack.extend(child_statements(node))
+    return False
 
 
 def _bound_names(view) -> set:

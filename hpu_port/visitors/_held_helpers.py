@@ -18,6 +18,7 @@ too, not a helper.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Optional
 
 import libcst as cst
@@ -31,14 +32,15 @@ def mark_helpers_of_held_code(ctx: FileContext) -> None:
     units = ctx.other_backend.units
     if not any(statement in units for statement in ctx.module.body):
         return
-    statements = _statement_texts(ctx)
+    statements = {node: Counter(_IDENTIFIER.findall(text)) for node, text in _statement_texts(ctx).items()}
+    in_file = Counter(_IDENTIFIER.findall(ctx.source or b""))
     helpers: dict[cst.CSTNode, str] = {}
     changed = True
     while changed:
         changed = False
         for node in statements:
             if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node not in units and node not in helpers:
-                user = _only_user(node, statements, ctx.source, lambda s: s in units or s in helpers)
+                user = _only_user(node, statements, in_file, lambda s: s in units or s in helpers)
                 if user is not None:
                     helpers[node] = user
                     changed = True
@@ -46,6 +48,10 @@ def mark_helpers_of_held_code(ctx: FileContext) -> None:
         ctx.other_backend.mark(
             node, f"only `{user}`, which is not ported, uses it: ported alone, it would hand the HPU's values to that CUDA code"
         )
+
+
+# A name as code mentions it: not an attribute (`x.name`), not part of a longer word.
+_IDENTIFIER = re.compile(rb"(?<![\w.])[A-Za-z_]\w*")
 
 
 def _statement_texts(ctx: FileContext) -> dict[cst.CSTNode, bytes]:
@@ -59,18 +65,18 @@ def _statement_texts(ctx: FileContext) -> dict[cst.CSTNode, bytes]:
     return {statement: b"".join(lines[start - 1:node.end_lineno]) for statement, (start, node) in starts.items()}
 
 
-def _only_user(node, statements: dict, source: bytes, held) -> Optional[str]:
+def _only_user(node, statements: dict, in_file: Counter, held) -> Optional[str]:
     """The name of a held statement that uses ``node``, when every use of it
-    outside its own definition is in held statements."""
-    name = node.name.value
-    pattern = re.compile(rb"(?<![\w.])" + re.escape(name.encode()) + rb"\b")
-    elsewhere = len(pattern.findall(source)) - len(pattern.findall(statements[node]))
+    outside its own definition is in held statements (``statements`` and
+    ``in_file``: how often each name occurs in each statement and the file)."""
+    name = node.name.value.encode()
+    elsewhere = in_file[name] - statements[node][name]
     if elsewhere <= 0:
         return None
-    users = [(s, len(pattern.findall(text))) for s, text in statements.items() if s is not node and held(s)]
+    users = [(s, counts[name]) for s, counts in statements.items() if s is not node and held(s)]
     if sum(count for _, count in users) != elsewhere:
         return None
-    if any(isinstance(s, cst.ClassDef) and any(_names(base.value, name) for base in s.bases) for s, _ in users):
+    if any(isinstance(s, cst.ClassDef) and any(_names(base.value, node.name.value) for base in s.bases) for s, _ in users):
         return None
     return next((s.name.value for s, count in users if count and hasattr(s, "name")), "code kept for CUDA")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+from functools import cached_property
 from typing import Optional
 
 import libcst as cst
@@ -39,7 +40,7 @@ from hpu_port.visitors._guards import (
     own_hpu_path,
     passed_as,
 )
-from hpu_port.visitors._references import literal_value, shown_briefly, written
+from hpu_port.visitors._references import last_name, literal_value, shown_briefly, written
 from hpu_port.walk import contains, descendants, walk
 
 ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
@@ -340,6 +341,8 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         `op.register_kernel("cuda")`: the code registered is that device's
         (a Triton or CUDA kernel); renamed, it would be registered for the
         replacement, which it was never written for."""
+        if not any(next(strings_in(arg.value), None) is not None for arg in node.args):
+            return  # no string for it to keep
         hit = self.ctx.qualify(node.func)
         called = hit[0] if hit is not None else written(node.func)
         if not self.registers_code(called):
@@ -400,10 +403,16 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
     def _device_call(self, func: cst.BaseExpression) -> bool:
         if isinstance(func, cst.Attribute) and func.attr.value in self.params["role-methods"]:
             return True
+        if last_name(func) not in self._role_call_names:
+            return False
         hit = self.ctx.qualify(func)
         # Unresolved (`torch` never imported here): the name as written.
         name = hit[0] if hit is not None else written(func)
         return name in self.params["role-calls"]
+
+    @cached_property
+    def _role_call_names(self) -> frozenset:
+        return frozenset(call.rsplit(".", 1)[-1] for call in self.params["role-calls"])
 
     # Strings whose role as a template is visible from the expression around them.
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
