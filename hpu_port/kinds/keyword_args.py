@@ -7,6 +7,8 @@ replaced only when its current value is one of those listed, and added only
 when the list holds ``"<missing>"``; ``"*"`` stands for any value. ``only-if``
 limits the rule to calls passing the given values (``pin_memory = ["True"]``;
 ``"*"``: any value but ``None``, by keyword or at its ``positions``);
+``skip-when`` leaves alone the calls passing one of the given values
+(``pin_memory = ["False"]`` beside ``only-if = { pin_memory = ["*"] }``);
 ``report-when`` reports calls passing the given values, without a fix
 (``sparse = ["True"]``). With ``subclasses = true``, calls of the classes the
 file itself defines on top of one of ``calls`` named exactly (``class
@@ -34,6 +36,7 @@ class KeywordArgs(Kind):
         "set-when": (dict, False),
         "positions": (dict, False),
         "only-if": (dict, False),
+        "skip-when": (dict, False),
         "report-when": (dict, False),
         "subclasses": (bool, False),
     }
@@ -68,6 +71,7 @@ class KeywordArgs(Kind):
             "set-when": set_when,
             "positions": positions,
             "only-if": table.get("only-if", {}),
+            "skip-when": table.get("skip-when", {}),
             "report-when": report_when,
             "subclasses": table.get("subclasses", False),
         }

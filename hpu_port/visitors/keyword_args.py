@@ -143,6 +143,8 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
         present = _keywords(node, rule.params["positions"])
         if not all(k in present and _one_of(present[k], v) for k, v in rule.params["only-if"].items()):
             return
+        if any(k in present and _one_of(present[k], v) for k, v in rule.params["skip-when"].items()):
+            return
         flagged = [k for k, v in rule.params["report-when"].items() if k in present and same_value(written(present[k].value), v)]
         if flagged:
             names = ", ".join(f"`{k}={written(present[k].value)}`" for k in flagged)
