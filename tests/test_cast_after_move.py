@@ -29,3 +29,13 @@ def test_a_move_before_a_cast_of_an_array_tensor_is_reported(line, found):
 
 def test_two_casts_of_one_chain_are_one_finding():
     assert reported("import torch\nx = torch.from_numpy(a).to(d).float().half()\n") == [2]
+
+
+def test_files_without_such_a_chain_are_not_parsed_for_it():
+    from tests.conftest import make_ruleset
+
+    rules = make_ruleset(select=["HPU114"])
+    common = b"import torch\nx = torch.tensor([1.0]).to(device)\ny = x.float()\n"
+    assert rules.for_source(common) is not None  # the words and `.float()` are there
+    assert rules.for_code(common) is None  # but not in one chain
+    assert rules.for_code(b"import torch\nx = torch.tensor(a).to(device).float()\n") is not None

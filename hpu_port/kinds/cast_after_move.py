@@ -12,8 +12,10 @@ without arguments (``float``, ``half``...).
 
 from __future__ import annotations
 
+import ast
+
 from hpu_port.kinds import Kind, register_kind, string_list
-from hpu_port.triggers import name_trigger
+from hpu_port.triggers import Trigger, name_trigger
 
 
 @register_kind
@@ -32,4 +34,39 @@ class CastAfterMove(Kind):
         return set(rule.params["sources"])
 
     def triggers(self, rule):
-        return [name_trigger(source) for source in sorted(rule.params["sources"])]
+        # `torch.tensor` is named in most files: the cast, called bare, must be there too.
+        return [
+            Trigger(words=name_trigger(source).words, texts=frozenset({f".{cast}()".encode()}))
+            for source in sorted(rule.params["sources"])
+            for cast in sorted(rule.params["casts"])
+        ]
+
+    def screen(self, rule, view):
+        params = rule.params
+        sources = {source.rsplit(".", 1)[-1] for source in params["sources"]}
+        return any(
+            isinstance(call.func, ast.Attribute) and call.func.attr in params["casts"] and not call.args
+            and _moved_from_a_source(call.func.value, params, sources)
+            for call in view.nodes(ast.Call)
+        )
+
+
+def _moved_from_a_source(chain: ast.AST, params: dict, sources: set) -> bool:
+    """The standard-parser twin of the visitor's walk down a chain: a move,
+    then a call named like a source (imports are not resolved here, so this
+    only ever keeps too much)."""
+    moved = False
+    while True:
+        if isinstance(chain, ast.Subscript):
+            chain = chain.value
+            continue
+        if not isinstance(chain, ast.Call):
+            return False
+        func = chain.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name in sources:
+            return moved
+        if not isinstance(func, ast.Attribute):
+            return False
+        moved = moved or name in params["moves"]
+        chain = func.value
