@@ -301,11 +301,7 @@ class _FirstNeedles:
 _MODULE_NAME = re.compile(rb"[\w.]+")
 
 
-@lru_cache(maxsize=None)
-def _is_library_cached(qualified: str, libraries: frozenset) -> bool:
-    return _is_library(qualified, libraries)
-
-
+@lru_cache(maxsize=None)  # asked again for each name in each judging round
 def _is_library(qualified: str, libraries: frozenset) -> bool:
     """Whether ``qualified`` names one of ``libraries`` or something in it
     (`flash_attn*` also covers `flash_attn_interface`)."""
@@ -392,7 +388,7 @@ class _Module:
                         return why
             elif kind == "built":
                 return value
-            elif _is_library_cached(value, libraries):
+            elif _is_library(value, libraries):
                 return f"uses `{value}`, which only runs on NVIDIA GPUs"
             elif value.startswith(_INTERNALS):
                 return f"uses `{value}`, one of CUDA's own internals"
