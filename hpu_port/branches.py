@@ -117,7 +117,7 @@ class DeviceBranches:
         if isinstance(node, cst.Dict):
             # A table keyed by device names: with an "hpu" entry, its other
             # entries are other devices'; without, it may gain one.
-            keys = {string_value(e.key) for e in node.elements if isinstance(e, cst.DictElement)}
+            keys = set(table_keys(node))
             if not ("hpu" in keys and "cuda" in keys) and not self._extends(node):
                 return
         elif not (node in self.beside_hpu or TESTS_THE_HPU.search(self._tests_of(node)) or self._extends(node)):
@@ -172,9 +172,10 @@ class DeviceBranches:
 
 
 def cuda_case_of_dispatch(node: cst.Match, other_probe: "re.Pattern") -> Optional[cst.MatchCase]:
-    """The `case "cuda":` of a `match` over device names that has a case for
-    another accelerator and none for the HPU; None when there is none."""
-    names = {case: _casestring_value(case) for case in node.cases}
+    """The `case "cuda":` (or `case DeviceType.CUDA:`) of a `match` over
+    devices that has a case for another accelerator and none for the HPU;
+    None when there is none."""
+    names = {case: _case_device(case) for case in node.cases}
     values = [value for value in names.values() if value is not None]
     if "hpu" in values or not any(other_probe.search(f'== "{value}"') for value in values if value != "cuda"):
         return None
@@ -182,9 +183,10 @@ def cuda_case_of_dispatch(node: cst.Match, other_probe: "re.Pattern") -> Optiona
 
 
 def cuda_entry_of_table(node: cst.Dict, other_probe: "re.Pattern") -> Optional[cst.DictElement]:
-    """The `"cuda"` entry of a table keyed by device names that has an entry
-    for another accelerator and none for the HPU; None when there is none."""
-    keys = [string_value(e.key) if isinstance(e, cst.DictElement) else None for e in node.elements]
+    """The CUDA entry of a table keyed by devices (`"cuda"`, or an enum's
+    `DeviceType.CUDA`) that has an entry for another accelerator and none
+    for the HPU; None when there is none."""
+    keys = table_keys(node)
     if "cuda" not in keys or None in keys or "hpu" in keys:
         return None
     if not any(other_probe.search(f'== "{key}"') for key in keys if key != "cuda"):
@@ -192,16 +194,41 @@ def cuda_entry_of_table(node: cst.Dict, other_probe: "re.Pattern") -> Optional[c
     return node.elements[keys.index("cuda")]
 
 
+def table_keys(node: cst.Dict) -> list:
+    """The device each entry of ``node`` is for, in lower case: a plain
+    string key's text, or the member of a device enum (`DeviceType.NPU`)
+    when every such key names a member of the same enum; None for others."""
+    keys = [e.key if isinstance(e, cst.DictElement) else None for e in node.elements]
+    enums = {enum_member(key)[0] for key in keys if enum_member(key) is not None}
+    return [string_value(key) if len(enums) > 1 or enum_member(key) is None else enum_member(key)[1].lower() for key in keys]
+
+
+def enum_member(node) -> Optional[tuple[str, str]]:
+    """(`DeviceType`, `NPU`) for a key or pattern that names an upper-case
+    member of a class (`DeviceType.NPU`, `devices.DeviceType.NPU`)."""
+    if not isinstance(node, cst.Attribute) or not node.attr.value.isupper():
+        return None
+    base = node.value
+    parts = []
+    while isinstance(base, cst.Attribute):
+        parts.append(base.attr.value)
+        base = base.value
+    if not isinstance(base, cst.Name):
+        return None
+    return ".".join([base.value, *reversed(parts)]), node.attr.value
+
+
 def string_value(node) -> Optional[str]:
     """The text of a plain string literal; None for anything else."""
     return node.evaluated_value if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str) else None
 
 
-def _casestring_value(case: cst.MatchCase) -> Optional[str]:
+def _case_device(case: cst.MatchCase) -> Optional[str]:
     pattern = case.pattern
-    if case.guard is None and isinstance(pattern, cst.MatchValue) and isinstance(pattern.value, cst.SimpleString):
-        return pattern.value.evaluated_value
-    return None
+    if case.guard is not None or not isinstance(pattern, cst.MatchValue):
+        return None
+    member = enum_member(pattern.value)
+    return member[1].lower() if member is not None else string_value(pattern.value)
 
 
 def chain_arms(node: cst.CSTNode) -> list:

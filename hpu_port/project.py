@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from hpu_port._compat import blake2b
+from hpu_port.device.declarations import ENUM_NEEDLES, PROBE_NEEDLES, device_enums, hpu_probes
 from hpu_port.device.probes import probed_in
 
 # Calls that build or load a C++/CUDA extension; with CUDA sources, or when
@@ -70,6 +71,10 @@ class ProjectFacts:
     # (rule code, "path:line") for each rule whose ``held-when-project-has``
     # pattern the project's code matches: the first place it does.
     project_holds: tuple = ()
+    # (enum name, its members) for the project's enums with a CUDA member.
+    device_enums: tuple = ()
+    # The qualified names of the project's own functions that test for Gaudi.
+    hpu_probes: tuple = ()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def why_nvidia_only(self, qualified: str) -> Optional[str]:
@@ -102,8 +107,16 @@ class ProjectFacts:
         top = self.top_package(path)
         return bool(top) and top in self.serves_several
 
+    def enum_members(self, name: str) -> Optional[tuple]:
+        """The members of the project's device enum ``name``; None if it has none of that name."""
+        return next((members for enum, members in self.device_enums if enum == name), None)
+
     def digest(self) -> str:
-        text = repr((sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several, sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds))
+        text = repr((
+            sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several,
+            sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds, self.device_enums,
+            self.hpu_probes,
+        ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
 
@@ -150,6 +163,8 @@ def find_facts(
     return ProjectFacts(
         facts.first_party, packages, tuple(sorted(found.items())), several, syncing, _cuda_extensions(sources),
         _project_holds(python_files, holds or {}),
+        device_enums(_trees_holding({p: s for p, s in sources.items() if isinstance(s, bytes) and b"Enum" in s}, ENUM_NEEDLES)),
+        hpu_probes((facts.module_name(path), tree) for path, tree in _named_trees_holding(sources, PROBE_NEEDLES)),
     )
 
 
@@ -184,10 +199,15 @@ def _cuda_extensions(sources: dict) -> frozenset:
 def _trees_holding(sources: dict, needles: tuple) -> Iterable[ast.Module]:
     """The parsed files whose bytes hold one of ``needles`` (the others are
     not parsed; a file that does not parse is its own port's to report)."""
+    for _, tree in _named_trees_holding(sources, needles):
+        yield tree
+
+
+def _named_trees_holding(sources: dict, needles: tuple) -> Iterable[tuple[str, ast.Module]]:
     for path, source in sources.items():
         if isinstance(source, bytes) and any(needle in source for needle in needles):
             try:
-                yield ast.parse(source, filename=path)
+                yield path, ast.parse(source, filename=path)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue
 

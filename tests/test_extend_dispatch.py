@@ -312,3 +312,73 @@ def test_a_table_and_a_match_over_devices_gain_an_hpu_entry_once_and_say_nothing
     second = port(output)
     assert second.new_source is None or second.new_source.decode() == output
     assert not [f for f in second.findings if f.code in ("HPU190", "HPU615", "HPU620")]
+
+
+def _write_project(root, files: dict) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text).lstrip())
+
+
+ENUM_PROJECT = {
+    "trainer/__init__.py": "",
+    "trainer/devices.py": """
+        import enum
+        import importlib.util
+
+
+        class DeviceType(str, enum.Enum):
+            CUDA = "cuda"
+            NPU = "npu"
+            {hpu}CPU = "cpu"
+
+
+        def is_npu_available():
+            return importlib.util.find_spec("torch_npu") is not None
+
+
+        def is_hpu_available():
+            return importlib.util.find_spec("habana_frameworks") is not None
+    """,
+    "trainer/dist.py": """
+        import torch
+
+        from .devices import DeviceType, is_npu_available
+
+        BACKENDS = {DeviceType.CUDA: "nccl", DeviceType.NPU: "hccl", DeviceType.CPU: "gloo"}
+
+
+        def device_count():
+            if is_npu_available():
+                return torch.npu.device_count()
+            elif torch.cuda.is_available():
+                return torch.cuda.device_count()
+            return 0
+    """,
+}
+
+
+def test_an_enum_keyed_table_gains_the_member_the_project_enum_has_and_arms_use_its_probe(tmp_path):
+    files = {**ENUM_PROJECT, "trainer/devices.py": ENUM_PROJECT["trainer/devices.py"].replace("{hpu}", 'HPU = "hpu"\n            ')}
+    _write_project(tmp_path, files)
+    assert _rewrite(tmp_path).exit_code in (0, 1)
+    after = (tmp_path / "trainer" / "dist.py").read_text()
+    assert 'BACKENDS = {DeviceType.CUDA: "nccl", DeviceType.HPU: "hccl", DeviceType.NPU: "hccl", DeviceType.CPU: "gloo"}' in after
+    # The project's own probe, imported the way the module imports its siblings.
+    assert "from .devices import is_hpu_available\n" in after
+    assert "    elif is_hpu_available():\n        return torch.hpu.device_count()\n" in after
+    assert "torch.cuda.device_count()" in after
+    assert _rewrite(tmp_path).output.count("would be rewritten") == 0
+    assert (tmp_path / "trainer" / "dist.py").read_text() == after
+
+
+def test_an_enum_without_an_hpu_member_leaves_its_table_alone_and_says_so(tmp_path):
+    files = {**ENUM_PROJECT, "trainer/devices.py": ENUM_PROJECT["trainer/devices.py"].replace("{hpu}", "")}
+    _write_project(tmp_path, files)
+    before = (tmp_path / "trainer" / "dist.py").read_text()
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--select", "HPU620", str(tmp_path)], catch_exceptions=False)
+    assert "`DeviceType` has no `HPU` member: add it, then the `DeviceType.HPU` entry" in result.output
+    _rewrite(tmp_path)
+    after = (tmp_path / "trainer" / "dist.py").read_text()
+    table = before.splitlines()[4]
+    assert table.startswith("BACKENDS = ") and table in after.splitlines()

@@ -324,3 +324,34 @@ def test_a_folder_of_modules_below_a_package_is_a_namespace_package(tmp_path):
     facts = _facts(tmp_path)
     assert facts.module_name(str(tmp_path / "fastchat" / "llm_judge" / "gen_model_answer.py")) == "fastchat.llm_judge.gen_model_answer"
     assert str(tmp_path / "scripts") not in facts.packages
+
+
+def test_device_enums_and_the_projects_own_gaudi_probes_are_facts(tmp_path):
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/devices.py": """
+            from enum import Enum
+
+
+            class DeviceType(Enum):
+                CUDA = "cuda"
+                HPU = "hpu"
+
+
+            class Color(Enum):
+                RED = 1
+
+
+            def is_hpu_available():
+                return True
+
+
+            def is_gaudi_available(strict):
+                return strict
+        """,
+    })
+    facts = _facts(tmp_path)
+    assert facts.enum_members("DeviceType") == ("CUDA", "HPU")
+    assert facts.enum_members("Color") is None
+    assert facts.hpu_probes == ("pkg.devices.is_hpu_available",)
+    assert facts.digest() != find_facts({}, LIBRARIES).digest()

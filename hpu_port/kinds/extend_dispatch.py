@@ -51,5 +51,6 @@ class ExtendDispatch(Kind):
         }
 
     def triggers(self, rule):
-        # A CUDA probe: `torch.cuda.is_available()`, `is_torch_cuda_available()`, `== "cuda"`.
-        return [text_trigger("cuda")]
+        # A CUDA probe: `torch.cuda.is_available()`, `is_torch_cuda_available()`,
+        # `== "cuda"`; a device enum's member (`DeviceType.CUDA`).
+        return [text_trigger("cuda"), text_trigger(".CUDA")]

@@ -15,9 +15,11 @@ from hpu_port.branches import (
     cuda_case_of_dispatch,
     cuda_entry_of_table,
     cuda_fallback_of_dispatch,
+    enum_member,
     sibling_dispatch,
 )
 from hpu_port.context import FileContext
+from hpu_port.device.declarations import HPU_PROBE_NAME
 from hpu_port.model import Rule
 from hpu_port.visitors._references import shown_briefly, written
 
@@ -87,6 +89,9 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         case = cuda_case_of_dispatch(node, self.ctx.branches.other_probe)
         if case is None:
             return
+        hpu, lacking = self._hpu_key(case.pattern.value)
+        if hpu is None:
+            return self._report_missing(case.pattern, lacking)
         test = cst.Comparison(node.subject, [cst.ComparisonTarget(cst.Equal(), case.pattern.value)])
         arm = cst.If(test=test, body=case.body)
         ported = self.ctx.port_snippet(self._in_function(self.ctx.module.code_for_node(arm)))
@@ -97,11 +102,8 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
             return
         if self.ctx.module.code_for_node(last.body) == self.ctx.module.code_for_node(case.body):
             return self._report_missing(case.pattern, "its case holds nothing the port changes for Gaudi; if Gaudi should take it, write the HPU case by hand")
-        quote = case.pattern.value.quote
-        new_case = case.with_changes(
-            pattern=cst.MatchValue(cst.SimpleString(f"{quote}hpu{quote}")), body=last.body, leading_lines=[]
-        )
-        message = self.rule.message.format(name=f"case {written(case.pattern)}", arm=f"case {quote}hpu{quote}:")
+        new_case = case.with_changes(pattern=cst.MatchValue(hpu), body=last.body, leading_lines=[])
+        message = self.rule.message.format(name=f"case {written(case.pattern)}", arm=f"case {written(hpu)}:")
         imports = ported.imports
 
         def insert(updated: cst.Match) -> cst.Match:
@@ -119,19 +121,21 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         entry = cuda_entry_of_table(node, self.ctx.branches.other_probe)
         if entry is None:
             return
+        hpu, lacking = self._hpu_key(entry.key)
+        if hpu is None:
+            return self._report_missing(entry.key, lacking)
         value, imports = self._table_value(entry)
         if value is None:
-            return self._report_missing(entry.key, "its entry's value is nothing the port changes for Gaudi; add the `\"hpu\"` entry by hand")
+            return self._report_missing(entry.key, f"its entry's value is nothing the port changes for Gaudi; add the `{written(hpu)}` entry by hand")
         if _needs_gaudi_when_built(value):
             # A table is built when its code runs, on every machine: an entry
             # that reads `torch.hpu` would fail where Gaudi's software is not.
-            return self._report_missing(entry.key, f"`{shown_briefly(written(value))}` would be read when the table is built, also where Gaudi's software is missing; add the `\"hpu\"` entry by hand (a lambda defers it)")
-        quote = entry.key.quote
+            return self._report_missing(entry.key, f"`{shown_briefly(written(value))}` would be read when the table is built, also where Gaudi's software is missing; add the `{written(hpu)}` entry by hand (a lambda defers it)")
         index = next(i for i, e in enumerate(node.elements) if e is entry)
         last = index == len(node.elements) - 1
         # The new entry takes the CUDA entry's place in the layout, comma and all.
-        new_entry = entry.with_changes(key=cst.SimpleString(f"{quote}hpu{quote}"), value=value)
-        message = self.rule.message.format(name=f"{written(entry.key)}: ...", arm=f"{quote}hpu{quote}: {shown_briefly(written(value))}")
+        new_entry = entry.with_changes(key=hpu, value=value)
+        message = self.rule.message.format(name=f"{written(entry.key)}: ...", arm=f"{written(hpu)}: {shown_briefly(written(value))}")
 
         def insert(updated: cst.Dict) -> cst.Dict:
             elements = list(updated.elements)
@@ -141,6 +145,23 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
             return updated.with_changes(elements=[*elements[:index], cuda, new_entry, *elements[index + 1:]])
 
         self.ctx.report(self.rule, entry, message, lambda plan: _plan_edit(plan, node, insert, imports), extends=True)
+
+    def _hpu_key(self, key: cst.BaseExpression) -> tuple[Optional[cst.BaseExpression], str]:
+        """The HPU's key beside CUDA's ``key`` (`"hpu"`, `DeviceType.HPU`),
+        or None and what is missing: an enum's key needs the enum to have
+        an HPU member, which only the project can add."""
+        if isinstance(key, cst.SimpleString):
+            return cst.SimpleString(f"{key.quote}hpu{key.quote}"), ""
+        base = enum_member(key)[0]
+        name, member = base.rsplit(".", 1)[-1], "HPU"
+        members = _module_enum_members(self.ctx.module, name)
+        if members is None:
+            members = self.ctx.facts.enum_members(name)
+        if members is None:
+            return None, f"`{name}` is not an enum this project defines: add its HPU member and the `{base}.{member}` entry by hand"
+        if member not in members:
+            return None, f"`{name}` has no `{member}` member: add it, then the `{base}.{member}` entry"
+        return key.with_changes(attr=cst.Name(member)), ""
 
     def _table_value(self, entry: cst.DictElement):
         """The HPU entry's value: the rule's own for a plain string
@@ -190,14 +211,15 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
             return  # what the CUDA arm does has no counterpart to do on Gaudi
         if self.ctx.module.code_for_node(last.body) == self.ctx.module.code_for_node(arm.body):
             return self._report_missing(arm, "its arm holds nothing the port changes for Gaudi; if Gaudi should take it, write the HPU arm by hand")
-        probe = self._probe(last.test)
+        probe, probe_imports = self._probe(last.test)
         if probe is None:
             return self._report_missing(arm, "its test has no HPU counterpart the port can write")
         new_arm = last.with_changes(test=probe, orelse=None, leading_lines=[])
         first_line = self.ctx.module.code_for_node(new_arm).splitlines()[0]
         shown = first_line if beside else f"elif {first_line[3:]}"
         message = self.rule.message.format(name=shown_briefly(written(arm.test)), arm=shown)
-        self.ctx.report(self.rule, arm.test, message, lambda plan: _plan(plan, arm, new_arm, ported.imports, beside), extends=True)
+        imports = (*ported.imports, *probe_imports)
+        self.ctx.report(self.rule, arm.test, message, lambda plan: _plan(plan, arm, new_arm, imports, beside), extends=True)
 
     def _extend_expression(self, head: cst.IfExp, arm: cst.IfExp) -> None:
         line = self.lines[-1].deep_replace(head, _marked(arm.body))
@@ -212,17 +234,18 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         value = finder.found.with_changes(lpar=finder.found.lpar[1:], rpar=finder.found.rpar[:-1])
         if written(value) == written(arm.body):
             return self._report_missing(arm, "its value is nothing the port changes for Gaudi; if Gaudi should take it, add the HPU arm by hand")
-        probe = self._probe(finder.test)
+        probe, probe_imports = self._probe(finder.test)
         if probe is None:
             return self._report_missing(arm, "its test has no HPU counterpart the port can write")
         new_arm = cst.IfExp(test=probe, body=value, orelse=arm.orelse)
         message = self.rule.message.format(name=shown_briefly(written(arm.test)), arm=_shown_arm(new_arm))
-        self.ctx.report(self.rule, arm.test, message, lambda plan: _plan(plan, arm, new_arm, ported.imports), extends=True)
+        imports = (*ported.imports, *probe_imports)
+        self.ctx.report(self.rule, arm.test, message, lambda plan: _plan(plan, arm, new_arm, imports), extends=True)
 
     def _extend_fallback(self, head, last) -> None:
         """`"xpu" if is_torch_xpu_available() else "cuda"`: the HPU arm goes
         before the CUDA fallback, which stays the `else`."""
-        probe = cst.parse_expression(self.rule.params["probe"])
+        probe, probe_imports = self._hpu_probe()
         if isinstance(last, cst.If):
             fallback = last.orelse.body
             snippet = self.ctx.module.code_for_node(cst.If(test=cst.Name("True"), body=fallback))
@@ -255,7 +278,7 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
             shown = f"... if {written(probe)} else ..."
         message = self.rule.message.format(name=shown_briefly(written(last.test)), arm=shown)
         message = message.replace("picks CUDA among other devices", "falls back to CUDA after other devices")
-        imports = ported.imports
+        imports = (*ported.imports, *probe_imports)
         self.ctx.report(self.rule, last.test, message, lambda plan: _plan_edit(plan, last, edit, imports), extends=True)
 
     def _in_function(self, code: str) -> str:
@@ -280,22 +303,104 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         tests = "\n".join(self.ctx.module.code_for_node(a.test) for a in chain_arms(head))
         return "cuda" in tests.lower() and self.ctx.branches.other_probe.search(tests) is not None
 
-    def _probe(self, test: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-        """The HPU arm's test: the ported CUDA test, behind `hasattr(torch,
-        "hpu")` when it calls `torch.hpu`; where the port left the CUDA probe
-        (a project's own helper, a device enum), that probe alone replaced
-        by the rule's, the rest of the test kept."""
+    def _probe(self, test: cst.BaseExpression) -> tuple[Optional[cst.BaseExpression], tuple]:
+        """The HPU arm's test and the imports it needs: the ported CUDA test,
+        behind `hasattr(torch, "hpu")` when it calls `torch.hpu`; where the
+        port left the CUDA probe (a project's own helper, a device enum),
+        that probe alone replaced by the HPU's, the rest of the test kept.
+        Where the project has its own test for Gaudi, it is the HPU's probe."""
+        helper, imports = self._project_probe()
         code = written(test)
         if "hpu" in code.lower():
+            if helper is not None:
+                replaced = test.visit(_AvailabilityReplacer(helper))
+                if written(replaced) != code:
+                    return replaced, imports
             used = _TORCH_HPU.search(code)
             if used is None or "hasattr(" in code:
-                return test
+                return test, ()
             if isinstance(test, (cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.NamedExpr)):
                 code = f"({code})"
-            return cst.parse_expression(f'hasattr({used.group(1)}, "hpu") and {code}')
-        replacer = _ProbeReplacer(cst.parse_expression(self.rule.params["probe"]), test)
+            return cst.parse_expression(f'hasattr({used.group(1)}, "hpu") and {code}'), ()
+        probe, imports = self._hpu_probe()
+        replacer = _ProbeReplacer(probe, test)
         replaced = test.visit(replacer)
-        return replaced if replacer.done else None
+        return (replaced, imports) if replacer.done else (None, ())
+
+    def _hpu_probe(self) -> tuple[cst.BaseExpression, tuple]:
+        """The test for Gaudi an added arm uses: the project's own, else the rule's `probe`."""
+        helper, imports = self._project_probe()
+        if helper is not None:
+            return helper, imports
+        return cst.parse_expression(self.rule.params["probe"]), ()
+
+    def _project_probe(self) -> tuple[Optional[cst.Call], tuple]:
+        """A call of a test for Gaudi this module already has (`def
+        is_hpu_available()`, or imported), or of the project's own from a
+        module this one imports from, with the import that needs; None if
+        there is none. Either exists in the version the user runs."""
+        inside = self.functions[-1] if self.functions else None
+        bound = _module_bindings(self.ctx.module)
+        for name in sorted(bound):
+            if HPU_PROBE_NAME.match(name) and name != inside:
+                return cst.Call(cst.Name(name)), ()
+        here = self.ctx.facts.module_name(self.ctx.path) if self.ctx.path else ""
+        imported_from = _modules_imported_from(self.ctx.module, here, self.ctx.path or "")
+        for qualified in self.ctx.facts.hpu_probes:
+            module, name = qualified.rsplit(".", 1) if "." in qualified else ("", qualified)
+            if module in imported_from and name not in bound and name != inside:
+                return cst.Call(cst.Name(name)), (f"from {imported_from[module]} import {name}",)
+        return None, ()
+
+
+def _module_bindings(module: cst.Module) -> set:
+    """The names the top level of ``module`` imports or defines as functions."""
+    names = set()
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef):
+            names.add(statement.name.value)
+        elif isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+                    names.update(written(a.asname.name if a.asname else a.name) for a in small.names)
+    return names
+
+
+def _modules_imported_from(module: cst.Module, here: str, path: str) -> dict:
+    """The absolute names of the modules the top level of ``module`` (named
+    ``here``) imports names from, relative imports resolved, each with the
+    way the module writes it (`.devices`)."""
+    package = here if path.endswith("__init__.py") else here.rpartition(".")[0]
+    found = {}
+    for statement in module.body:
+        smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
+        for small in smalls:
+            if not isinstance(small, cst.ImportFrom):
+                continue
+            name = written(small.module) if small.module is not None else ""
+            spelled = "." * len(small.relative) + name
+            if small.relative:
+                base = package.split(".") if package else []
+                base = base[: len(base) - (len(small.relative) - 1)] if len(small.relative) > 1 else base
+                name = ".".join([*base, name] if name else base)
+            found.setdefault(name, spelled)
+    return found
+
+
+def _module_enum_members(module: cst.Module, name: str) -> Optional[set]:
+    """The member names of the class ``name`` defined at the top of ``module``."""
+    for statement in module.body:
+        if isinstance(statement, cst.ClassDef) and statement.name.value == name:
+            return {
+                target.target.value
+                for line in statement.body.body
+                if isinstance(line, cst.SimpleStatementLine)
+                for small in line.body
+                if isinstance(small, cst.Assign)
+                for target in small.targets
+                if isinstance(target.target, cst.Name)
+            }
+    return None
 
 
 def _needs_gaudi_when_built(value: cst.BaseExpression) -> bool:
@@ -367,6 +472,25 @@ class _MarkFinder(cst.CSTVisitor):
                 self.found, self.test = node, (self.tests[-1] if self.tests else None)
                 return False
         return super().on_visit(node)
+
+
+class _AvailabilityReplacer(cst.CSTTransformer):
+    """Puts ``probe`` in place of each `<module>.hpu.is_available()` of a test."""
+
+    def __init__(self, probe: cst.BaseExpression) -> None:
+        super().__init__()
+        self.probe = probe
+
+    def leave_Call(self, original, updated):
+        return self.probe if written(updated.func).endswith(".hpu.is_available") else updated
+
+    def leave_BooleanOperation(self, original, updated):
+        # `hasattr(torch, "hpu") and <probe>`: the project's test needs no guard.
+        left = updated.left
+        guard = isinstance(left, cst.Call) and written(left.func) == "hasattr" and "hpu" in written(left)
+        if guard and isinstance(updated.operator, cst.And) and written(updated.right) == written(self.probe):
+            return updated.right.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+        return updated
 
 
 class _ProbeReplacer(cst.CSTTransformer):
