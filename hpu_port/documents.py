@@ -108,8 +108,16 @@ CI_REASON = (
 _CI_FOLDERS = (".github/", ".circleci/", ".gitlab/", ".buildkite/", ".azure/", ".azure-pipelines/")
 _CI_FILES = frozenset({".gitlab-ci.yml", ".gitlab-ci.yaml", ".travis.yml", "azure-pipelines.yml", "bitbucket-pipelines.yml", "cloudbuild.yaml"})
 _RUNNER_KEY = re.compile(r"^\s*-?\s*(?:runs-on|runner|runners|tags|resource_class|machine|pool|vmImage|instance_type)\s*:", re.IGNORECASE)
-_NVIDIA_RUNNER = re.compile(r"(?<![A-Za-z0-9])(?:gpus?|nvidia|cuda|a10g?|a100|h100|h200|l4|l40s?|t4|v100|rtx[\w-]*)(?![A-Za-z0-9])", re.IGNORECASE)
+_NVIDIA_RUNNER = re.compile(
+    # GPU names, and the cloud instance families that carry NVIDIA GPUs (AWS g4dn, g5, p4d...).
+    r"(?<![A-Za-z0-9])(?:gpus?|nvidia|cuda|a10g?|a100|h100|h200|l4|l40s?|t4|v100|rtx[\w-]*|g4dn|g5|g6e?|p3|p4de?|p5e?)(?![A-Za-z0-9])",
+    re.IGNORECASE,
+)
 _LIST_ITEM = re.compile(r"^\s*-\s*[^:]*$")
+# A runner given as a mapping (`runs-on:` then `group: aws-g4dn-metal`, `labels: [...]`).
+_RUNNER_FIELD = re.compile(r"^\s+(?:group|labels)\s*:", re.IGNORECASE)
+# Containers started with NVIDIA's GPUs (`options: --gpus all`, `--runtime=nvidia`).
+_NVIDIA_CONTAINER = re.compile(r"--gpus[= ]|--runtime[= ]nvidia")
 _OTHER_DEVICE_VALUE = re.compile(r"(?:[:\[,-]\s*)[\"']?(?:npu|xpu|mps|rocm|tpu|xla)[\"']?\s*(?:$|[,\]#])", re.MULTILINE)
 
 
@@ -127,12 +135,14 @@ def nvidia_ci(path: str, text: str) -> bool:
         return False
     if "cuda" in text.lower() and _OTHER_DEVICE_VALUE.search(text):
         return True
+    if _NVIDIA_CONTAINER.search(text):
+        return True
     in_runner = False
     for line in text.splitlines():
         code = line.split("#", 1)[0]
         if _RUNNER_KEY.match(code):
-            in_runner = True  # the key's own line, and the list items under it
-        elif not _LIST_ITEM.match(code):
+            in_runner = True  # the key's own line, and the list items or fields under it
+        elif not (_LIST_ITEM.match(code) or (in_runner and _RUNNER_FIELD.match(code))):
             in_runner = False
         if in_runner and _NVIDIA_RUNNER.search(code.split(":", 1)[-1]):
             return True

@@ -79,8 +79,21 @@ class _ApplyPlan(cst.CSTTransformer):
             if original in self.plan.removed_statements:
                 self._drop.add(updated)
             if original in self.plan.inserted_after:
-                self._after[updated] = self.plan.inserted_after[original]
+                self._after[updated] = [self._guarded(code) for code in self.plan.inserted_after[original]]
         return updated
+
+    def _guarded(self, code: str) -> str:
+        """``code`` behind a test of the name it calls through, when that name
+        comes from a Gaudi import this plan adds in a `try` block (it is None
+        where Gaudi's software is missing)."""
+        if not self.plan.guard_imports:
+            return code
+        for statement in self.plan.new_imports:
+            if "habana_frameworks" in statement and " as " in statement:
+                alias = statement.rsplit(" as ", 1)[1].strip()
+                if code.startswith(f"{alias}."):
+                    return f"if {alias} is not None: {code}"
+        return code
 
     # -- imports losing names --------------------------------------------------
 

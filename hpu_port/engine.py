@@ -97,10 +97,14 @@ def port_module(
     # port's own output, whose HPU arms are not the project's).
     served = origin if origin is not None else source
     probes_others = bool(served) and probed_in(served, ctx.branches.other_devices)
-    # A shared module of a project that serves several devices serves them all.
-    # A package's module runs for every device the package serves; a script
-    # is the user's own, ported but for the choices it makes among devices.
-    shared = ctx.gaudi_optional and (probes_others or ruleset.facts.shared_among_devices(path))
+    # A file that chooses among devices runs on each of them, script or
+    # module: its Gaudi imports must not fail where Gaudi's software is
+    # missing, and the code it shares among devices stays theirs (reported,
+    # not converted). A package's module also runs for every device its
+    # package serves, and so does a test of such a package.
+    several = probes_others or ruleset.facts.shared_among_devices(path)
+    ctx.gaudi_optional = ctx.gaudi_optional or (several and not single_device)
+    shared = ctx.gaudi_optional and several
     shared = shared and not ruleset.options.port_shared_code
     ctx.branches.serves_several = not single_device and shared
     # The HPU arm is whatever every rule makes of the CUDA arm, whichever are selected.

@@ -75,6 +75,9 @@ class ProjectFacts:
     device_enums: tuple = ()
     # The qualified names of the project's own functions that test for Gaudi.
     hpu_probes: tuple = ()
+    # Module name -> why it only loads where NVIDIA's software is: it imports
+    # an NVIDIA-only library at its top.
+    nvidia_modules: tuple = ()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def why_nvidia_only(self, qualified: str) -> Optional[str]:
@@ -103,9 +106,22 @@ class ProjectFacts:
         return top
 
     def shared_among_devices(self, path: str) -> bool:
-        """Whether ``path`` belongs to a package that serves several devices."""
+        """Whether ``path`` belongs to a package that serves several devices,
+        or is a test of a project with such a package (its CI runs them on
+        each device)."""
         top = self.top_package(path)
-        return bool(top) and top in self.serves_several
+        return (bool(top) and top in self.serves_several) or (bool(self.serves_several) and is_test_path(path))
+
+    def why_nvidia_module(self, module: str) -> Optional[str]:
+        """Why importing ``module`` needs NVIDIA's software (it, or a package
+        it is in, imports an NVIDIA-only library at its top); None if not."""
+        index = dict(self.nvidia_modules)
+        parts = module.split(".")
+        for end in range(len(parts), 0, -1):
+            why = index.get(".".join(parts[:end]))
+            if why is not None:
+                return why
+        return None
 
     def enum_members(self, name: str) -> Optional[tuple]:
         """The members of the project's device enum ``name``; None if it has none of that name."""
@@ -115,7 +131,7 @@ class ProjectFacts:
         text = repr((
             sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several,
             sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds, self.device_enums,
-            self.hpu_probes,
+            self.hpu_probes, self.nvidia_modules,
         ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
@@ -165,6 +181,68 @@ def find_facts(
         _project_holds(python_files, holds or {}),
         device_enums(_trees_holding({p: s for p, s in sources.items() if isinstance(s, bytes) and b"Enum" in s}, ENUM_NEEDLES)),
         hpu_probes((facts.module_name(path), tree) for path, tree in _named_trees_holding(sources, PROBE_NEEDLES)),
+        _nvidia_modules(sources, facts, libraries),
+    )
+
+
+def _nvidia_modules(sources: dict, facts: ProjectFacts, libraries: frozenset) -> tuple:
+    """(module, why) for the project's modules that import an NVIDIA-only
+    library at their top, outside any `try` or `if` (`import
+    transformer_engine`): they only load where NVIDIA's software is, and
+    what imports them tests or uses NVIDIA-only code. (Not followed further:
+    a library whose every module is reached from one such import would be
+    kept whole, where a person makes one import optional.)"""
+    first = _FirstNeedles(libraries)
+    candidates = {path: source for path, source in sources.items() if isinstance(source, bytes) and first.imports_a_library(source)}
+    found: dict[str, str] = {}
+    for path, tree in _named_trees_holding(candidates, (b"import",)):
+        module = facts.module_name(path)
+        package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+        imported = next((name for name in _top_level_imports(tree, package) if _is_library(name, libraries)), None)
+        if imported is not None:
+            found[module] = f"it imports `{imported}` at its top"
+    # A package that imports such a module of its own at its top (to offer
+    # its names: `from nanotron.fp8.linear import FP8Linear`) loads it too.
+    needles = tuple(sorted({name.rsplit(".", 1)[-1].encode() for name in found}))
+    inits = {p: s for p, s in sources.items() if p.endswith("__init__.py") and isinstance(s, bytes) and any(n in s for n in needles)}
+    for path, tree in _named_trees_holding(inits, (b"import",)):
+        package = facts.module_name(path)
+        if package not in found:
+            imported = next((name for name in _top_level_imports(tree, package) if name in found), None)
+            if imported is not None:
+                found[package] = f"it imports `{imported}`, which {found[imported][3:]}"
+    return tuple(sorted(found.items()))
+
+
+def _top_level_imports(tree: ast.Module, package: str) -> Iterable[str]:
+    """The modules the top of ``tree`` imports, outside any `if` or
+    definition, or in a `try` whose every handler raises again."""
+    for node in _top_statements(tree.body):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node, package)
+            if base:
+                yield base
+                yield from (f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+
+
+def _top_statements(body: list) -> Iterable[ast.stmt]:
+    for node in body:
+        if isinstance(node, ast.Try) and node.handlers and all(h.body and isinstance(h.body[-1], ast.Raise) for h in node.handlers):
+            yield from node.body
+        else:
+            yield node
+
+
+def is_test_path(path: str) -> bool:
+    """A test module: named `test_*.py`, `*_test.py` or `conftest.py`, or in
+    a `tests`/`test` folder near it (where the project is checked out says nothing)."""
+    folders = os.path.normpath(os.path.dirname(os.path.abspath(path))).split(os.sep)[-3:]
+    name = os.path.basename(path)
+    return (
+        "tests" in folders or "test" in folders or name.startswith("test_") or name.endswith("_test.py")
+        or name == "conftest.py"
     )
 
 
@@ -305,9 +383,9 @@ class _FirstNeedles:
         self.tops = tuple(tops)
 
     def __call__(self, source: bytes) -> bool:
-        return any(needle in source for needle in self.needles) or self._imports_a_library(source)
+        return any(needle in source for needle in self.needles) or self.imports_a_library(source)
 
-    def _imports_a_library(self, source: bytes) -> bool:
+    def imports_a_library(self, source: bytes) -> bool:
         for keyword in (b"import ", b"from "):
             start = source.find(keyword)
             while start != -1:

@@ -180,6 +180,7 @@ class CodeView:
         self.text = text
         self._statements = statements
         self._everything: Optional[dict] = None
+        self._referenced: Optional[frozenset] = None
 
     def nodes(self, node_type: type) -> list:
         if issubclass(node_type, ast.stmt):
@@ -199,6 +200,46 @@ class CodeView:
             if modules is None or (node.module and node.module.split(".")[0] in modules):
                 names.update(alias.asname or alias.name for alias in node.names)
         return names
+
+    def referenced_names(self) -> Optional[frozenset]:
+        """Every qualified name the file's imports could make a name or an
+        attribute chain refer to (`torch.sparse.mm` for `import torch` and
+        `torch.sparse.mm(a, b)`), and the imported modules themselves, with
+        no regard to scopes: more than the full parser's references, never
+        fewer. None when a star import makes them unknowable."""
+        if self._referenced is None:
+            self._referenced = _referenced_names(self)
+        return self._referenced or None
+
+
+def _referenced_names(view: CodeView) -> frozenset:
+    bound: dict[str, set] = {}
+    found = set()
+    for node in view.nodes(ast.Import):
+        for alias in node.names:
+            local = alias.asname or alias.name.split(".")[0]
+            bound.setdefault(local, set()).add(alias.name if alias.asname else local)
+            found.add(alias.name)
+    for node in view.nodes(ast.ImportFrom):
+        if node.level or not node.module:
+            continue  # relative imports are not resolved by the full parser either
+        for alias in node.names:
+            if alias.name == "*":
+                return frozenset()
+            bound.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+            found.add(f"{node.module}.{alias.name}")
+    for node in view.nodes(ast.Name):
+        found.update(bound.get(node.id, ()))
+    for node in view.nodes(ast.Attribute):
+        parts = []
+        expr = node
+        while isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        if isinstance(expr, ast.Name) and expr.id in bound:
+            rest = ".".join(reversed(parts))
+            found.update(f"{target}.{rest}" for target in bound[expr.id])
+    return frozenset(found) or frozenset({""})
 
 
 def first_line(statement: ast.stmt) -> int:

@@ -76,6 +76,15 @@ def test_shell_suppression_comment_and_unparseable_script():
     assert broken.error.startswith("cannot parse as a shell script")
 
 
+def test_a_script_whose_last_line_continues_into_the_end_is_read_as_the_shell_reads_it():
+    # `bash -n` accepts it: the continuation ends the command.
+    for ending in (b" \\\n", b" \\", b" \\\n\n"):
+        source = b"export CUDA_VISIBLE_DEVICES=0\ntorchrun --nproc_per_node 8 train.py \\\n    --lr 1e-4" + ending
+        result = port_bytes("run.sh", source, ruleset(), True)
+        assert result.error is None, ending
+        assert [f.code for f in result.findings] == ["HPU801", "HPU809"]
+
+
 def test_heredoc_bodies_are_data_not_commands():
     source = b"cat > cfg.txt <<EOF\nnvidia-smi\nCUDA_VISIBLE_DEVICES=1\nEOF\n"
     assert port_bytes("run.sh", source, ruleset(), True).findings == []

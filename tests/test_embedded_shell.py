@@ -224,7 +224,13 @@ def test_github_actions_default_shell_of_a_job_decides_how_its_steps_are_read():
     assert [(f.line, f.code) for f in result.findings] == [(7, "HPU805"), (13, "HPU870")]
 
 
-@pytest.mark.parametrize("runner", ["[self-hosted, nvidia]", "ubuntu-latest-gpu", "${{ matrix.runner }}\n    strategy:\n      matrix:\n        device: [cuda, npu]"])
+@pytest.mark.parametrize("runner", [
+    "[self-hosted, nvidia]",
+    "ubuntu-latest-gpu",
+    "${{ matrix.runner }}\n    strategy:\n      matrix:\n        device: [cuda, npu]",
+    "\n      group: aws-g4dn-metal",  # a runner group of NVIDIA instances
+    "ubuntu-latest\n    container:\n      image: pytorch\n      options: --gpus all",
+])
 def test_a_ci_job_on_nvidia_runners_is_kept_and_reported(runner):
     """Renamed, the job would look for Gaudi on NVIDIA machines: it is
     reported, with the advice to add a Gaudi job beside it."""

@@ -10,7 +10,8 @@ import textwrap
 from click.testing import CliRunner
 
 from hpu_port.cli import main
-from tests.conftest import REPO, port
+from hpu_port.engine import port_source
+from tests.conftest import REPO, make_ruleset, port
 
 PACKAGE = REPO / "tests" / "fixtures" / "multi_device"
 
@@ -382,3 +383,94 @@ def test_an_enum_without_an_hpu_member_leaves_its_table_alone_and_says_so(tmp_pa
     after = (tmp_path / "trainer" / "dist.py").read_text()
     table = before.splitlines()[4]
     assert table.startswith("BACKENDS = ") and table in after.splitlines()
+
+
+def test_where_an_added_arm_makes_the_gaudi_import_optional_every_use_of_it_is_too():
+    source = textwrap.dedent('''
+        import torch
+
+        device = "cpu"
+        if torch.cuda.is_available():
+            device = "cuda"
+        elif torch.backends.mps.is_available():
+            device = "mps"
+        for x in data:
+            loss = model(x.to(device))
+            loss.backward()
+            optimizer.step()
+    ''').lstrip()
+    output = port_source("train.py", source.encode(), make_ruleset(), True).new_source.decode()
+    assert 'elif hasattr(torch, "hpu") and torch.hpu.is_available():\n    device = "hpu"\n' in output
+    assert "except ImportError:" in output
+    # Without Gaudi's software `htcore` is None: a bare `htcore.mark_step()` would fail there.
+    assert output.count("if htcore is not None: htcore.mark_step()") == 2
+    assert output.count("htcore.mark_step()") == 2
+
+
+def test_a_script_that_chooses_among_devices_keeps_what_all_devices_share():
+    source = textwrap.dedent('''
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+        device_type = "cuda" if "cuda" in device else "cpu"
+        if torch.cuda.is_available():
+            torch.cuda.manual_seed(42)
+        print(torch.cuda.max_memory_allocated())
+    ''').lstrip()
+    result = port_source("train.py", source.encode(), make_ruleset(), True)
+    output = result.new_source.decode()
+    removed = [line for line in difflib.ndiff(source.splitlines(), output.splitlines()) if line.startswith("- ")]
+    assert len(removed) == 1 and '"hpu" if hasattr(torch, "hpu") and torch.hpu.is_available()' in output
+    for line in source.splitlines()[3:]:
+        assert line in output.splitlines()  # NVIDIA's code, and what every device runs, byte for byte
+    shared = [f for f in result.findings if f.kept == "other-device" and not f.applied]
+    assert any("max_memory_allocated" in f.message for f in shared)
+
+
+def test_the_tests_of_a_project_that_serves_several_devices_stay_as_they_are(tmp_path):
+    _write_project(tmp_path, {
+        "lib/__init__.py": "",
+        "lib/devices.py": """
+            import torch
+
+
+            def device():
+                if torch.cuda.is_available():
+                    return "cuda"
+                elif torch.backends.mps.is_available():
+                    return "mps"
+                return "cpu"
+        """,
+        "tests/test_model.py": """
+            import torch
+            from lib.devices import device
+
+
+            def test_seed():
+                torch.cuda.manual_seed(0)
+                assert device() in ("cuda", "mps", "cpu")
+        """,
+    })
+    before = (tmp_path / "tests" / "test_model.py").read_bytes()
+    _rewrite(tmp_path)
+    assert (tmp_path / "tests" / "test_model.py").read_bytes() == before
+    assert 'return "hpu"' in (tmp_path / "lib" / "devices.py").read_text()
+
+
+def test_an_added_hpu_arm_initialises_the_gaudi_backend_whatever_the_caller_passes():
+    source = textwrap.dedent('''
+        import torch
+        import torch.distributed as dist
+
+
+        def init(backend="nccl"):
+            if torch.npu.is_available():
+                dist.init_process_group(backend='hccl')
+            elif torch.cuda.is_available():
+                torch.cuda.set_device(0)
+                dist.init_process_group(backend=backend)
+    ''').lstrip()
+    output = port(source).new_source.decode()
+    assert "    elif hasattr(torch, \"hpu\") and torch.hpu.is_available():\n        torch.hpu.set_device(0)\n        dist.init_process_group(backend=\"hccl\")\n" in output
+    assert "import habana_frameworks.torch.distributed.hccl" in output
+    assert "        dist.init_process_group(backend=backend)\n" in output  # CUDA's arm

@@ -151,3 +151,49 @@ def test_the_default_of_a_conversion_function_keeps_float16():
     assert "p.data = p.data.to(torch.bfloat16)" in output
     assert 'torch.autocast(device_type="hpu", dtype=torch.bfloat16)' in output
     assert any(f.kept == "dtype-role" and f.line == 3 for f in findings)
+
+
+def test_a_checkpoint_saved_from_a_training_loop_keeps_its_float16_and_the_model_converts():
+    output, findings = converted("""
+        import torch
+
+        def train(model, ema, loader, optimizer, path):
+            model.half().float()  # round the weights as the checkpoint stores them
+            for batch in loader:
+                loss = model(batch.half())
+                loss.backward()
+                optimizer.step()
+            ckpt = {"model": model.half(), "ema": ema.half(), "epoch": 3}
+            torch.save(ckpt, path)
+    """)
+    assert "model.half().float()" in output
+    assert 'ckpt = {"model": model.half(), "ema": ema.half(), "epoch": 3}' in output
+    assert "loss = model(batch.to(torch.bfloat16))" in output
+    assert sum(f.kept == "dtype-role" for f in findings) == 3
+
+
+def test_code_that_makes_a_value_float16_converts_with_the_model():
+    output, _ = converted("""
+        import torch
+
+        class Backend:
+            def __init__(self, model, fp16):
+                self.model = model.half() if fp16 else model.float()
+                self.fp16 = fp16
+
+            def forward(self, im):
+                if self.fp16 and im.dtype != torch.float16:
+                    im = im.half()
+                else:
+                    im = im.float()
+                return self.model(im)
+
+            def check(self, x):
+                if x.dtype == torch.float16:
+                    return x.half()
+                return x
+    """)
+    assert "self.model = model.to(torch.bfloat16) if fp16 else model.float()" in output
+    assert "im = im.to(torch.bfloat16)" in output
+    # The arm for values that are float16 already is theirs.
+    assert "return x.half()" in output

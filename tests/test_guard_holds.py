@@ -67,11 +67,14 @@ def test_a_probe_in_a_module_whose_gaudi_import_is_optional_asks_for_torch_hpu_f
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
         ok = not torch.cuda.is_available()
+        message = f"CUDA found: {torch.cuda.is_available()}"
     """).lstrip())
     result = CliRunner().invoke(main, ["rewrite", "--no-cache", str(tmp_path)])
     assert result.exit_code == 0, result.output
     text = (package / "helpers.py").read_text()
     assert 'device = "hpu" if hasattr(torch, "hpu") and torch.hpu.is_available() else "cpu"' in text
     assert 'ok = not (hasattr(torch, "hpu") and torch.hpu.is_available())' in text
+    # Inside an f-string's braces, in the other quotes (Python before 3.12 ends it at its own).
+    assert "message = f\"CUDA found: {(hasattr(torch, 'hpu') and torch.hpu.is_available())}\"" in text
     # A script keeps the plain probe: it imports Gaudi's modules unconditionally.
     assert ported('import torch\nok = torch.cuda.is_available()\n').count("hasattr") == 0

@@ -355,3 +355,77 @@ def test_device_enums_and_the_projects_own_gaudi_probes_are_facts(tmp_path):
     assert facts.enum_members("Color") is None
     assert facts.hpu_probes == ("pkg.devices.is_hpu_available",)
     assert facts.digest() != find_facts({}, LIBRARIES).digest()
+
+
+NVIDIA_MODULES = {
+    "pkg/__init__.py": "",
+    "pkg/fp8/__init__.py": """
+        from pkg.fp8.linear import FP8Linear
+    """,
+    "pkg/fp8/linear.py": """
+        import torch
+        import transformer_engine as te
+
+
+        class FP8Linear(torch.nn.Module):
+            pass
+    """,
+    "pkg/moe.py": """
+        try:
+            import grouped_gemm.ops as ops
+        except ImportError:
+            raise RuntimeError("install grouped_gemm")
+    """,
+    "pkg/optional.py": """
+        try:
+            import transformer_engine as te
+        except ImportError:
+            te = None
+    """,
+    "pkg/model.py": """
+        import torch
+        from pkg.fp8 import FP8Linear
+    """,
+    "tests/test_fp8.py": """
+        import torch
+        from pkg.fp8 import FP8Linear
+
+
+        def test_linear():
+            layer = FP8Linear().to("cuda")
+            assert layer is not None
+    """,
+    "tests/test_model.py": """
+        import torch
+        from pkg.model import torch as t
+
+
+        def test_model():
+            assert torch.zeros(1, device="cuda").sum() == 0
+    """,
+}
+
+
+def test_modules_that_import_an_nvidia_only_library_at_their_top_are_facts(tmp_path):
+    _write(tmp_path, NVIDIA_MODULES)
+    facts = find_facts({str(p): p.read_bytes() for p in tmp_path.rglob("*.py")}, LIBRARIES | {"transformer_engine*", "grouped_gemm"})
+    assert "transformer_engine" in facts.why_nvidia_module("pkg.fp8.linear")
+    assert "pkg.fp8.linear" in facts.why_nvidia_module("pkg.fp8")  # the package loads it
+    assert "grouped_gemm" in facts.why_nvidia_module("pkg.moe")  # a `try` that raises again is no option
+    assert facts.why_nvidia_module("pkg.optional") is None
+    # Only one step: a module that imports such a package is not itself a fact.
+    assert facts.why_nvidia_module("pkg.model") is None
+
+
+def test_a_test_of_nvidia_only_code_stays_and_other_tests_are_ported(tmp_path):
+    from click.testing import CliRunner
+    from hpu_port.cli import main
+
+    _write(tmp_path, NVIDIA_MODULES)
+    before = (tmp_path / "tests" / "test_fp8.py").read_text()
+    result = CliRunner().invoke(main, ["rewrite", "--no-cache", str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output
+    assert (tmp_path / "tests" / "test_fp8.py").read_text() == before
+    assert 'device="hpu"' in (tmp_path / "tests" / "test_model.py").read_text()
+    check = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)], catch_exceptions=False)
+    assert "test_fp8.py:1:1: HPU615" in check.output and "pkg.fp8" in check.output

@@ -276,10 +276,10 @@ def _narrowing_cases():
             return 2
     ''')
     yield "text-trigger-through-an-alias.py", source('''
-        from torch.hub import get_dir
+        from torch.hub import load as hub_load
 
-        def cache_dir():
-            return get_dir()
+        def fetch():
+            return hub_load("org/repo", "model")
 
         def unrelated():
             return 0
@@ -395,4 +395,38 @@ def test_padding_words_of_a_model_file_need_no_parse_for_the_padding_advice():
 )
 def test_the_padding_screen_keeps_what_the_rule_reports(text, parsed):
     rules = make_ruleset(select=["HPU722"])
+    assert (rules.for_code(text.encode()) is not None) is parsed
+
+
+@pytest.mark.parametrize(
+    "text, parsed",
+    [
+        ("import torch\nscores = scores.masked_fill(mask, 0)\nmasked = x * mask\n", False),  # words only
+        ("import torch\nbatch = torch.nested.nested_tensor(xs)\n", True),
+        ("import torch as T\nm = T.masked.masked_tensor(x, mask)\n", True),
+        ("from torch import nested\nbatch = nested.nested_tensor(xs)\n", True),
+        ("from torch.masked import masked_tensor\n", True),  # an import alone is a use the rule may report
+        ("from torch import *\nbatch = nested.nested_tensor(xs)\n", True),  # a star import: unknowable
+        ("from .torch import nested\nbatch = nested.nested_tensor(xs)\n", False),  # relative: not torch
+    ],
+)
+def test_the_report_screen_needs_an_import_that_reaches_the_name(text, parsed):
+    rules = make_ruleset(select=["HPU606"])
+    assert rules.for_source(text.encode()) is not None  # the words are there
+    assert (rules.for_code(text.encode()) is not None) is parsed
+
+
+@pytest.mark.parametrize(
+    "text, parsed",
+    [
+        ("n_gpu = torch.cuda.device_count()\nuse_gpu = n_gpu > 0\n", False),  # the word in names only
+        ('trainer = Trainer(accelerator="gpu")\n', True),
+        ('cfg = {"accelerator": "gpu"}\n', True),
+        ("key = f\"{'gpu' if on_gpu else 'cpu'}_time\"\n", True),
+        ('devices = [f"gpu:{i}" for i in range(2)]\n', True),
+    ],
+)
+def test_the_device_string_screen_needs_a_string_that_starts_with_the_device(text, parsed):
+    rules = make_ruleset(select=["HPU523"])
+    assert rules.for_source(text.encode()) is not None
     assert (rules.for_code(text.encode()) is not None) is parsed

@@ -278,6 +278,8 @@ def _parser():
 
 
 _PARSER = None
+# A backslash that continues the last line into the end of the file.
+_CONTINUED_AT_END = re.compile(rb"\\(\r?\n)?[ \t\r\n]*\Z")
 
 
 def parse(text: str, path: str = "", file_type: str = "shell", directives: bool = True) -> ShellDocument:
@@ -288,6 +290,12 @@ def parse(text: str, path: str = "", file_type: str = "shell", directives: bool 
         _PARSER = _parser()
     data = text.encode("utf-8")
     tree = _PARSER.parse(data)
+    if tree.root_node.has_error and _CONTINUED_AT_END.search(data):
+        # The shell reads a line continuation at the end of the file as the
+        # end of the command; the parser needs the backslash gone (a space
+        # in its place keeps every offset).
+        end = _CONTINUED_AT_END.search(data).start()
+        tree = _PARSER.parse(data[:end] + b" " + data[end + 1:])
     if tree.root_node.has_error:
         raise FormatError("syntax the shell parser does not understand", _first_error_line(tree.root_node))
     return ShellDocument(text, path, tree.root_node, data, directives)

@@ -77,6 +77,7 @@ not renamed (renamed, Gaudi would switch that code on).
 
 from __future__ import annotations
 
+import ast
 import re
 
 from hpu_port.kinds import Kind, register_kind, string_list
@@ -124,6 +125,14 @@ class DeviceString(Kind):
 
     def triggers(self, rule):
         return [text_trigger(rule.params["device"])]
+
+    def screen(self, rule, view):
+        # Every finding is at a string that starts with the device's name
+        # (`"cuda"`, `"CUDA"`, `"cuda:%d"`, the text of `f"cuda:{rank}"`);
+        # the name in identifiers alone (`n_gpu`, `use_cuda`) acts on nothing.
+        device = rule.params["device"]
+        strings = [*view.nodes(ast.Constant), *(c for f in view.nodes(ast.JoinedStr) for c in ast.walk(f) if isinstance(c, ast.Constant))]
+        return any(isinstance(node.value, str) and node.value[: len(device)].lower() == device for node in strings)
 
 
 def name_parts(name: str) -> set[str]:

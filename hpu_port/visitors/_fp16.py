@@ -82,12 +82,25 @@ class Fp16Choices(
         function = next((d for d in reversed(self.definitions) if isinstance(d, cst.FunctionDef)), None)
         if self._default_of_converter(function, roles["functions"], node):
             return "the default of a conversion function (`convert_weights_to_fp16`): its callers rely on float16"
+        if self._cast_straight_back(node):
+            return "cast to float16 and straight back to float32: it rounds values to a float16 format, not a precision to compute in"
         calls, asserts = self._calls_of(function or self.ctx.module)
+        if any(isinstance(n, cst.Dict) for n in self.around) and _any_match(calls, roles["saves"]):
+            return "a value of a dict this code saves (a checkpoint): float16 is the stored format"
         if function is not None and function.name.value.startswith("test") and (asserts or _any_match(calls, roles["checks"])):
             return "a value a test passes or checks: both keep float16 together; decide for Gaudi what the test compares"
         if _any_match(calls, roles["loads"]) and _any_match(calls, roles["saves"]) and not _any_match(calls, roles["computes"]):
             return "code that loads and saves weights and computes nothing: float16 is the checkpoint's format"
         return None
+
+    def _cast_straight_back(self, node: cst.CSTNode) -> bool:
+        """`model.half().float()`: the float16 cast at once undone."""
+        statement = self._statement()
+        for call in _nodes(statement, cst.Call) if statement is not None else ():
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "float" and contains(func.value, node):
+                return isinstance(func.value, cst.Call)
+        return False
 
     def _default_of_converter(self, function: Optional[cst.FunctionDef], patterns, node: cst.CSTNode) -> bool:
         """Whether ``node`` is a parameter's default of a
@@ -169,22 +182,28 @@ class Fp16Choices(
         return next((c for c in comments if _FP16_WORD.search(c) and _REQUIRED_WORD.search(c)), None)
 
     def _under_dtype_test(self, dtypes: frozenset, node) -> bool:
-        """Whether ``node`` is in an arm of a choice whose test compares with one of ``dtypes``."""
+        """Whether ``node`` is in the arm of a choice that runs for values of
+        one of ``dtypes`` (`if x.dtype == torch.float16:`, or the `else` of
+        `!=`): the arm that makes a value float16 (`if x.dtype !=
+        torch.float16: x = x.half()`) computes in what the model does."""
         for choice in self.around:
             if isinstance(choice, (cst.If, cst.IfExp)) and not contains(choice.test, node):
-                if self._compares_with(choice.test, dtypes):
+                polarity = self._compares_with(choice.test, dtypes)
+                if polarity and (polarity > 0) == contains(choice.body, node):
                     return True
         return False
 
-    def _compares_with(self, test: cst.CSTNode, dtypes: frozenset) -> bool:
+    def _compares_with(self, test: cst.CSTNode, dtypes: frozenset) -> int:
+        """1 when ``test`` asks whether a value is of one of ``dtypes``, -1
+        when it asks whether it is not, 0 when it compares with none."""
         for comparison in _nodes(test, cst.Comparison):
-            operands = [comparison.left, *(target.comparator for target in comparison.comparisons)]
-            for operand in operands:
-                listed = isinstance(operand, (cst.List, cst.Tuple, cst.Set))
-                items = [e.value for e in operand.elements] if listed else [operand]
-                if any(self._qualified(item) in dtypes for item in items):
-                    return True
-        return False
+            for left, target in zip([comparison.left, *(t.comparator for t in comparison.comparisons)], comparison.comparisons):
+                for operand in (left, target.comparator):
+                    listed = isinstance(operand, (cst.List, cst.Tuple, cst.Set))
+                    items = [e.value for e in operand.elements] if listed else [operand]
+                    if any(self._qualified(item) in dtypes for item in items):
+                        return -1 if isinstance(target.operator, (cst.NotEqual, cst.IsNot, cst.NotIn)) else 1
+        return 0
 
     def _qualified(self, node: cst.CSTNode) -> str:
         if not isinstance(node, (cst.Name, cst.Attribute)):

@@ -327,6 +327,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
                 self._mark(node.args[2].value)  # getattr(args, "device", "cuda")
             return
         self._keep_registered_device(node)
+        self._keep_device_generator(node)
         self._keep_unsupported_dtype(node)
         self._keep_nvidia_switches(node)
         if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, cst.SimpleString):
@@ -356,6 +357,17 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             for string in strings_in(arg.value):
                 self.kept.setdefault(string, reason)
 
+    def _keep_device_generator(self, node: cst.Call) -> None:
+        """`torch.Generator(device="cuda")`: Gaudi has no generator on the
+        device (`torch.Generator(device="hpu")` fails); a person makes it on
+        the CPU, where the random numbers then come from."""
+        if last_name(node.func) != "Generator" or self.params["device"] != "cuda" or not node.args:
+            return
+        hit = self.ctx.qualify(node.func)
+        if hit is None or hit[0] != "torch.Generator":
+            return
+        self._keep_arguments(node, Held("by-hand", "Gaudi has no random generator on the device: create it on the CPU (`torch.Generator()`), or seed the HPU's own with `torch.hpu.manual_seed`"))
+
     def _keep_unsupported_dtype(self, node: cst.Call) -> None:
         """`torch.tensor(..., dtype=torch.float64, device="cuda")`: the
         replacement device cannot hold the tensor; a person chooses the CPU
@@ -377,8 +389,10 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             if arg.keyword is None or not (name_parts(arg.keyword.value) & self.switch_words):
                 continue
             reason = Held("nvidia-only", f"the test answers `{arg.keyword.value}=` of `{shown_briefly(written(node.func))}`, a switch for NVIDIA GPUs' code")
+            # The device of a torch.cuda call goes with the call, which is ported.
+            going = {a.value for c in descendants(arg.value) if isinstance(c, cst.Call) and self._device_api(c.func) for a in c.args}
             for string in descendants(arg.value):
-                if isinstance(string, (cst.SimpleString, cst.FormattedString)):
+                if isinstance(string, (cst.SimpleString, cst.FormattedString)) and string not in going:
                     self.kept.setdefault(string, reason)
 
     def _mark_arguments(self, node: cst.Call) -> None:
@@ -392,6 +406,10 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             self._mark(positional[1].value)
         if positional and self._device_call(node.func):
             self._mark(positional[0].value)
+        if positional and self._device_api(node.func):
+            # `torch.cuda.set_rng_state(state, "cuda")`: the API is ported, and its device with it.
+            for arg in positional:
+                self._mark(arg.value)
         # `args.device.startswith("cuda")`, `str(device).endswith("cuda")`
         if isinstance(func, cst.Attribute) and func.attr.value in STRING_TESTS and self._names_a_role(func.value):
             for arg in positional:
@@ -399,6 +417,13 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
 
     def _names_a_role_string(self, expr: cst.BaseExpression) -> bool:
         return isinstance(expr, cst.SimpleString) and self._role(str(literal_value(written(expr))))
+
+    def _device_api(self, func: cst.BaseExpression) -> bool:
+        """A function of the device's own torch module (`torch.cuda.get_rng_state`)."""
+        if not isinstance(func, cst.Attribute) or self.params["device"] not in written(func.value):
+            return False
+        hit = self.ctx.qualify(func)
+        return hit is not None and hit[0].startswith(f"torch.{self.params['device']}.")
 
     def _device_call(self, func: cst.BaseExpression) -> bool:
         if isinstance(func, cst.Attribute) and func.attr.value in self.params["role-methods"]:

@@ -22,6 +22,7 @@ from hpu_port.context import FileContext
 from hpu_port.device.declarations import HPU_PROBE_NAME
 from hpu_port.model import Rule
 from hpu_port.visitors._references import shown_briefly, written
+from hpu_port.walk import descendants
 
 # The value an arm of a conditional expression gives, in the statement that
 # carries it through the port (an assignment in an `if`).
@@ -214,7 +215,9 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         probe, probe_imports = self._probe(last.test)
         if probe is None:
             return self._report_missing(arm, "its test has no HPU counterpart the port can write")
-        new_arm = last.with_changes(test=probe, orelse=None, leading_lines=[])
+        body, backend_imports = _gaudi_backend(last.body)
+        new_arm = last.with_changes(test=probe, body=body, orelse=None, leading_lines=[])
+        probe_imports = (*probe_imports, *backend_imports)
         first_line = self.ctx.module.code_for_node(new_arm).splitlines()[0]
         shown = first_line if beside else f"elif {first_line[3:]}"
         message = self.rule.message.format(name=shown_briefly(written(arm.test)), arm=shown)
@@ -257,7 +260,9 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
                 return
             if all(_is_pass(statement) for statement in _statements_of(ported_if.body)):
                 return  # the fallback does nothing Gaudi needs
-            new_arm = cst.If(test=probe, body=ported_if.body)
+            body, backend_imports = _gaudi_backend(ported_if.body)
+            new_arm = cst.If(test=probe, body=body)
+            probe_imports = (*probe_imports, *backend_imports)
             edit = lambda updated: updated.with_changes(orelse=new_arm.with_changes(orelse=updated.orelse))
             shown = f"elif {written(probe)}:"
         else:
@@ -385,6 +390,37 @@ def _modules_imported_from(module: cst.Module, here: str, path: str) -> dict:
                 name = ".".join([*base, name] if name else base)
             found.setdefault(name, spelled)
     return found
+
+
+# Keywords that name the collective backend (`init_process_group(backend=...)`,
+# `deepspeed.init_distributed(dist_backend=...)`).
+_BACKEND_KEYWORDS = frozenset({"backend", "dist_backend"})
+_HCCL_IMPORT = "import habana_frameworks.torch.distributed.hccl"
+
+
+def _gaudi_backend(body):
+    """``body`` of a new HPU arm with a backend the caller passes (`backend=
+    backend`, "nccl" by default for CUDA's arm) made `"hccl"`, and the import
+    HCCL needs: the arm only runs on Gaudi, whose backend that is."""
+    strings = [node for node in descendants(body) if isinstance(node, cst.SimpleString)]
+    # Written in the quotes the arm's own strings use.
+    replacer = _BackendReplacer(strings[0].quote[0] if strings else '"')
+    body = body.visit(replacer)
+    return body, ((_HCCL_IMPORT,) if replacer.done else ())
+
+
+class _BackendReplacer(cst.CSTTransformer):
+    def __init__(self, quote: str) -> None:
+        super().__init__()
+        self.quote = quote
+        self.done = False
+
+    def leave_Arg(self, original, updated):
+        keyword = updated.keyword.value if updated.keyword is not None else None
+        if keyword in _BACKEND_KEYWORDS and isinstance(updated.value, (cst.Name, cst.Attribute)):
+            self.done = True
+            return updated.with_changes(value=cst.SimpleString(f"{self.quote}hccl{self.quote}"))
+        return updated
 
 
 def _module_enum_members(module: cst.Module, name: str) -> Optional[set]:

@@ -348,9 +348,11 @@ def append_arg(args: list, new: cst.Arg, indent=None) -> list:
 
 
 def remove_args(args, predicate) -> list:
-    """Remove the arguments ``predicate`` selects; the new last one takes the old last comma."""
+    """Remove the arguments ``predicate`` selects; the new last one takes the
+    old last one's comma and the space after it (the line break before a
+    closing parenthesis on its own line)."""
     args = list(args)
     kept = [arg for arg in args if not predicate(arg)]
     if kept and args and kept[-1] is not args[-1]:
-        kept[-1] = kept[-1].with_changes(comma=args[-1].comma)
+        kept[-1] = kept[-1].with_changes(comma=args[-1].comma, whitespace_after_arg=args[-1].whitespace_after_arg)
     return kept

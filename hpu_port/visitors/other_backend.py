@@ -6,6 +6,8 @@ them are held as the walk reaches them (``FileContext.other_backend``).
 
 from __future__ import annotations
 
+import os
+
 import re
 from fnmatch import fnmatchcase
 from typing import Iterator, Optional
@@ -13,6 +15,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from hpu_port.context import FileContext
+from hpu_port.project import is_test_path
 from hpu_port.device.evidence import Evidence, of_options
 from hpu_port.filetypes import path_words
 from hpu_port.model import Rule
@@ -277,6 +280,9 @@ def _module_reason(ctx: FileContext, evidence: Evidence) -> Optional[str]:
     extension = _imported_cuda_extension(ctx)
     if extension is not None:
         return f"it imports `{extension}`, which the project builds from CUDA sources: the module only loads where NVIDIA's CUDA is"
+    imported = _imported_nvidia_module(ctx)
+    if imported is not None:
+        return imported
     for function in functions(ctx.module.body):
         decorator = _kernel_decorator(ctx, function, evidence.kernel_decorators)
         if decorator is not None:
@@ -302,6 +308,39 @@ def _imported_cuda_extension(ctx: FileContext) -> Optional[str]:
                     if module in extensions or module.split(".")[0] in extensions:
                         return module
     return None
+
+
+def _imported_nvidia_module(ctx: FileContext) -> Optional[str]:
+    """Why this module only serves NVIDIA: it imports an NVIDIA-only library
+    at its top, outside any `try` or `if` (so it only loads where that is),
+    or it is a test that imports such a module of the project (`from
+    nanotron.fp8 import FP8Tensor`): the test is of NVIDIA-only code."""
+    if not ctx.facts.nvidia_modules:
+        return None
+    # A package's module (a script is the user's own, ported but for what it uses).
+    in_package = bool(ctx.path) and os.path.dirname(os.path.abspath(ctx.path)) in ctx.facts.packages
+    own = ctx.facts.why_nvidia_module(ctx.facts.module_name(ctx.path)) if in_package else None
+    if own is not None and own.endswith("at its top"):
+        return f"{own}: the module only loads where NVIDIA's software is"
+    if not is_test_path(ctx.path or ""):
+        return None
+    for statement in ctx.module.body:
+        smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
+        for small in smalls:
+            for module in _imported_modules(small):
+                why = ctx.facts.why_nvidia_module(module)
+                if why is not None:
+                    return f"it imports `{module}`, which only loads where NVIDIA's software is ({why})"
+    return None
+
+
+def _imported_modules(small) -> list[str]:
+    """The modules an absolute import statement loads."""
+    if isinstance(small, cst.Import):
+        return [written(alias.name) for alias in small.names]
+    if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+        return [written(small.module)]
+    return []
 
 
 def _kernel_decorator(ctx: FileContext, function: cst.FunctionDef, patterns: tuple) -> Optional[str]:

@@ -74,6 +74,21 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         self.device_places: set[cst.CSTNode] = set()
         # Calls whose value a statement names (`device = torch.cuda.current_device()`).
         self.named_calls: dict[cst.Call, str] = {}
+        # The f-strings the walk is in, innermost last; how deep in type hints it is.
+        self.fstrings: list[cst.FormattedString] = []
+        self.annotations = 0
+
+    def visit_Annotation(self, node) -> None:
+        self.annotations += 1
+
+    def leave_Annotation(self, node) -> None:
+        self.annotations -= 1
+
+    def visit_FormattedString(self, node) -> None:
+        self.fstrings.append(node)
+
+    def leave_FormattedString(self, node) -> None:
+        self.fstrings.pop()
 
     def visit_Comparison(self, node) -> None:
         self.looked_at.add(node.left)
@@ -142,6 +157,10 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         rule, target = self.table[qualified]
         message = rule.message.format(name=written(node), replacement=target)
         kept = self._kept_for(rule, node) if rule.params["keep-beside"] else None
+        if self.annotations and self.ctx.gaudi_optional:
+            # Evaluated when the module loads, also where Gaudi's software is
+            # missing (no `torch.hpu` then); `torch.cuda.Event` is a fine hint anywhere.
+            kept = Held("harmless", "a type hint, read when the module loads: `torch.hpu` may be missing then")
         if node in self.type_tested:
             # `isinstance(n, nn.LayerNorm)` would also match what was never a FusedLayerNorm.
             kept = Held("unclear", f"a type test: against `{target}` it would match other classes too; check what it should test on Gaudi")
@@ -198,7 +217,9 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         call = self.call_of.get(node)
         if not self.ctx.gaudi_optional or qualified != "torch.cuda.is_available" or call is None or call.args:
             return None
-        code = f'hasattr({spelled.split(".")[0]}, "hpu") and {spelled}()'
+        # Inside an f-string's braces, its own quote ends the string before 3.12.
+        quote = "'" if self.fstrings and '"' in self.fstrings[-1].start else '"'
+        code = f'hasattr({spelled.split(".")[0]}, {quote}hpu{quote}) and {spelled}()'
         tested = any(getattr(n, "test", None) is call for n in self.around if isinstance(n, (cst.If, cst.IfExp, cst.While)))
         return call, code, tested
 
