@@ -79,6 +79,7 @@ class ProjectFacts:
     # an NVIDIA-only library at its top.
     nvidia_modules: tuple = ()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+    _module_index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def why_nvidia_only(self, qualified: str) -> Optional[str]:
         if not self._index and self.nvidia_only:
@@ -115,7 +116,9 @@ class ProjectFacts:
     def why_nvidia_module(self, module: str) -> Optional[str]:
         """Why importing ``module`` needs NVIDIA's software (it, or a package
         it is in, imports an NVIDIA-only library at its top); None if not."""
-        index = dict(self.nvidia_modules)
+        if not self._module_index and self.nvidia_modules:
+            self._module_index.update(self.nvidia_modules)
+        index = self._module_index
         parts = module.split(".")
         for end in range(len(parts), 0, -1):
             why = index.get(".".join(parts[:end]))

@@ -327,14 +327,15 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
             if isinstance(test, (cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.NamedExpr)):
                 code = f"({code})"
             return cst.parse_expression(f'hasattr({used.group(1)}, "hpu") and {code}'), ()
-        probe, imports = self._hpu_probe()
+        probe, imports = self._hpu_probe((helper, imports))
         replacer = _ProbeReplacer(probe, test)
         replaced = test.visit(replacer)
         return (replaced, imports) if replacer.done else (None, ())
 
-    def _hpu_probe(self) -> tuple[cst.BaseExpression, tuple]:
-        """The test for Gaudi an added arm uses: the project's own, else the rule's `probe`."""
-        helper, imports = self._project_probe()
+    def _hpu_probe(self, found: Optional[tuple] = None) -> tuple[cst.BaseExpression, tuple]:
+        """The test for Gaudi an added arm uses: the project's own (``found``,
+        if already looked up), else the rule's `probe`."""
+        helper, imports = found if found is not None else self._project_probe()
         if helper is not None:
             return helper, imports
         return cst.parse_expression(self.rule.params["probe"]), ()
