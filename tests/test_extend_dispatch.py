@@ -474,3 +474,19 @@ def test_an_added_hpu_arm_initialises_the_gaudi_backend_whatever_the_caller_pass
     assert "    elif hasattr(torch, \"hpu\") and torch.hpu.is_available():\n        torch.hpu.set_device(0)\n        dist.init_process_group(backend=\"hccl\")\n" in output
     assert "import habana_frameworks.torch.distributed.hccl" in output
     assert "        dist.init_process_group(backend=backend)\n" in output  # CUDA's arm
+
+
+def test_a_probe_shown_in_a_comment_or_docstring_does_not_make_a_file_serve_several_devices():
+    source = textwrap.dedent('''
+        """Example: `if torch.npu.is_available(): ...` picks Ascend."""
+        import torch
+
+        # like `if is_torch_xla_available(): import torch_xla`
+        torch.cuda.synchronize()
+    ''').lstrip()
+    output = port_source("train.py", source.encode(), make_ruleset(), True).new_source.decode()
+    assert "torch.hpu.synchronize()" in output
+    probing = source.replace("torch.cuda.synchronize()", 'if torch.npu.is_available(): pass\ntorch.cuda.synchronize()')
+    result = port_source("train.py", probing.encode(), make_ruleset(), True)
+    assert b"torch.cuda.synchronize()" in (result.new_source or probing.encode())  # shared by NVIDIA and Ascend: kept
+    assert any(f.kept == "other-device" and "synchronize" in f.message for f in result.findings)

@@ -8,7 +8,9 @@ patterns, so that the project facts can look for them without a parse.
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from functools import lru_cache
 
 CUDA_PROBE = re.compile(
@@ -34,7 +36,52 @@ def probed_in(source: bytes, devices) -> bool:
     # words costs a fraction of the search.
     if not any(word in source for word in _device_words(devices)):
         return False
-    return _bytes_probes_of(devices).search(source) is not None
+    pattern = _bytes_probes_of(devices)
+    if pattern.search(source) is None:
+        return False
+    # A comment or a docstring that shows a probe (`# if is_torch_xla_available():`)
+    # does not choose a device: only a hit that is still there in the code counts.
+    return pattern.search(_without_prose(source)) is not None
+
+
+def _without_prose(source: bytes) -> bytes:
+    """``source`` with its comments and statement-level strings blanked out,
+    every other byte in place; ``source`` itself when it does not tokenize."""
+    lines = source.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    blanked = bytearray(source)
+    previous = tokenize.NEWLINE
+    encoding = "utf-8"
+    try:
+        for token in tokenize.tokenize(io.BytesIO(source).readline):
+            if token.type == tokenize.ENCODING:
+                encoding = token.string
+            statement_string = token.type == tokenize.STRING and previous in _STATEMENT_STARTS
+            if token.type == tokenize.COMMENT or statement_string:
+                _blank(blanked, lines, starts, token, encoding)
+            if token.type not in (tokenize.NL, tokenize.COMMENT, tokenize.ENCODING):
+                previous = token.type
+    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError):
+        return source
+    return bytes(blanked)
+
+
+_STATEMENT_STARTS = (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+
+
+def _blank(blanked: bytearray, lines, starts, token, encoding: str) -> None:
+    """Blank out ``token``'s bytes in ``blanked``: columns are characters of
+    the decoded lines, so they are mapped back to byte offsets."""
+    (first, start_col), (last, end_col) = token.start, token.end
+    begin = starts[first - 1] + _byte_column(lines[first - 1], start_col, encoding)
+    end = starts[last - 1] + _byte_column(lines[last - 1], end_col, encoding)
+    blanked[begin:end] = re.sub(rb"[^\r\n]", b" ", bytes(blanked[begin:end]))
+
+
+def _byte_column(line: bytes, column: int, encoding: str) -> int:
+    return len(line.decode(encoding, "replace")[:column].encode(encoding, "replace"))
 
 
 @lru_cache(maxsize=None)
