@@ -204,7 +204,7 @@ def check(
         text = render_statistics(summary.results, rules, as_json=output_format == "json")
     else:
         text = render(output_format, summary.results, rules, rule_docs_url=rule_docs_url,
-                      toolkit=toolkit.as_dict() if toolkit else None)
+                      toolkit=toolkit.as_dict() if toolkit else None, not_examined=dict(summary.not_examined))
     terminal.emit_report(text, output, output_format == "text" and not statistics and terminal.stdout_colored(no_color))
     if show_fixes:
         terminal.print_fixes(summary, "Would fix", lambda f: f.fixable)

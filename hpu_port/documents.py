@@ -24,6 +24,9 @@ FORMAT_NAMES = {
     "shell": "a shell script",
     "yaml": "YAML",
     "json": "JSON",
+    "toml": "TOML",
+    "makefile": "a Makefile",
+    "apptainer": "an Apptainer definition",
     "dockerfile": "a Dockerfile",
     "cmake": "CMake",
     "cuda": "CUDA source",
@@ -39,11 +42,12 @@ def document_rules(ruleset, file_type: str) -> list:
     return [rule for rule in ruleset.rules if file_type in screening(rule).document_types]
 
 
-def could_match(rules: list, text: str) -> bool:
-    """False when no rule's needle text occurs (the file is then not parsed)."""
+def could_match(rules: list, text: str, facts=None) -> bool:
+    """False when no rule's needle text occurs (the file is then not parsed);
+    ``facts``: the project's, which may add needles (keys its code reads)."""
     lowered = text.lower()
     for rule in rules:
-        needles = get_kind(rule.kind).needles(rule)
+        needles = get_kind(rule.kind).project_needles(rule, facts)
         if not needles or any(needle in lowered for needle in needles):
             return True
     return False
@@ -60,11 +64,12 @@ def port_document(path: str, source: bytes, ruleset, apply: bool, file_type: str
         result.error = f"too large to port ({len(source) / 2**20:.1f} MiB > {limit / 2**20:.1f} MiB)"
         return result
     bom, text = _decode(source, result)
-    if text is None or not could_match(rules, text):
+    if text is None or not could_match(rules, text, ruleset.facts):
         return result
     document = _parse(file_type, text, path, result)
     if document is None:
         return result
+    document.facts = ruleset.facts
     matched = _matches(rules, document, ruleset)
     suppressions = _suppressions(document)
     ci = nvidia_ci(path, text)

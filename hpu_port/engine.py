@@ -541,7 +541,14 @@ def _port_notebook_shell(path: str, notebook, ruleset: RuleSet, apply: bool, res
             result.error = "internal error: the notebook's shell lines could not be put back; nothing was written"
             return [], {}
         for unit, new in zip(units, new_texts):
-            if unit.key is not None:
+            if unit.key is not None and unit.more:
+                lines = new.split("\n")
+                if len(lines) != 1 + len(unit.more):
+                    result.error = "internal error: a continued shell line of the notebook changed its line count; nothing was written"
+                    return [], {}
+                for key, line in zip((unit.key, *unit.more), lines):
+                    notebook.magics[key] = line
+            elif unit.key is not None:
                 notebook.magics[unit.key] = new
             elif new + ("\n" if unit.trailing_newline else "") != notebook.cell_source(unit.cell):
                 cells[notebook.code_cells[unit.cell]] = new + ("\n" if unit.trailing_newline else "")

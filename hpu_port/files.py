@@ -188,7 +188,7 @@ def _one_path_per_file(sources: list[Source], links_not_followed: list) -> list[
 
 
 READ_TYPES = (
-    "Python, notebooks, shell and job scripts, YAML, JSON, Dockerfiles, CMake, CUDA sources, "
+    "Python, notebooks, shell and job scripts, YAML, JSON and TOML configs, Dockerfiles, CMake, CUDA sources, "
     "requirements files, pyproject.toml, setup.cfg"
 )
 
@@ -196,12 +196,12 @@ READ_TYPES = (
 def _walk(root: Path, respect_gitignore: bool, discovery: Discovery) -> Iterator[Source]:
     """Files hpu-port reads under ``root``, with their type, and the paths
     under it that cannot be read, with their error; symbolic links are
-    entries of their own (never followed into a directory); what `.gitignore`
-    files hide is skipped; other files are counted in ``passed_over`` by suffix."""
-    from hpu_port.gitignore import GitIgnore
+    entries of their own (never followed into a directory); what git does not
+    list (`.gitignore` files, outside git) is skipped; other files are counted in ``passed_over`` by suffix."""
+    from hpu_port.gitignore import ignore_rules
 
     real_root = root.resolve()
-    ignore = GitIgnore(root) if respect_gitignore else None
+    ignore = ignore_rules(root) if respect_gitignore else None
     problems: list[OSError] = []
     for directory, dirnames, filenames in os.walk(root, onerror=problems.append):  # no linked dirs
         while problems:
@@ -249,7 +249,10 @@ def _directories_to_enter(directory: Path, dirnames: list[str], ignore, real_roo
     entered = []
     for name in sorted(dirnames):
         path = directory / name
-        if _skipped_dir(path) or (ignore and ignore.ignored(path, is_dir=True)):
+        # What git lists is the project's, `build/` included; without git,
+        # tool folders and build output are passed over by their names.
+        by_name = not getattr(ignore, "AUTHORITATIVE", False) and _skipped_dir(path)
+        if by_name or (ignore and ignore.ignored(path, is_dir=True)):
             continue
         if not _is_utf8(name):
             yield Source(shown_path(str(path)), NAME_NOT_UTF8)

@@ -25,9 +25,12 @@ JSON = "json"
 DOCKERFILE = "dockerfile"
 CMAKE = "cmake"
 CUDA = "cuda"
+TOML = "toml"
+MAKEFILE = "makefile"
+APPTAINER = "apptainer"
 
 # Types read by the document engine (everything but Python and notebooks).
-DOCUMENT_TYPES = (REQUIREMENTS, PYPROJECT, SETUP_CFG, SHELL, YAML, JSON, DOCKERFILE, CMAKE, CUDA)
+DOCUMENT_TYPES = (REQUIREMENTS, PYPROJECT, SETUP_CFG, SHELL, YAML, JSON, TOML, DOCKERFILE, CMAKE, CUDA, MAKEFILE, APPTAINER)
 ALL_TYPES = (PYTHON, NOTEBOOK, *DOCUMENT_TYPES)
 
 # Whole names (case-sensitive, as the tools that read them are).
@@ -36,17 +39,28 @@ _NAMES = {
     "setup.cfg": SETUP_CFG,
     "CMakeLists.txt": CMAKE,
     "Containerfile": DOCKERFILE,
+    "Makefile": MAKEFILE,
+    "makefile": MAKEFILE,
+    "GNUmakefile": MAKEFILE,
+    # Environment files hold `NAME=value` lines, as a shell reads them.
+    ".env": SHELL,
+    ".envrc": SHELL,
 }
 # Name patterns, tried in order.
 _PATTERNS = (
     ("requirements*.txt", REQUIREMENTS),
     ("*requirements.txt", REQUIREMENTS),
     ("requirements*.in", REQUIREMENTS),
+    # Variants a project keeps beside its main one (`pyproject-gpu.toml`).
+    ("pyproject[-_.]*.toml", PYPROJECT),
     ("Dockerfile", DOCKERFILE),
     ("Dockerfile.*", DOCKERFILE),
     ("*.Dockerfile", DOCKERFILE),
     ("*.dockerfile", DOCKERFILE),
+    (".env.*", SHELL),
+    ("*.env", SHELL),
 )
+_REQUIREMENTS_FOLDERS = frozenset({"requirements", "requirements.d", "reqs", "deps"})
 _SUFFIXES = {
     ".py": PYTHON,
     ".pyi": PYTHON,
@@ -61,7 +75,9 @@ _SUFFIXES = {
     ".yml": YAML,
     ".yaml": YAML,
     ".json": JSON,
+    ".toml": TOML,
     ".cmake": CMAKE,
+    ".mk": MAKEFILE,
     ".cu": CUDA,
     ".cuh": CUDA,
 }
@@ -70,13 +86,18 @@ _PYTHON_SHEBANG = re.compile(rb"^#!.*\bpython")
 # Scheduler directives mark a job script even without a `#!` line.
 _JOB_DIRECTIVE = re.compile(rb"^#(SBATCH|PBS|BSUB|\$)\s", re.MULTILINE)
 HEAD_SIZE = 512
+_APPTAINER_SUFFIX = ".def"
+_APPTAINER_HEADER = re.compile(rb"^[ \t]*Bootstrap:", re.MULTILINE | re.IGNORECASE)
 
 
 def by_name(path: str) -> Optional[str]:
     """The type a file's name alone gives, or None."""
-    name = os.path.basename(path)
+    folder, name = os.path.split(path)
     if name in _NAMES:
         return _NAMES[name]
+    # `requirements/base.txt`, `requirements/gpu.in`: the folder says it.
+    if os.path.basename(folder) in _REQUIREMENTS_FOLDERS and name.endswith((".txt", ".in")):
+        return REQUIREMENTS
     for pattern, kind in _PATTERNS:
         if fnmatch.fnmatchcase(name, pattern):
             return kind
@@ -97,6 +118,9 @@ def detect(path: str, head: Optional[bytes] = None) -> Optional[str]:
     """The type of the file at ``path``; ``head`` (its first bytes) is read
     from disk when needed and not given. None: no parser reads it."""
     kind = by_name(path)
+    if kind is None and path.endswith(_APPTAINER_SUFFIX):
+        # `.def` names many things; an Apptainer definition starts with its bootstrap agent.
+        return APPTAINER if _APPTAINER_HEADER.search(head if head is not None else read_head(path)) else None
     if kind is not None or "." in os.path.basename(path).lstrip("."):
         return kind
     if head is None:

@@ -1,15 +1,79 @@
-"""Which files `.gitignore` files hide, for directory walks.
+"""Which files a directory walk passes over because they are not the project's.
 
-Every `.gitignore` from the walk's root up to the repository root (the folder
-holding `.git`) applies, and so does every `.gitignore` met below the root,
-each to the paths under its own folder, as git reads them.
+In a git work tree, git says: the files it tracks (also those a `.gitignore`
+would hide: they were added on purpose) and the untracked ones no ignore
+rule hides, as `git ls-files --cached --others --exclude-standard` lists
+them. Outside git, or where git cannot answer, the `.gitignore` files are
+read here: every one from the walk's root up to the repository root (the
+folder holding `.git`) and every one met below the root, each to the paths
+under its own folder, as git reads them.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
+
+# Long enough for the largest repositories; a git that hangs (a lock, a
+# network file system) falls back to reading `.gitignore` files.
+_GIT_TIMEOUT = 60
+
+
+def ignore_rules(root: Path) -> Union["GitFiles", "GitIgnore"]:
+    """What decides which files under ``root`` a walk passes over: git when
+    ``root`` is in a work tree it can list, else the `.gitignore` files."""
+    return GitFiles.at(root) or GitIgnore(root)
+
+
+class GitFiles:
+    """The files git lists under a folder of its work tree: tracked, or
+    untracked and not ignored. A submodule is listed as one entry, so its
+    files are left to its own run."""
+
+    # What git lists is the project's: no folder is passed over by its name.
+    AUTHORITATIVE = True
+
+    def __init__(self, root: Path, listed: list[str]) -> None:
+        self.root = root.absolute()
+        self.files = frozenset(listed)
+        self.folders = frozenset(os.path.dirname(name) for name in listed) | {""}
+        self.folders |= frozenset(_parents(self.folders))
+
+    @classmethod
+    def at(cls, root: Path) -> Optional["GitFiles"]:
+        if _folders_above(root.resolve())[-1] == root.resolve() and not (root / ".git").exists():
+            return None  # no `.git` here or above: not a work tree
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                stdin=subprocess.DEVNULL, capture_output=True, timeout=_GIT_TIMEOUT, check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None  # no git on this machine, or it hung
+        if done.returncode != 0:
+            return None  # not a work tree git accepts (a bare `.git` file, a safe.directory refusal)
+        names = [os.fsdecode(name) for name in done.stdout.split(b"\0") if name]
+        return cls(root, [os.path.normpath(name) for name in names])
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        try:
+            relative = os.path.relpath(Path(path).absolute(), self.root)
+        except ValueError:
+            return False
+        relative = "" if relative == "." else relative
+        return relative not in (self.folders if is_dir else self.files)
+
+
+def _parents(folders) -> set:
+    found = set()
+    for folder in folders:
+        while folder:
+            folder = os.path.dirname(folder)
+            found.add(folder)
+    return found
 
 from pathspec import GitIgnoreSpec
 

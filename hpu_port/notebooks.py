@@ -108,6 +108,8 @@ class Notebook:
     skipped: set = field(default_factory=set)  # code cells kept whole (cell magics: %%bash, ...)
     places: dict = field(default_factory=dict)  # placeholder number -> (cell number, line in the cell, 1-based)
     masked: dict = field(default_factory=dict)  # code-cell number -> its (module line, line end) pairs
+    # Placeholders of lines that continue the magic or shell line above them (`!pip install a \\`).
+    continuing: set = field(default_factory=set)
 
     def cell_source(self, number: int) -> str:
         """The source of code cell ``number`` (counted among code cells)."""
@@ -160,21 +162,33 @@ def to_module(notebook: Notebook) -> str:
             notebook.skipped.add(number)  # a cell magic: not Python
             continue
         masked = []
+        continued_indent = None  # the indentation of a magic line that goes on over `\\`
         for line_number, (content, end) in enumerate(lines, 1):
-            if line_number <= python_from or (MAGIC_LINE.search(content) and not content.lstrip().startswith("#")):
+            original = content
+            if continued_indent is not None:
+                # IPython joins the lines of a magic or shell line ended by `\\`: the
+                # rest of it is no Python, and stands where the line it continues does.
+                notebook.continuing.add(len(notebook.magics))
+                content = _mask(notebook, number, line_number, content, continued_indent)
+            elif line_number <= python_from or (MAGIC_LINE.search(content) and not content.lstrip().startswith("#")):
                 content = _mask(notebook, number, line_number, content)
+            else:
+                masked.append((content, end))
+                continue
+            continued_indent = _INDENT.match(content).group() if original.rstrip().endswith("\\") else None
             masked.append((content, end))
         notebook.masked[number] = masked
         parts += [content + "\n" for content, _ in masked]
     return "".join(parts)
 
 
-def _mask(notebook: Notebook, number: int, line_number: int, line: str) -> str:
-    """The placeholder for a magic or shell line, which is kept for later."""
+def _mask(notebook: Notebook, number: int, line_number: int, line: str, indent: Optional[str] = None) -> str:
+    """The placeholder for a magic or shell line, which is kept for later
+    (``indent``: where it stands, when not its own indentation)."""
     key = len(notebook.magics)
     notebook.magics[key] = line
     notebook.places[key] = (number, line_number)
-    return f"{_INDENT.match(line).group()}{notebook.marks.placeholder}{key}"
+    return f"{_INDENT.match(line).group() if indent is None else indent}{notebook.marks.placeholder}{key}"
 
 
 def cell_magic(line: str) -> str:

@@ -34,6 +34,7 @@ from typing import Iterable, Optional
 
 from hpu_port._compat import blake2b
 from hpu_port.device.declarations import ENUM_NEEDLES, PROBE_NEEDLES, device_enums, hpu_probes
+from hpu_port.device.config_reads import config_reads
 from hpu_port.device.probes import probed_in
 
 # Calls that build or load a C++/CUDA extension; with CUDA sources, or when
@@ -78,6 +79,9 @@ class ProjectFacts:
     # Module name -> why it only loads where NVIDIA's software is: it imports
     # an NVIDIA-only library at its top.
     nvidia_modules: tuple = ()
+    # (key, role): config keys the code reads at a backend, device or dtype
+    # position (`init_process_group(backend=cfg.comm_backend)`).
+    config_reads: tuple = ()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     _module_index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -126,6 +130,10 @@ class ProjectFacts:
                 return why
         return None
 
+    def config_keys(self, roles) -> frozenset:
+        """The config keys the code reads at a position of one of ``roles``."""
+        return frozenset(key for key, role in self.config_reads if role in roles)
+
     def enum_members(self, name: str) -> Optional[tuple]:
         """The members of the project's device enum ``name``; None if it has none of that name."""
         return next((members for enum, members in self.device_enums if enum == name), None)
@@ -134,7 +142,7 @@ class ProjectFacts:
         text = repr((
             sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several,
             sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds, self.device_enums,
-            self.hpu_probes, self.nvidia_modules,
+            self.hpu_probes, self.nvidia_modules, self.config_reads,
         ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
@@ -185,6 +193,7 @@ def find_facts(
         device_enums(_trees_holding({p: s for p, s in sources.items() if isinstance(s, bytes) and b"Enum" in s}, ENUM_NEEDLES)),
         hpu_probes((facts.module_name(path), tree) for path, tree in _named_trees_holding(sources, PROBE_NEEDLES)),
         _nvidia_modules(sources, facts, libraries),
+        config_reads(sources.values()),
     )
 
 

@@ -144,7 +144,7 @@ def finding_record(path: str, finding: Finding, names: Optional[dict] = None, it
     return record
 
 
-def render_json(results: list[FileResult], rules=(), toolkit: Optional[dict] = None) -> str:
+def render_json(results: list[FileResult], rules=(), toolkit: Optional[dict] = None, not_examined=None) -> str:
     names = rule_names(rules)
     plan = make_plan(results)
     document = {
@@ -167,6 +167,8 @@ def render_json(results: list[FileResult], rules=(), toolkit: Optional[dict] = N
             for action, first, last in r.regions
         ],
         "files_by_type": files_by_type(results),
+        # Files the walk met and did not read, by suffix (or by type, when no selected rule reads it).
+        "files_not_examined": dict(sorted((not_examined or {}).items())),
         **({"toolkit_log": toolkit} if toolkit is not None else {}),
     }
     return json.dumps(document, indent=2) + "\n"
@@ -240,15 +242,17 @@ FORMATS = tuple(RENDERERS)
 
 def render(
     output_format: str, results: list[FileResult], rules, rule_docs_url: Optional[str] = None,
-    toolkit: Optional[dict] = None,
+    toolkit: Optional[dict] = None, not_examined=None,
 ) -> str:
     """The report in ``output_format``; ``rules`` are the rules that ran (for
     names and metadata); ``rule_docs_url`` is where html links rule pages;
-    ``toolkit`` sums up the GPU Migration Toolkit logs matched to the findings."""
+    ``toolkit`` sums up the GPU Migration Toolkit logs matched to the findings;
+    ``not_examined`` counts the files the walk met and did not read."""
     if output_format == "html":
-        return renderer(output_format)(results, rules, rule_docs_url=rule_docs_url, toolkit=toolkit)
+        return renderer(output_format)(results, rules, rule_docs_url=rule_docs_url, toolkit=toolkit,
+                                       not_examined=not_examined)
     if output_format in ("json", "markdown"):
-        return renderer(output_format)(results, rules, toolkit=toolkit)
+        return renderer(output_format)(results, rules, toolkit=toolkit, not_examined=not_examined)
     return renderer(output_format)(results, rules)
 
 

@@ -222,8 +222,17 @@ def _toolkit(toolkit: Optional[dict]) -> list[str]:
     ]
 
 
+def _not_examined(counts) -> list[str]:
+    if not counts:
+        return []
+    items = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    shown = ", ".join(f'<span data-not-examined="{escape(kind)}">{escape(kind)} {count}</span>' for kind, count in items)
+    return [f'<p id="not-examined">Files not examined: {shown}.</p>']
+
+
 def render_html(
-    results: list[FileResult], rules=(), rule_docs_url: Optional[str] = None, toolkit: Optional[dict] = None
+    results: list[FileResult], rules=(), rule_docs_url: Optional[str] = None, toolkit: Optional[dict] = None,
+    not_examined=None,
 ) -> str:
     names = rule_names(rules)
     plan = make_plan(results)
@@ -231,6 +240,7 @@ def render_html(
     body = (
         [f"<h1>Migration report (hpu-port {escape(__version__)})</h1>"]
         + _summary(plan.total)
+        + _not_examined(not_examined)
         + _toolkit(toolkit)
         + (_chart(plan) + _directories(plan) if plan.directories else [])
         + _errors(results)

@@ -146,11 +146,19 @@ def _toolkit(toolkit: Optional[dict]) -> list[str]:
     return lines
 
 
-def render_markdown(results: list[FileResult], rules=(), toolkit: Optional[dict] = None) -> str:
+def _not_examined(counts) -> list[str]:
+    if not counts:
+        return []
+    shown = ", ".join(f"{kind} {count}" for kind, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    return [f"Files not examined: {shown}.", ""]
+
+
+def render_markdown(results: list[FileResult], rules=(), toolkit: Optional[dict] = None, not_examined=None) -> str:
     names = rule_names(rules)
     plan = make_plan(results)
     lines = [f"# Migration report (hpu-port {__version__})", ""]
-    lines += _modes(results) + _summary(plan.total, results) + _toolkit(toolkit) + _directories(plan) + _categories(plan.items)
+    lines += _modes(results) + _summary(plan.total, results) + _not_examined(not_examined)
+    lines += _toolkit(toolkit) + _directories(plan) + _categories(plan.items)
     failed = [r for r in results if r.failed]
     if failed:
         lines += ["## Files not processed", ""] + [f"- `{r.path}`: {_cell(r.error)}" for r in failed] + [""]

@@ -194,7 +194,7 @@ def commented(draw, pieces: list[Piece], extra: str = SEPARATORS, gaps=(" ", "  
     """A touchpoint line, maybe followed by a `#` comment: one that suppresses
     it (nothing then changes) or one that does not."""
     pieces = flatten(pieces)
-    code = next((p.code for p in pieces if p.code), "")
+    code = ",".join(dict.fromkeys(p.code for p in pieces if p.code))  # every code the line gets
     choice = draw(st.sampled_from(["none", "none", "other", "suppress"]))
     if choice == "none" or not code:
         return pieces
@@ -244,20 +244,22 @@ def shell_touchpoints():
         st.just(['echo "é 漢 🚀" && ', touch("nvidia-smi", "hl-smi", "HPU805")]),
         st.just(["{ ", touch("nvidia-smi", "hl-smi", "HPU805"), "; }; :"]),  # `}` before a CR is no keyword
         st.just(["( cd /tmp; ", touch("nvidia-smi", "hl-smi", "HPU805"), " ); :"]),
-        st.just(["deepspeed run_clm.py \\\n    --output_dir out \\\n    ", touch("--fp16", "--bf16", "HPU807")]),
+        st.just([touch("", "PT_HPU_LAZY_MODE=1 ", "HPU816"), "deepspeed run_clm.py \\\n    --output_dir out \\\n    ", touch("--fp16", "--bf16", "HPU807")]),
         st.just(["ARGS=(--output_dir out ", touch("--fp16", "--bf16", "HPU807"), ")"]),
-        st.just(["deepspeed run_clm.py --output_dir out ", touch("--fp16", "--bf16", "HPU807"), " --deepspeed x.json"]),
+        st.just([touch("", "PT_HPU_LAZY_MODE=1 ", "HPU816"), "deepspeed run_clm.py --output_dir out ", touch("--fp16", "--bf16", "HPU807"), " --deepspeed x.json"]),
         st.just(["python run.py --do_train ", touch("--fp16_full_eval", "--bf16_full_eval", "HPU807")]),
-        st.just(["accelerate launch ", touch("--mixed_precision", None, "HPU808"), " ", touch("fp16", "bf16", ""),
+        st.just([touch("", "PT_HPU_LAZY_MODE=1 ", "HPU816"), "accelerate launch ", touch("--mixed_precision", None, "HPU808"), " ", touch("fp16", "bf16", ""),
                  " train.py"]),
-        st.just(["accelerate launch ", touch("--mixed-precision=fp16", "--mixed-precision=bf16", "HPU808"), " t.py"]),
+        st.just([touch("", "PT_HPU_LAZY_MODE=1 ", "HPU816"), "accelerate launch ", touch("--mixed-precision=fp16", "--mixed-precision=bf16", "HPU808"), " t.py"]),
+        st.just(["python train.py ", touch("--device", "--device", "HPU817"), " ", touch("cuda", "hpu", ""), " ",
+                 touch("--ddp_backend=nccl", "--ddp_backend=hccl", "HPU817")]),
         # reported only
         st.just([touch("nvidia-smi", None, "HPU805"), " --query-gpu=name --format=csv"]),
         st.just(["export ", touch("NCCL_DEBUG", None, "HPU802"), "=INFO"]),
         st.just([touch("nvcc", None, "HPU806"), " -O3 -c kernel.cu"]),
         st.just(["#SBATCH ", touch("--gres=gpu:8", None, "HPU809")]),
         st.just(["if command -v nvidia-smi; then ", touch("nvidia-smi", None, "HPU805"), "; fi; :"]),
-        st.just(["torchrun ", touch("--nproc_per_node", None, "HPU809"), " 8 train.py"]),
+        st.just([touch("", "PT_HPU_LAZY_MODE=1 ", "HPU816"), "torchrun ", touch("--nproc_per_node", None, "HPU815"), " 8 train.py"]),
     )
 
 
@@ -304,7 +306,7 @@ def shell_block(draw, depth: int = 0):
             lines.append((draw(shell_line()), False))
         elif form == "suppressed":  # a directive alone on its line covers the next
             pieces = flatten(draw(shell_touchpoints()))
-            code = next(p.code for p in pieces if p.code)
+            code = ",".join(dict.fromkeys(p.code for p in pieces if p.code))
             lines.append((["# " + draw(suppression(code))], False))
             lines.append((silenced(pieces), False))
         elif form == "heredoc":  # the body is data
@@ -404,7 +406,7 @@ def yaml_value_touchpoints():
         st.just(("precision", [touch("16", "bf16-mixed", "HPU822")])),
         quoted("mixed_precision", "fp16", "bf16", "HPU822"),
         quoted("distributed_type", "MULTI_GPU", "MULTI_HPU", "HPU823"),
-        quoted("dist_backend", "nccl", "hccl", "HPU831"),
+        quoted("dist_backend", "nccl", "hccl", "HPU825"),
         # reported only
         quoted("device", "gpu", None, "HPU821"),
         st.just(("accelerator", [touch("&acc gpu", None, "HPU820")])),
@@ -578,7 +580,7 @@ def json_touchpoint():
 
     return st.one_of(
         member("comm_backend_name", '"nccl"', '"hccl"', "HPU831"),
-        member("dist_backend", '"nccl"', '"hccl"', "HPU831"),
+        member("dist_backend", '"nccl"', '"hccl"', "HPU825"),
         member("device", '"cuda"', '"hpu"', "HPU821"),
         member("device", '"cuda:0"', '"hpu"', "HPU821"),
         member("accelerator", '"gpu"', '"hpu"', "HPU820"),

@@ -293,6 +293,28 @@ def test_gitignored_files_are_skipped_when_walking(runner, tmp_path):
     assert invoke(runner, "rewrite", "--check", tmp_path / "c_old.py").stdout.strip() == str(tmp_path / "c_old.py")
 
 
+def test_in_a_git_work_tree_the_walk_takes_what_git_lists(runner, tmp_path):
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / ".gitignore").write_text("build/\n*.log.py\n")
+    for name in ("train.py", "build/tracked.py", "build/scratch.py", "run.log.py", "new/untracked.py"):
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('device = "cuda"\n')
+    git("add", "train.py", ".gitignore")
+    git("add", "-f", "build/tracked.py")  # tracked although ignored: the project's file
+    result = invoke(runner, "rewrite", "--check", tmp_path)
+    listed = sorted(Path(line).relative_to(tmp_path).as_posix() for line in result.stdout.splitlines())
+    assert listed == ["build/tracked.py", "new/untracked.py", "train.py"]
+    # From a folder inside the work tree, git answers for that folder.
+    inside = invoke(runner, "rewrite", "--check", tmp_path / "build")
+    assert [Path(line).name for line in inside.stdout.splitlines()] == ["tracked.py"]
+
+
 def test_quiet_prints_only_errors_and_verbose_names_files(runner, tree):
     (tree / "pkg" / "broken.py").write_text('x = "cuda\n')
     quiet = invoke(runner, "rewrite", "--dry-run", "--quiet", tree)

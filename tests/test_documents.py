@@ -82,7 +82,7 @@ def test_a_script_whose_last_line_continues_into_the_end_is_read_as_the_shell_re
         source = b"export CUDA_VISIBLE_DEVICES=0\ntorchrun --nproc_per_node 8 train.py \\\n    --lr 1e-4" + ending
         result = port_bytes("run.sh", source, ruleset(), True)
         assert result.error is None, ending
-        assert [f.code for f in result.findings] == ["HPU801", "HPU809"]
+        assert [f.code for f in result.findings] == ["HPU801", "HPU816", "HPU815"]
 
 
 def test_heredoc_bodies_are_data_not_commands():

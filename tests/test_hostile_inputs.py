@@ -46,6 +46,7 @@ CUDA_SH = "#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0\n"
 CUDA_IMAGE = "FROM nvidia/cuda:12.1-runtime\n"
 CUDA_YAML = "env:\n  CUDA_VISIBLE_DEVICES: '0'\n"
 CUDA_TOML = '[project]\nname = "x"\ndependencies = ["nvidia-cudnn-cu12"]\n[tool.x]\n'
+CUDA_TOML_CONFIG = '[comm]\ndist_backend = "nccl"\n'  # a job config
 CMAKE = "# hpu-port: ignore[HPU101]\nfind_package(CUDA)\n"
 CUDA_SOURCE = "// hpu-port: ignore[HPU101]\ncudaMalloc(&p, 4);\n"
 CI_STEP = "jobs:\n  a:\n    steps:\n      - run: "
@@ -110,6 +111,11 @@ FAST = {
     # JSON
     "arrays.json": (CUDA_JSON + '"x": ' + nested("[", "", "]", 10_000) + "}\n", f"cannot parse as JSON: line 1: {TOO_DEEP}"),
     "objects.json": (CUDA_JSON + '"x": ' + nested('{"a": ', "1", "}", 10_000) + "}\n", f"cannot parse as JSON: line 1: {TOO_DEEP}"),
+    # TOML configs
+    "nested_arrays.toml": (CUDA_TOML_CONFIG + "y = " + nested("[", "", "]", 10_000) + "\n", f"cannot parse as TOML: line 3: {TOO_DEEP}"),
+    "nested_tables.toml": (CUDA_TOML_CONFIG + "y = " + nested("{a = ", "1", "}", 10_000) + "\n", f"cannot parse as TOML: line 3: {TOO_DEEP}"),
+    "escaped_quotes.toml": (CUDA_TOML_CONFIG + 'x = "' + '\\"' * 100_000 + '"\n', PORTED),
+    "open_multiline.toml": (CUDA_TOML_CONFIG + 'x = """' + '\\"""' * 50_000 + '"""\n', PORTED),
     # Shell
     "substitutions.sh": (CUDA_SH + "x=" + nested("$(echo ", "1", ")", 3_000) + "\n", PORTED),
     "quoted_substitutions.sh": (CUDA_SH + "x=" + nested('"$(echo ', "1", ')"', 2_000) + "\n", PORTED),
@@ -150,6 +156,8 @@ SLOW = {
     "continued_script.yml": (CI_STEP + "|\n" + "          echo cuda \\\n" * 20_000 + "          done\n          nvidia-smi\n", PORTED),
     "open_expressions.yml": (CI_STEP + "nvidia-smi " + "${{ " * 100_000 + "\n", PORTED),
     "long_string.json": (CUDA_JSON + '"x": "' + "c" * (3 * MB) + '"}\n', PORTED),
+    "many_keys.toml": (CUDA_TOML_CONFIG + "".join(f'k{n} = "cuda"\n' for n in range(100_000)), PORTED),
+    "long_string.toml": (CUDA_TOML_CONFIG + 'x = "' + "c" * (3 * MB) + '"\n', PORTED),
     "many_keys.json": (CUDA_JSON + ", ".join(f'"k{n}": "cuda"' for n in range(100_000)) + "}\n", PORTED),
     "continued.sh": (CUDA_SH + "echo \\\n" + "  a \\\n" * 100_000 + "  b\n", PORTED),
     "comments.sh": (CUDA_SH + "# a comment about cuda\n" * 150_000, PORTED),

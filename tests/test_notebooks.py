@@ -264,3 +264,15 @@ def test_line_ends_that_would_join_two_lines_are_changed(lines, written, expecte
     new = notebooks._kept_apart(contents, ends, written)
     assert list(map(str.__add__, contents, new)) == expected
     assert len("".join(expected).splitlines()) == len(lines)
+
+
+def test_a_shell_line_continued_over_a_backslash_is_one_command(tmp_path):
+    sources = [
+        "!pip install transformers \\\n    accelerate\n",
+        "if True:\n    !torchrun --nproc_per_node 8 \\\n        train.py --device cuda\n    x = 1\n",
+    ]
+    _, _, new = rewrite_sources(tmp_path, sources)
+    assert new[0] == sources[0]
+    assert new[1] == (
+        "if True:\n    !PT_HPU_LAZY_MODE=1 torchrun --nproc_per_node 8 \\\n        train.py --device hpu\n    x = 1\n"
+    )

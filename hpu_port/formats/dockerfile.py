@@ -122,6 +122,7 @@ class DockerfileDocument(Document):
                 if not part.group().startswith("--"):
                     start = arguments.start + part.start()
                     self._images.append(Word(part.group(), Span(start, start + len(part.group()))))
+                    self._images += self._image_arguments(part.group())
                     break
         elif name in ("ENV", "ARG"):
             self._assignments += _key_values(text, arguments.start)
@@ -131,6 +132,13 @@ class DockerfileDocument(Document):
             self._posix_shell = bool(shell) and _program(shell[0]) in POSIX_SHELLS
         elif name == "RUN":
             self._run(arguments, body, marker)
+
+    def _image_arguments(self, image: str) -> list[Word]:
+        """`FROM ${BASE_IMAGE}`: the default `ARG BASE_IMAGE=...` gives is the image."""
+        named = _IMAGE_ARGUMENT.match(image)
+        if named is None:
+            return []
+        return [a.value for a in self._assignments if a.name.value == named.group(1) and a.value is not None and a.value.value]
 
     def _run(self, arguments: Span, body: Optional[Span], marker: Optional[Span]) -> None:
         flags = _RUN_FLAG.match(self.text, arguments.start, arguments.end)
@@ -282,6 +290,9 @@ def _key_values(body: str, offset: int) -> list[Assignment]:
         value = _word_at(legacy, 2, offset) if legacy.group(2) else None
         found.append(Assignment(name, value))
     return found
+
+
+_IMAGE_ARGUMENT = re.compile(r"\$\{?(\w+)(?::-[^}]*)?\}?")
 
 
 def parse(text: str, path: str = "", file_type: str = "dockerfile") -> DockerfileDocument:

@@ -45,12 +45,18 @@ class Unit:
     line: int  # the unit's first line in its cell, 1-based
     key: Optional[int] = None
     trailing_newline: bool = False
+    more: tuple = ()  # the placeholders of the lines that continue a masked line
 
 
 def join(notebook: notebooks.Notebook) -> tuple[str, list[Unit]]:
     """The notebook's shell units as one text, and what each unit is."""
     units = []
     for key, line in notebook.magics.items():
+        if key in notebook.continuing and units:
+            # One unit for a line and those that continue it: the shell reads them as one command.
+            unit, text = units[-1]
+            units[-1] = (Unit(unit.cell, unit.line, unit.key, more=unit.more + (key,)), text + "\n" + line)
+            continue
         cell, line_number = notebook.places[key]
         units.append((Unit(cell, line_number, key), line))
     for number in sorted(notebook.skipped):

@@ -14,6 +14,7 @@ import re
 from typing import Optional
 
 from hpu_port.formats import MAX_NESTING, Assignment, Command, Document, Entry, FormatError, Span, Word, too_deep
+from hpu_port.formats.containers import launch_scripts
 from hpu_port.formats.embedded import Copy, Glue, Scripts
 from hpu_port.intervals import Reach
 
@@ -42,6 +43,8 @@ class YamlDocument(Document):
         self._unread: list[Word] = []
         for entry, shell in ci_scripts(self._entries, path):
             self._embed(entry, shell)
+        for parts, region, label in launch_scripts(self._entries):
+            self._shell.add(_masked(text, parts), region, label)
 
     def commands(self) -> list[Command]:
         return self._shell.commands
@@ -71,8 +74,9 @@ class YamlDocument(Document):
         return self._entries
 
     def assignments(self) -> list[Assignment]:
-        """`environment:` / `env:` maps and `NAME=value` items of such lists."""
-        found = []
+        """`environment:` / `env:` maps, `NAME=value` items of such lists, and
+        their `- name: NAME` / `value: ...` items (Kubernetes)."""
+        found = self._named_values()
         for entry in self._entries:
             parent = entry.path[-2] if len(entry.path) > 1 else None
             if parent not in _ENV_KEYS or entry.value is None:
@@ -84,6 +88,17 @@ class YamlDocument(Document):
                 start = entry.value.inner.start
                 found.append(Assignment(Word(name, Span(start, start + len(name))), Word(value, Span(start + len(name) + 1, entry.value.inner.end))))
         return found + self._shell.assignments
+
+    def _named_values(self) -> list[Assignment]:
+        by_path = {entry.path: entry for entry in self._entries}
+        found = []
+        for entry in self._entries:
+            path = entry.path
+            if len(path) >= 3 and path[-1] == "name" and isinstance(path[-2], int) and path[-3] in _ENV_KEYS and entry.value is not None:
+                value = by_path.get(path[:-1] + ("value",))
+                if value is not None and value.value is not None:
+                    found.append(Assignment(entry.value, value.value))
+        return found
 
     def images(self) -> list[Word]:
         return [e.value for e in self._entries if e.name == "image" and e.value is not None]

@@ -169,6 +169,10 @@ class DocumentKind(Kind):
         to match it (none: the rule reads every document of its formats)."""
         return ()
 
+    def project_needles(self, rule: "Rule", facts: Any) -> tuple[str, ...]:
+        """``needles``, with those the project's facts add (None: no facts)."""
+        return self.needles(rule)
+
 
 def _type_name(expected) -> str:
     if isinstance(expected, tuple):

@@ -29,7 +29,7 @@ from hpu_port.formats import Command, Edit, Span, Word
 from hpu_port.kinds import DocumentKind, Match, markdown_table, register_kind, string_list, string_table
 from hpu_port.kinds._patterns import compile_all, full_match
 
-FORMATS = ("shell", "dockerfile", "yaml", "notebook")
+FORMATS = ("shell", "dockerfile", "yaml", "notebook", "makefile", "apptainer", "json")
 
 
 def program_name(word: str) -> str:

@@ -1,6 +1,7 @@
-"""Kind ``deepspeed-config``: the `"fp16"` section of a DeepSpeed JSON config.
+"""Kind ``deepspeed-config``: the `"fp16"` section of a DeepSpeed config, in
+JSON or in YAML (GPT-NeoX keeps its DeepSpeed settings inline in YAML).
 
-A JSON document is a DeepSpeed config when it holds one of ``documents``
+A document is a DeepSpeed config when it holds one of ``documents``
 at its top level. Its `"fp16"` section becomes `"bf16"`: the key is renamed
 and the keys only fp16 has (``drop``: loss scaling) are removed with their
 commas, so the output stays valid JSON with its layout. A config that
@@ -21,7 +22,7 @@ class DeepSpeedConfig(DocumentKind):
     name = "deepspeed-config"
     KEYS = {"section": (str, True), "rename-to": (str, True), "keep": (list, True), "drop": (list, True), "documents": (list, True)}
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
-    FORMATS = ("json",)
+    FORMATS = ("json", "yaml")
     EXAMPLE_FILE = "ds_config.json"
 
     def build_params(self, table):
@@ -34,12 +35,12 @@ class DeepSpeedConfig(DocumentKind):
         }
 
     def needles(self, rule) -> tuple[str, ...]:
-        return (f'"{rule.params["section"]}"',)
+        return (rule.params["section"].lower(),)
 
     def match(self, rule, document, options) -> Iterator[Match]:
         params = rule.params
         entries = document.entries()
-        top = {e.path[0]: e for e in entries if len(e.path) == 1}
+        top = {e.path[0]: e for e in entries if len(e.path) == 1 and e.key is not None}
         if not params["documents"] & set(top):
             return
         section = top.get(params["section"])

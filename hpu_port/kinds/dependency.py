@@ -44,7 +44,7 @@ class Dependency(DocumentKind):
     name = "dependency"
     KEYS = {"packages": ((list, dict), True), "keywords": (list, False)}
     MESSAGE_FIELDS = frozenset({"name", "file", "advice"})
-    FORMATS = ("requirements", "pyproject", "setup-cfg", "yaml", "shell", "dockerfile", "notebook")
+    FORMATS = ("requirements", "pyproject", "setup-cfg", "yaml", "shell", "dockerfile", "notebook", "makefile", "apptainer")
     READS_PYTHON = True  # `install_requires` in setup.py
 
     def build_params(self, table):

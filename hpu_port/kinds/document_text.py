@@ -26,7 +26,7 @@ from hpu_port.intervals import Reach
 from hpu_port.kinds import DocumentKind, Match, register_kind, string_list
 from hpu_port.kinds._patterns import MatchingWords, compile_all, needles_of, patterns
 
-TEXT_FORMATS = ("shell", "yaml", "dockerfile", "cmake", "requirements", "pyproject", "setup-cfg", "notebook")
+TEXT_FORMATS = ("shell", "yaml", "dockerfile", "cmake", "requirements", "pyproject", "setup-cfg", "notebook", "makefile", "apptainer")
 
 
 @register_kind
@@ -34,7 +34,7 @@ class ContainerImage(MatchingWords):
     name = "container-image"
     KEYS = {"images": (list, True)}
     PATTERNS = "images"
-    FORMATS = ("dockerfile", "yaml")
+    FORMATS = ("dockerfile", "yaml", "apptainer", "json")
     EXAMPLE_FILE = "Dockerfile"
 
     def words(self, document) -> list:

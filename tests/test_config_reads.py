@@ -1,0 +1,45 @@
+"""Config keys the code reads at a backend, device or dtype position are touchpoints in every config."""
+
+from click.testing import CliRunner
+
+from hpu_port.cli import main
+from hpu_port.device.config_reads import config_reads
+
+TRAIN = b'''import torch
+import torch.distributed as dist
+
+cfg = load_config()
+dist.init_process_group(backend=cfg.comm.kind, init_method="env://")
+device = torch.device(args.run_on)
+model = model.to(self.device)
+amp = getattr(torch, cfg.get("amp_precision"))
+model = AutoModel.from_pretrained(path, torch_dtype=model_args.load_dtype)
+x = torch.zeros(3, device=opts["place"])
+y = torch.ones(3, dtype=torch.float16)
+'''
+
+
+def test_the_keys_read_at_each_position_are_found():
+    assert config_reads([TRAIN]) == (
+        ("amp_precision", "dtype"), ("kind", "backend"), ("load_dtype", "dtype"), ("place", "device"), ("run_on", "device"),
+    )
+    assert config_reads([b"x = 1\n", b"model.to(device)\n"]) == ()
+
+
+def test_a_config_value_the_code_reads_as_a_backend_device_or_dtype_is_rewritten(tmp_path):
+    (tmp_path / "train.py").write_bytes(TRAIN)
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "run.yaml").write_text("comm:\n  kind: nccl\nrun_on: cuda  # where\namp_precision: float16\nname: cuda\n")
+    (tmp_path / "configs" / "job.toml").write_text('[data]\nplace = "cuda"\nload_dtype = "float16"\n')
+    result = CliRunner().invoke(main, ["rewrite", "--no-cache", "--fp16-to-bf16", str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "configs" / "run.yaml").read_text() == (
+        "comm:\n  kind: hccl\nrun_on: hpu  # where\namp_precision: bfloat16\nname: cuda\n"
+    )
+    assert (tmp_path / "configs" / "job.toml").read_text() == '[data]\nplace = "hpu"\nload_dtype = "bfloat16"\n'
+
+
+def test_without_code_reading_them_such_keys_are_left_alone(tmp_path):
+    (tmp_path / "run.yaml").write_text("comm_kind: nccl\nrun_on: cuda\n")
+    result = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)], catch_exceptions=False)
+    assert "HPU8" not in result.output

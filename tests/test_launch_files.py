@@ -1,0 +1,74 @@
+"""Files that launch or provision training outside Python: Makefiles, Apptainer
+definitions, environment files, container specs (compose, Kubernetes, CI, devcontainers)."""
+
+import pytest
+
+from hpu_port.engine import port_bytes
+from hpu_port.filetypes import detect
+from hpu_port.model import Options
+from hpu_port.rules import load_rules
+from hpu_port.settings import RuleSet
+
+RULES = RuleSet([r for r in load_rules() if r.code.startswith("HPU8")], Options())
+
+
+def port(path: str, text: str):
+    result = port_bytes(path, text.encode(), RULES, True)
+    assert result.error is None, result.error
+    codes = sorted({(f.code, f.line) for f in result.findings})
+    return (result.new_source.decode() if result.new_source is not None else text), codes
+
+
+@pytest.mark.parametrize("path, head, kind", [
+    ("Makefile", None, "makefile"), ("docker/build.mk", None, "makefile"), (".env", None, "shell"),
+    ("deploy/.env.example", None, "shell"), ("train.def", b"Bootstrap: docker\nFrom: ubuntu\n", "apptainer"),
+    ("grammar.def", b"DEFINITION MODULE x;\n", None),
+])
+def test_detection(path, head, kind):
+    assert detect(path, head) == kind
+
+
+def test_makefile_recipes_are_shell_and_its_assignments_set_variables():
+    text = "export CUDA_VISIBLE_DEVICES = 0,1\n\ntrain:  # the default\n\t@nvidia-smi\n\t-torchrun --nproc_per_node 8 \\\n\t  train.py --device cuda\n"
+    output, codes = port("Makefile", text)
+    assert output == text.replace("@nvidia-smi", "@hl-smi").replace("--device cuda", "--device hpu")
+    assert [code for code, _ in codes] == ["HPU801", "HPU805", "HPU815", "HPU817"]
+
+
+def test_apptainer_sections_are_shell_and_its_base_image_is_read():
+    text = "Bootstrap: docker\nFrom: nvcr.io/nvidia/pytorch:24.01-py3\n\n%files\n  nvidia-smi.txt /opt\n%post\n    nvidia-smi\n%environment\n    export NCCL_DEBUG=INFO\n"
+    output, codes = port("train.def", text)
+    assert output == text.replace("    nvidia-smi\n", "    hl-smi\n")
+    assert codes == [("HPU802", 9), ("HPU805", 7), ("HPU840", 2)]
+
+
+def test_kubernetes_containers_commands_env_lists_and_gpu_resources():
+    text = (
+        "spec:\n  containers:\n  - name: train\n    command: [\"torchrun\", \"--nproc_per_node\", \"8\"]\n"
+        "    args: [\"train.py\", \"--dist-backend\", \"nccl\"]\n"
+        "    env:\n    - name: NCCL_DEBUG\n      value: INFO\n"
+        "    resources:\n      limits:\n        nvidia.com/gpu: 8\n"
+    )
+    output, codes = port("k8s/job.yaml", text)
+    assert output == text.replace('"nccl"', '"hccl"').replace("nvidia.com/gpu", "habana.ai/gaudi")
+    assert [code for code, _ in codes] == ["HPU802", "HPU815", "HPU817", "HPU834"]
+
+
+def test_a_shell_in_a_container_command_is_read_as_a_script():
+    text = "spec:\n  containers:\n  - name: t\n    command: [\"/bin/bash\", \"-c\", \"nvidia-smi && python t.py --device cuda\"]\n"
+    output, _ = port("k8s/pod.yaml", text)
+    assert output == text.replace("nvidia-smi &&", "hl-smi &&").replace("--device cuda", "--device hpu")
+
+
+def test_compose_commands_ci_container_options_and_devcontainer_run_args():
+    compose = "services:\n  train:\n    command: python train.py --device cuda\n"
+    assert port("docker-compose.yml", compose)[0] == compose.replace("cuda", "hpu")
+    workflow = "jobs:\n  test:\n    runs-on: ubuntu-latest\n    container:\n      image: ubuntu:22.04\n      options: --gpus all\n"
+    assert port(".github/workflows/ci.yml", workflow)[1] == [("HPU810", 6)]
+    devcontainer = '{\n  "image": "nvcr.io/nvidia/pytorch:24.01-py3",\n  "runArgs": ["--gpus", "all"]\n}\n'
+    assert port(".devcontainer/devcontainer.json", devcontainer)[1] == [("HPU810", 3), ("HPU840", 2)]
+
+
+def test_a_dockerfile_base_image_given_as_a_build_argument_is_read():
+    text = "ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:24.01-py3\nFROM ${BASE_IMAGE}\n"
+    assert port("Dockerfile", text)[1] == [("HPU840", 1)]
