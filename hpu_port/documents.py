@@ -119,6 +119,8 @@ _NVIDIA_RUNNER = re.compile(
     re.IGNORECASE,
 )
 _LIST_ITEM = re.compile(r"^\s*-\s*[^:]*$")
+# A runner another job starts (an EC2 GPU instance: `runs-on: ${{ needs.start-runner.outputs.label }}`).
+_STARTED_RUNNER = re.compile(r"\$\{\{\s*needs\.[\w-]+\.outputs\.")
 # A runner given as a mapping (`runs-on:` then `group: aws-g4dn-metal`, `labels: [...]`).
 _RUNNER_FIELD = re.compile(r"^\s+(?:group|labels)\s*:", re.IGNORECASE)
 # Containers started with NVIDIA's GPUs (`options: --gpus all`, `--runtime=nvidia`).
@@ -149,7 +151,7 @@ def nvidia_ci(path: str, text: str) -> bool:
             in_runner = True  # the key's own line, and the list items or fields under it
         elif not (_LIST_ITEM.match(code) or (in_runner and _RUNNER_FIELD.match(code))):
             in_runner = False
-        if in_runner and _NVIDIA_RUNNER.search(code.split(":", 1)[-1]):
+        if in_runner and (_NVIDIA_RUNNER.search(code.split(":", 1)[-1]) or _STARTED_RUNNER.search(code)):
             return True
     return False
 

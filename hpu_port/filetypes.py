@@ -55,6 +55,8 @@ _PATTERNS = (
     ("pyproject[-_.]*.toml", PYPROJECT),
     ("Dockerfile", DOCKERFILE),
     ("Dockerfile.*", DOCKERFILE),
+    ("Dockerfile-*", DOCKERFILE),
+    ("Dockerfile_*", DOCKERFILE),
     ("*.Dockerfile", DOCKERFILE),
     ("*.dockerfile", DOCKERFILE),
     (".env.*", SHELL),

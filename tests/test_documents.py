@@ -52,10 +52,13 @@ def test_deepspeed_section_next_to_bf16_is_reported_not_duplicated():
 
 
 def test_deepspeed_output_is_valid_json_with_the_last_members_dropped():
-    source = b'{\n  "train_batch_size": 8,\n  "fp16": {\n    "enabled": "auto",\n    "loss_scale_window": 1000,\n    "min_loss_scale": 1\n  }\n}\n'
+    source = b'{\n  "train_batch_size": 8,\n  "fp16": {\n    "enabled": true,\n    "loss_scale_window": 1000,\n    "min_loss_scale": 1\n  }\n}\n'
     result = port_bytes("ds.json", source, ruleset(fp16_to_bf16=True), True)
-    assert json.loads(result.new_source) == {"train_batch_size": 8, "bf16": {"enabled": "auto"}}
-    assert result.new_source == b'{\n  "train_batch_size": 8,\n  "bf16": {\n    "enabled": "auto"\n  }\n}\n'
+    assert json.loads(result.new_source) == {"train_batch_size": 8, "bf16": {"enabled": True}}
+    assert result.new_source == b'{\n  "train_batch_size": 8,\n  "bf16": {\n    "enabled": true\n  }\n}\n'
+    # `"auto"` follows the Hugging Face trainer's own fp16 flag: that flag is what changes.
+    left_to_the_trainer = source.replace(b"true", b'"auto"')
+    assert port_bytes("ds.json", left_to_the_trainer, ruleset(fp16_to_bf16=True), True).findings == []
 
 
 def test_json_parser_rejects_what_json_rejects():

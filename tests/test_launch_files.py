@@ -72,3 +72,32 @@ def test_compose_commands_ci_container_options_and_devcontainer_run_args():
 def test_a_dockerfile_base_image_given_as_a_build_argument_is_read():
     text = "ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:24.01-py3\nFROM ${BASE_IMAGE}\n"
     assert port("Dockerfile", text)[1] == [("HPU840", 1)]
+
+
+def test_scripts_that_start_or_fetch_containers_name_their_images():
+    text = (
+        "MODEL=nvidia/Llama-3.1-Nemotron-70B\n"
+        "docker run --rm -v $PWD:/ws -it nvcr.io/nvidia/pytorch:24.01-py3 python train.py\n"
+        "docker build --build-arg BASE_IMAGE=nvidia/cuda:12.1.0-devel-ubuntu22.04 -t x .\n"
+        "srun --container-image=nvcr.io/nvidia/pytorch:24.01-py3 python t.py\n"
+        "apptainer pull docker://nvcr.io/nvidia/pytorch:24.01-py3\n"
+    )
+    assert [line for code, line in port("run.sh", text)[1] if code == "HPU840"] == [2, 3, 4, 5]
+
+
+def test_a_script_handed_to_a_reusable_workflow_is_read_as_shell():
+    text = "jobs:\n  gpu-tests:\n    uses: ./.github/workflows/_run.yml\n    with:\n      runner: ubuntu-latest\n      script: |\n        nvidia-smi\n        python -m pytest tests\n"
+    assert port(".github/workflows/ci.yml", text)[1] == [("HPU805", 7)]
+
+
+def test_a_launch_handed_to_a_job_submitter_gets_no_variable_it_would_not_pass_on():
+    text = "python mason.py --cluster x -- accelerate launch train.py\nsrun -N 2 torchrun train.py\n"
+    output, codes = port("scripts/submit.sh", text)
+    assert output == text.replace("srun -N 2", "PT_HPU_LAZY_MODE=1 srun -N 2")
+    assert [line for code, line in codes if code == "HPU816"] == [2]
+
+
+def test_a_ci_job_on_a_runner_another_job_starts_is_kept():
+    text = "jobs:\n  gpu:\n    runs-on: ${{ needs.start-runner.outputs.label }}\n    steps:\n      - run: nvidia-smi\n"
+    output, codes = port(".github/workflows/main.yml", text)
+    assert output == text and [code for code, _ in codes] == ["HPU805"]

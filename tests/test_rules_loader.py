@@ -86,7 +86,7 @@ def test_missing_rule_file(tmp_path):
 
 
 def test_selection_by_code_prefix_and_all(all_rules):
-    assert {r.code for r in select_rules(all_rules, ["HPU10"])} == {"HPU101", "HPU102", "HPU103", "HPU104", "HPU105", "HPU106", "HPU107", "HPU108"}
+    assert {r.code for r in select_rules(all_rules, ["HPU10"])} == {"HPU101", "HPU102", "HPU103", "HPU104", "HPU105", "HPU106", "HPU107", "HPU108", "HPU109"}
     assert {r.code for r in select_rules(all_rules, ["ALL"], sorted({r.code[:4] for r in all_rules} - {"HPU0"}))} == {"HPU001", "HPU002"}
     defaults = select_rules(all_rules)
     assert defaults == [r for r in all_rules if r.default]

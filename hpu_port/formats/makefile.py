@@ -47,8 +47,15 @@ class _HostDocument(Document):
     def references(self) -> list[Word]:
         return self._shell.references
 
+    def entries(self) -> list:
+        from hpu_port.formats.shell import override_entries
+
+        return override_entries(self._shell.commands)
+
     def images(self) -> list[Word]:
-        return self._images
+        from hpu_port.formats.shell import container_images
+
+        return self._images + container_images(self._shell.commands)
 
     def requirements(self) -> list[Word]:
         from hpu_port.formats.shell import installed

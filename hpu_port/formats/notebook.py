@@ -150,6 +150,16 @@ class NotebookShellDocument(Document):
 
         return installed(self._shell.commands)
 
+    def entries(self) -> list:
+        from hpu_port.formats.shell import override_entries
+
+        return override_entries(self._shell.commands)
+
+    def images(self) -> list[Word]:
+        from hpu_port.formats.shell import container_images
+
+        return container_images(self._shell.commands)
+
     def comment_spans(self):
         return self._shell.comments
 

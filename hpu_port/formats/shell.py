@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Iterator, Optional
 
-from hpu_port.formats import Assignment, Command, Document, FormatError, Span, Word
+from hpu_port.formats import Assignment, Command, Document, Entry, FormatError, Span, Word
 
 # A command with one of these above it is not a statement of its own: what it
 # prints is read, or its status decides something.
@@ -78,6 +78,12 @@ class ShellDocument(Document):
 
     def requirements(self) -> list[Word]:
         return installed(self.commands())
+
+    def images(self) -> list[Word]:
+        return container_images(self.commands())
+
+    def entries(self) -> list[Entry]:
+        return override_entries(self.commands())
 
     def comment_spans(self) -> list[Span]:
         """Comments; a job directive (`#SBATCH --gres=gpu:1`) is a command
@@ -356,4 +362,92 @@ def _packages(words: tuple, valued: frozenset) -> list[Word]:
             continue
         if word.value[:1].isalnum() and "://" not in word.value and "/" not in word.value.split("@")[0]:
             found.append(word)
+    return found
+
+
+# `docker run` flags that take no value: the word after them is not theirs.
+_DOCKER_SWITCHES = frozenset({
+    "--rm", "-d", "-i", "-t", "-it", "-ti", "-itd", "--privileged", "--init", "--detach", "--interactive", "--tty",
+    "--read-only", "-P", "--publish-all", "--no-healthcheck", "--quiet", "-q", "--all-tags", "-a",
+})
+_DOCKER_IMAGE_VERBS = frozenset({"run", "pull", "create"})
+_IMAGE_PREFIX = "docker://"
+_IMAGE_FLAGS = ("--container-image", "--image")
+
+
+def container_images(commands: list[Command]) -> list[Word]:
+    """The images commands start or fetch: `docker run|pull|create IMAGE`,
+    `--build-arg NAME=IMAGE`, `--container-image=IMAGE` (Slurm's pyxis),
+    `docker://IMAGE` (Apptainer, Singularity, enroot)."""
+    found = []
+    for command in commands:
+        words = command.words
+        for index, word in enumerate(words):
+            if word.value.startswith(_IMAGE_PREFIX):
+                found.append(_tail(word, len(_IMAGE_PREFIX)))
+            elif word.value.startswith(tuple(flag + "=" for flag in _IMAGE_FLAGS)):
+                found.append(_tail(word, word.value.index("=") + 1))
+            elif word.value in _IMAGE_FLAGS and index + 1 < len(words):
+                found.append(words[index + 1])
+            elif word.value == "--build-arg" and index + 1 < len(words) and "=" in words[index + 1].value:
+                found.append(_tail(words[index + 1], words[index + 1].value.index("=") + 1))
+        verb = next((i for i in range(1, len(words)) if words[i - 1].value.rsplit("/", 1)[-1] in ("docker", "podman")), None)
+        if verb is not None and words[verb].value in _DOCKER_IMAGE_VERBS:
+            image = _first_argument(words[verb + 1:])
+            if image is not None:
+                found.append(image)
+    return found
+
+
+def _first_argument(words: tuple) -> Optional[Word]:
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word.value.startswith("-"):
+            skip = "=" not in word.value and word.value not in _DOCKER_SWITCHES
+        else:
+            return word
+    return None
+
+
+def _tail(word: Word, cut: int) -> Word:
+    """The part of ``word`` after its first ``cut`` characters (exact only when unquoted)."""
+    value = word.value[cut:]
+    if word.quote:
+        return Word(value, word.span, "?")
+    return Word(value, Span(word.span.end - len(value), word.span.end))
+
+
+# A Hydra / OmegaConf override on a command line: `trainer.device=cuda`,
+# `+model.attn_impl=flash`, `++optim.lr=1e-4`.
+_OVERRIDE = re.compile(r"\+{0,2}([A-Za-z_][\w-]*(?:\.[A-Za-z_0-9][\w-]*)*)=(.*)", re.DOTALL)
+_OVERRIDE_PROGRAMS = frozenset({"python", "torchrun", "deepspeed", "accelerate", "srun", "ray", "mpirun", "uv", "poetry"})
+
+
+def _program_name(word: str) -> str:
+    """`/usr/bin/python3.10` -> `python`."""
+    name = word.rsplit("/", 1)[-1]
+    return "python" if re.fullmatch(r"python[0-9.]*", name) else name
+
+
+def override_entries(commands: list[Command]) -> list[Entry]:
+    """The config overrides that training commands pass (`python -m
+    verl.trainer.main_ppo trainer.device=cuda`), as entries of a config: the
+    key's parts, and the value in its own span."""
+    found = []
+    for command in commands:
+        if not command.words or _program_name(command.words[0].value) not in _OVERRIDE_PROGRAMS:
+            continue
+        for word in command.words[1:]:
+            match = _OVERRIDE.fullmatch(word.value)
+            if match is None or word.quote or word.span.end - word.span.start != len(word.value):
+                continue  # quoted or escaped: the source is not the value
+            key, value = match.group(1), match.group(2)
+            start = word.span.start
+            name = key.rsplit(".", 1)[-1]
+            key_start = start + match.start(1) + len(key) - len(name)
+            value_span = Span(start + match.start(2), word.span.end)
+            found.append(Entry(tuple(key.split(".")), Word(name, Span(key_start, key_start + len(name))),
+                               Word(value, value_span), value_span, "scalar", value))
     return found

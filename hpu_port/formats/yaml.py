@@ -163,6 +163,7 @@ SHELLS = frozenset({"bash", "sh"})
 # CircleCI, Azure Pipelines) and in those whose jobs hold scripts (GitLab CI, Travis CI).
 _STEP_KEYS = frozenset({"run", "script", "bash"})
 _JOB_SCRIPT_KEYS = frozenset({"script", "before_script", "after_script"})
+_REUSABLE_INPUTS = frozenset({"script", "run", "command", "commands", "test_script", "test-script"})
 _TRAVIS_KEYS = frozenset({"install", "before_install", "script", "before_script", "after_success", "after_failure", "after_script", "before_deploy"})
 # An expression left open runs to the end of its line: were it not to
 # match, the search would read on to the line's end from every `${{` after it.
@@ -188,6 +189,8 @@ def ci_scripts(entries: list[Entry], path: str) -> list[tuple[Entry, str]]:
             shell = "bash"  # CircleCI's `- run: {command: ...}`
         elif (gitlab and key in _JOB_SCRIPT_KEYS and len(where) == 2) or (travis and key in _TRAVIS_KEYS and len(where) == 1):
             shell = "bash"
+        elif len(where) == 4 and where[0] == "jobs" and where[2] == "with" and key in _REUSABLE_INPUTS:
+            shell = "bash"  # a script handed to a reusable workflow (`uses:` + `with: script:`)
         else:
             continue
         found.append((entry, shell))

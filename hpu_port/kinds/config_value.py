@@ -1,5 +1,6 @@
 """Kind ``config-value``: values of YAML, JSON and TOML configs (Lightning,
-Hydra, accelerate, docker-compose, DeepSpeed, job configs).
+Hydra, accelerate, docker-compose, DeepSpeed, job configs), and the config
+overrides that training commands pass in scripts (`trainer.device=cuda`).
 
 Matches a scalar whose key is one of ``keys`` (a key name, or a dotted tail
 of the path to it: `trainer.accelerator`; a key with a `/` is one name)
@@ -34,7 +35,7 @@ class ConfigValue(DocumentKind):
     name = "config-value"
     KEYS = {"keys": (list, True), "values": (dict, True), "documents": (list, False), "unless": (list, False), "rename-key": (str, False), "roles": (list, False)}
     MESSAGE_FIELDS = frozenset({"name", "value", "replacement"})
-    FORMATS = ("yaml", "json", "toml")
+    FORMATS = ("yaml", "json", "toml", "shell", "notebook", "makefile")
     EXAMPLE_FILE = "config.yaml"
 
     def build_params(self, table):

@@ -48,8 +48,10 @@ class DeepSpeedConfig(DocumentKind):
             return
         members = [e for e in entries if len(e.path) == 2 and e.path[0] == params["section"]]
         enabled = next((m for m in members if m.name == "enabled"), None)
-        if enabled is not None and enabled.raw is False:
-            return  # switched off: nothing trains in fp16
+        if enabled is not None and (enabled.raw is False or enabled.raw == "auto"):
+            # Switched off, or left to the trainer's own fp16 flag (`"auto"`,
+            # Hugging Face's integration): that flag is what changes.
+            return
         message = rule.message.format(name=params["section"], replacement=params["rename-to"])
         yield Match(section.key.span, message, self._fix(rule, top, section, members))
 

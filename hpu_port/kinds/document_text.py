@@ -1,8 +1,12 @@
 """Kinds that read a document's text and names: ``container-image``,
 ``text-pattern`` and ``whole-file``.
 
-``container-image``: images named by `FROM` in a Dockerfile or by `image:`
-in YAML (CI jobs, compose services) that fully match one of ``images``.
+``container-image``: images named by `FROM` in a Dockerfile (or the
+`ARG` it names), by `image:` in YAML and JSON (CI jobs, compose services,
+devcontainers), by `From:` in an Apptainer definition, and by the commands
+that start or fetch containers (`docker run IMAGE`, `--build-arg
+BASE=IMAGE`, `--container-image=IMAGE`, `docker://IMAGE`) that fully match
+one of ``images``.
 
 ``text-pattern``: text matching one of ``patterns`` outside comments, in
 documents of ``formats`` (any when not given); ``once`` reports only the
@@ -34,7 +38,7 @@ class ContainerImage(MatchingWords):
     name = "container-image"
     KEYS = {"images": (list, True)}
     PATTERNS = "images"
-    FORMATS = ("dockerfile", "yaml", "apptainer", "json")
+    FORMATS = ("dockerfile", "yaml", "apptainer", "json", "shell", "makefile", "notebook")
     EXAMPLE_FILE = "Dockerfile"
 
     def words(self, document) -> list:

@@ -16,7 +16,13 @@ from typing import Iterator
 
 from hpu_port.formats import Edit, Span
 from hpu_port.kinds import DocumentKind, Match, markdown_table, register_kind, string_list, string_table
-from hpu_port.kinds.command import runs
+from hpu_port.kinds.command import program_name, runs
+
+# Programs that run the rest of their command line here, with this
+# environment (`srun torchrun ...`, `nohup deepspeed ...`); a launch handed to
+# anything else (a job submitter: `python mason.py -- accelerate launch ...`)
+# runs where this script's variables do not go.
+_PASSING_WRAPPERS = frozenset({"srun", "nohup", "time", "exec", "env", "stdbuf", "numactl", "taskset", "nice", "ionice", "timeout", "xargs", "mpirun", "mpiexec"})
 
 
 @register_kind
@@ -47,7 +53,7 @@ class LaunchEnvironment(DocumentKind):
         prefix = " ".join(f"{name}={value}" for name, value in variables.items())
         first, value = next(iter(variables.items()))
         for command in document.commands():
-            launcher = next((spec for spec in rule.params["programs"] if runs(command, spec)), None)
+            launcher = next((spec for spec in rule.params["programs"] if _launched_here(command, spec)), None)
             if launcher is None:
                 continue
             message = rule.message.format(name=launcher, variable=first, value=value)
@@ -55,3 +61,20 @@ class LaunchEnvironment(DocumentKind):
             at = command.span.start
             edits = () if forwarding else (Edit(Span(at, at), prefix + " "),)
             yield Match(command.words[0].span, message, edits)
+
+
+def _launched_here(command, spec: str) -> bool:
+    """Whether ``command`` runs the launcher ``spec`` itself, or through
+    wrappers that pass it this environment."""
+    if not runs(command, spec):
+        return False
+    first = spec.split()[0]
+    for word in command.words:
+        name = program_name(word.value)
+        if name == first or name.endswith("/" + first):
+            return True
+        if word.value.startswith("-") or "=" in word.value or word.value.isdigit():
+            continue  # a wrapper's option (`srun -N 2`, `timeout 3600`)
+        if name not in _PASSING_WRAPPERS:
+            return False
+    return False

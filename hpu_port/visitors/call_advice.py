@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import string
 from typing import Optional
 
@@ -145,9 +147,21 @@ def arguments(call: cst.Call, signature: list[str]) -> dict[str, str]:
 
 def matches(code: str, values: list[str]) -> bool:
     """Whether ``code`` is one of ``values``: equal literals, or the same text."""
-    if ANY_VALUE in values and literal_value(code) is not None:
+    if ANY_VALUE in values and literal_value(code) is not None and not _may_be_none(code):
         return True
     return same_value(code, values)
+
+
+def _may_be_none(code: str) -> bool:
+    """A conditional with a `None` arm (`8 if args.fp16 else None`): unset
+    whenever its condition goes the other way, as it does in bf16 on Gaudi."""
+    try:
+        node = ast.parse(code, mode="eval").body
+    except SyntaxError:
+        return False
+    return isinstance(node, ast.IfExp) and any(
+        isinstance(arm, ast.Constant) and arm.value is None for arm in (node.body, node.orelse)
+    )
 
 
 class _Fields(dict):
