@@ -14,7 +14,7 @@ import codecs
 import re
 from typing import Optional
 
-from hpu_port import formats
+from hpu_port import filetypes, formats
 from hpu_port.formats import Document, FormatError, apply_edits
 from hpu_port.kinds import Match, get_kind, screening
 from hpu_port.results import FileResult, Finding
@@ -110,8 +110,6 @@ CI_REASON = (
     "a CI job runs on the runners it names, NVIDIA's here; test on Gaudi with a job or matrix entry "
     "of its own (device hpu, a Gaudi runner) beside this one"
 )
-_CI_FOLDERS = (".github/", ".circleci/", ".gitlab/", ".buildkite/", ".azure/", ".azure-pipelines/")
-_CI_FILES = frozenset({".gitlab-ci.yml", ".gitlab-ci.yaml", ".travis.yml", "azure-pipelines.yml", "bitbucket-pipelines.yml", "cloudbuild.yaml"})
 _RUNNER_KEY = re.compile(r"^\s*-?\s*(?:runs-on|runner|runners|tags|resource_class|machine|pool|vmImage|instance_type)\s*:", re.IGNORECASE)
 _NVIDIA_RUNNER = re.compile(
     # GPU names, and the cloud instance families that carry NVIDIA GPUs (AWS g4dn, g5, p4d...).
@@ -128,17 +126,10 @@ _NVIDIA_CONTAINER = re.compile(r"--gpus[= ]|--runtime[= ]nvidia")
 _OTHER_DEVICE_VALUE = re.compile(r"(?:[:\[,-]\s*)[\"']?(?:npu|xpu|mps|rocm|tpu|xla)[\"']?\s*(?:$|[,\]#])", re.MULTILINE)
 
 
-def is_ci_file(path: str) -> bool:
-    """A CI pipeline's definition, by where it lies or its name."""
-    normal = "/" + path.replace("\\", "/")
-    name = normal.rsplit("/", 1)[-1]
-    return any(folder in normal for folder in _CI_FOLDERS) or name in _CI_FILES or "pipeline" in name
-
-
 def nvidia_ci(path: str, text: str) -> bool:
     """A CI file whose jobs run on NVIDIA runners (a runner label or tag
     names a GPU), or whose values list CUDA beside another accelerator."""
-    if not is_ci_file(path):
+    if not filetypes.is_ci_file(path):
         return False
     if "cuda" in text.lower() and _OTHER_DEVICE_VALUE.search(text):
         return True

@@ -89,6 +89,7 @@ _PYTHON_SHEBANG = re.compile(rb"^#!.*\bpython")
 _JOB_DIRECTIVE = re.compile(rb"^#(SBATCH|PBS|BSUB|\$)\s", re.MULTILINE)
 HEAD_SIZE = 512
 _APPTAINER_SUFFIX = ".def"
+_CONF_SUFFIX = ".conf"
 _APPTAINER_HEADER = re.compile(rb"^[ \t]*Bootstrap:", re.MULTILINE | re.IGNORECASE)
 
 
@@ -123,6 +124,9 @@ def detect(path: str, head: Optional[bytes] = None) -> Optional[str]:
     if kind is None and path.endswith(_APPTAINER_SUFFIX):
         # `.def` names many things; an Apptainer definition starts with its bootstrap agent.
         return APPTAINER if _APPTAINER_HEADER.search(head if head is not None else read_head(path)) else None
+    if kind is None and path.endswith(_CONF_SUFFIX):
+        # `ds_stage3.conf`: a DeepSpeed config is JSON whatever its name; other `.conf` files are not read.
+        return JSON if (head if head is not None else read_head(path)).lstrip().startswith(b"{") else None
     if kind is not None or "." in os.path.basename(path).lstrip("."):
         return kind
     if head is None:
@@ -173,3 +177,14 @@ def _package_directories(directory: str, packages: frozenset):
             return
         yield name
         yield from re.split(r"[_.\-]+", name)
+
+
+_CI_FOLDERS = (".github/", ".circleci/", ".gitlab/", ".buildkite/", ".azure/", ".azure-pipelines/")
+_CI_FILES = frozenset({".gitlab-ci.yml", ".gitlab-ci.yaml", ".travis.yml", "azure-pipelines.yml", "bitbucket-pipelines.yml", "cloudbuild.yaml"})
+
+
+def is_ci_file(path: str) -> bool:
+    """A CI pipeline's definition, by where it lies or its name."""
+    normal = "/" + path.replace("\\", "/")
+    name = normal.rsplit("/", 1)[-1]
+    return any(folder in normal for folder in _CI_FOLDERS) or name in _CI_FILES or "pipeline" in name

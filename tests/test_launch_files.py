@@ -23,6 +23,8 @@ def port(path: str, text: str):
     ("Makefile", None, "makefile"), ("docker/build.mk", None, "makefile"), (".env", None, "shell"),
     ("deploy/.env.example", None, "shell"), ("train.def", b"Bootstrap: docker\nFrom: ubuntu\n", "apptainer"),
     ("grammar.def", b"DEFINITION MODULE x;\n", None),
+    ("configs/ds_configs/stage3_no_offloading.conf", b'{\n  "bf16": {"enabled": "auto"},\n', "json"),
+    ("nginx.conf", b"server {\n", None),
 ])
 def test_detection(path, head, kind):
     assert detect(path, head) == kind
@@ -101,3 +103,11 @@ def test_a_ci_job_on_a_runner_another_job_starts_is_kept():
     text = "jobs:\n  gpu:\n    runs-on: ${{ needs.start-runner.outputs.label }}\n    steps:\n      - run: nvidia-smi\n"
     output, codes = port(".github/workflows/main.yml", text)
     assert output == text and [code for code, _ in codes] == ["HPU805"]
+
+
+def test_what_a_ci_job_installs_for_itself_is_not_the_gaudi_machines_environment():
+    ci = "jobs:\n  unit:\n    runs-on: ubuntu-latest\n    steps:\n      - run: pip install torch==2.5.1 pytest\n"
+    script = "pip install torch==2.5.1 pytest\n"
+    rules = RuleSet([r for r in load_rules() if r.code == "HPU713"], Options())
+    assert port_bytes(".github/workflows/tests.yml", ci.encode(), rules, True).findings == []
+    assert [f.code for f in port_bytes("scripts/setup.sh", script.encode(), rules, True).findings] == ["HPU713"]

@@ -10,7 +10,8 @@ lines, CI scripts, notebook `!pip` lines) and in the
 ``extras_require``). Package names are compared as pip compares them (case,
 ``-``, ``_`` and ``.`` do not matter); a name may end in ``*`` (``nvidia-*``).
 ``packages`` is a list, or a table from package to the advice the message
-shows as ``{advice}``.
+shows as ``{advice}``. With ``outside-ci``, the scripts of CI pipelines
+are not read (what a CI job installs is that job's own environment).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import re
 from typing import Iterator, Optional
 
+from hpu_port import filetypes
 from hpu_port.kinds import DocumentKind, Match, register_kind, string_list, string_table
 from hpu_port.triggers import name_trigger
 
@@ -42,7 +44,7 @@ def requirement_name(text: str):
 @register_kind
 class Dependency(DocumentKind):
     name = "dependency"
-    KEYS = {"packages": ((list, dict), True), "keywords": (list, False)}
+    KEYS = {"packages": ((list, dict), True), "keywords": (list, False), "outside-ci": (bool, False)}
     MESSAGE_FIELDS = frozenset({"name", "file", "advice"})
     FORMATS = ("requirements", "pyproject", "setup-cfg", "yaml", "shell", "dockerfile", "notebook", "makefile", "apptainer")
     READS_PYTHON = True  # `install_requires` in setup.py
@@ -53,6 +55,7 @@ class Dependency(DocumentKind):
         return {
             "packages": {normalized(p): text for p, text in advice.items()},
             "keywords": set(string_list(table.get("keywords", []), "keywords")),
+            "outside-ci": table.get("outside-ci", False),
         }
 
     def describe(self, rule) -> str:
@@ -79,6 +82,8 @@ class Dependency(DocumentKind):
         return None
 
     def match(self, rule, document, options) -> Iterator[Match]:
+        if rule.params["outside-ci"] and filetypes.is_ci_file(document.path):
+            return  # a CI job's own environment, not the one training runs in
         file = os.path.basename(document.path) or document.format
         for word in document.requirements():
             advice = self.advice(rule, word.value)
