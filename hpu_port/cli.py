@@ -82,7 +82,7 @@ def main() -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--dry-run", is_flag=True, help="Write nothing; print a unified diff of what would change.")
+@click.option("--dry-run", "--diff", "dry_run", is_flag=True, help="Write nothing; print a unified diff of what would change (`--diff` as in ruff).")
 @click.option("--check", "check_only", is_flag=True, help="Write nothing; list the files that would change.")
 @click.option(
     "--output-dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
@@ -162,7 +162,8 @@ def _finish_rewrite(summary, writing: bool, verbosity: int, exit_zero: bool = Fa
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option(
     "--output-format", "--format", "output_format", type=click.Choice(list(REPORT_FORMATS)), default="text",
-    show_default=True, help="Report format (github: workflow annotations; gitlab: code quality JSON).",
+    show_default=True, envvar="HPU_PORT_OUTPUT_FORMAT", show_envvar=True,
+    help="Report format (github: workflow annotations; gitlab: code quality JSON).",
 )
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report to FILE instead of stdout.")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule (with --format json: as JSON) instead of the findings.")

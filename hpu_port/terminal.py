@@ -44,7 +44,11 @@ def console(stream=None):
 
 
 def stdout_colored(no_color: bool) -> bool:
-    return not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
+    """Colour on a terminal; `NO_COLOR` turns it off, `FORCE_COLOR` on (CI logs
+    that render colour), `--no-color` off whatever the environment says."""
+    if no_color or os.environ.get("NO_COLOR"):
+        return False
+    return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
 
 
 def print_diff(text: str, no_color: bool) -> None:

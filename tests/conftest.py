@@ -18,6 +18,9 @@ REPO = Path(__file__).resolve().parent.parent
 # The cache is sealed with a key of the user's; the tests (and the commands
 # they start) use one of their own and never create the user's key file.
 os.environ.setdefault("HPU_PORT_CACHE_KEY", "hpu-port tests")
+# The tests read plain output: a CI log's colour and format settings are the run's, not theirs.
+for _variable in ("FORCE_COLOR", "HPU_PORT_OUTPUT_FORMAT"):
+    os.environ.pop(_variable, None)
 
 
 @pytest.fixture(scope="session")

@@ -333,3 +333,26 @@ def test_findings_are_coloured_on_a_terminal(runner, tree, monkeypatch):
     coloured = invoke(runner, "check", tree / "pkg" / "train.py")
     assert "\x1b[" in coloured.stdout and "HPU110" in coloured.stdout
     assert "\x1b[" not in invoke(runner, "check", "--no-color", tree / "pkg" / "train.py").stdout
+
+
+def test_force_color_colours_output_that_is_not_a_terminal(monkeypatch):
+    from hpu_port import terminal
+
+    monkeypatch.setattr(terminal.sys.stdout, "isatty", lambda: False, raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    assert terminal.stdout_colored(False) is False
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert terminal.stdout_colored(False) is True
+    assert terminal.stdout_colored(True) is False  # --no-color wins
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert terminal.stdout_colored(False) is False
+
+
+def test_diff_is_dry_run_and_the_output_format_comes_from_the_environment(runner, tree, monkeypatch):
+    target = tree / "pkg" / "train.py"
+    assert invoke(runner, "rewrite", "--diff", target).stdout == invoke(runner, "rewrite", "--dry-run", target).stdout
+    monkeypatch.setenv("HPU_PORT_OUTPUT_FORMAT", "json")
+    import json
+
+    assert json.loads(invoke(runner, "check", target).stdout)["tool"] == "hpu-port"
