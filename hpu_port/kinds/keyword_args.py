@@ -10,7 +10,8 @@ limits the rule to calls passing the given values (``pin_memory = ["True"]``;
 ``skip-when`` leaves alone the calls passing one of the given values
 (``pin_memory = ["False"]`` beside ``only-if = { pin_memory = ["*"] }``);
 ``report-when`` reports calls passing the given values, without a fix
-(``sparse = ["True"]``). With ``subclasses = true``, calls of the classes the
+(``sparse = ["True"]``; ``"<not-literal>"``: a value the code computes, a
+variable or an option, which a person checks). With ``subclasses = true``, calls of the classes the
 file itself defines on top of one of ``calls`` named exactly (``class
 Wrapper(DDP)``, or on top of another such class) match too. A matched callable used as a
 bare decorator (``@torch.compile``) becomes a call with the ``set`` keywords.

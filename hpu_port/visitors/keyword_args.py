@@ -145,7 +145,7 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
             return
         if any(k in present and _one_of(present[k], v) for k, v in rule.params["skip-when"].items()):
             return
-        flagged = [k for k, v in rule.params["report-when"].items() if k in present and same_value(written(present[k].value), v)]
+        flagged = [k for k, v in rule.params["report-when"].items() if k in present and _reported(written(present[k].value), v)]
         if flagged:
             names = ", ".join(f"`{k}={written(present[k].value)}`" for k in flagged)
             self.ctx.report(rule, node, rule.message.format(name=written(node.func), keywords=names))
@@ -282,6 +282,13 @@ def _keywords_to_set(call: cst.Call, params) -> list[str]:
 
 
 ANY = "*"
+NOT_LITERAL = "<not-literal>"
+
+
+def _reported(code: str, values: list[str]) -> bool:
+    """One of ``values``, or (with ``"<not-literal>"``) a value the code computes:
+    a variable or an option, which a person checks for Gaudi."""
+    return same_value(code, values) or (NOT_LITERAL in values and literal_value(code) is NOT_A_LITERAL)
 
 
 def _one_of(arg: cst.Arg, values: list[str]) -> bool:
