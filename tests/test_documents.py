@@ -114,3 +114,9 @@ def test_build_output_is_skipped_but_a_package_named_dist_is_walked(tmp_path):
         (tmp_path / name).write_text("x\n")
     found = [Path(s.path).relative_to(tmp_path).as_posix() for s in discover([str(tmp_path)])]
     assert found == ["pkg/dist/__init__.py", "pkg/dist/utils.py"]
+
+
+def test_a_requirement_installed_from_git_is_named_by_its_egg_or_repository():
+    source = b"git+https://github.com/Dao-AILab/causal-conv1d@v1.4.0\ngit+https://github.com/state-spaces/mamba.git#egg=mamba-ssm\ngit+https://github.com/me/tools.git\n"
+    result = port_bytes("requirements.txt", source, ruleset(), True)
+    assert [(f.code, f.line) for f in result.findings] == [("HPU850", 1), ("HPU850", 2)]

@@ -28,6 +28,18 @@ from hpu_port.triggers import name_trigger
 _NAME = re.compile(r"\s*(?:[A-Za-z0-9_.-]+::)?([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
+def _repository_package(url: str):
+    """The project a `git+` requirement installs: its `#egg=` name, else the
+    repository's name (`git+https://github.com/Dao-AILab/causal-conv1d@v1.4.0`)."""
+    egg = re.search(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)", url)
+    if egg:
+        return normalized(egg.group(1))
+    path = re.split(r"[#?]", url, 1)[0].rstrip("/")
+    name = path.rsplit("/", 1)[-1].split("@", 1)[0]
+    name = name[:-4] if name.endswith(".git") else name
+    return normalized(name) if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) else None
+
+
 def normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -35,7 +47,10 @@ def normalized(name: str) -> str:
 def requirement_name(text: str):
     """The project a requirement line or string names (`torch>=2.1; ...` -> torch,
     conda's `pytorch::pytorch-cuda=12.1` -> pytorch-cuda)."""
-    if text.lstrip().startswith(("-", "git+", "http:", "https:", "file:")):
+    stripped = text.lstrip()
+    if stripped.startswith("git+"):
+        return _repository_package(stripped)
+    if stripped.startswith(("-", "http:", "https:", "file:")):
         return None
     match = _NAME.match(text)
     return normalized(match.group(1)) if match else None
