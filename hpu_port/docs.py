@@ -80,7 +80,7 @@ def _code(rule: Rule, example, source: str) -> str:
     return heading + f"```{_language(file)}\n" + example_source(source).rstrip("\n") + "\n```\n"
 
 
-_LANGUAGES = {"shell": "sh", "yaml": "yaml", "json": "json", "toml": "toml", "makefile": "makefile", "apptainer": "singularity", "dockerfile": "dockerfile", "cmake": "cmake", "cuda": "cuda",
+_LANGUAGES = {"shell": "sh", "yaml": "yaml", "json": "json", "toml": "toml", "makefile": "makefile", "apptainer": "singularity", "dotenv": "sh", "dockerfile": "dockerfile", "cmake": "cmake", "cuda": "cuda",
               "requirements": "text", "pyproject": "toml", "setup-cfg": "ini", "notebook": "python"}
 
 

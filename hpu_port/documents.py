@@ -27,6 +27,7 @@ FORMAT_NAMES = {
     "toml": "TOML",
     "makefile": "a Makefile",
     "apptainer": "an Apptainer definition",
+    "dotenv": "an environment file",
     "dockerfile": "a Dockerfile",
     "cmake": "CMake",
     "cuda": "CUDA source",

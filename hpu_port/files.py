@@ -249,14 +249,18 @@ def _directories_to_enter(directory: Path, dirnames: list[str], ignore, real_roo
     entered = []
     for name in sorted(dirnames):
         path = directory / name
-        # What git lists is the project's, `build/` included; without git,
-        # tool folders and build output are passed over by their names.
-        by_name = not getattr(ignore, "AUTHORITATIVE", False) and _skipped_dir(path)
-        if by_name or (ignore and ignore.ignored(path, is_dir=True)):
+        # A folder git tracks files in is the project's, `build/` included;
+        # tool folders and build output are otherwise passed over by their names.
+        tracked = getattr(ignore, "AUTHORITATIVE", False) and ignore.tracks_folder(path)
+        if _skipped_dir(path) and not tracked:
+            continue
+        link = os.path.islink(path)
+        # Git lists a link to a folder as a file of its own.
+        if ignore and ignore.ignored(path, is_dir=not (link and getattr(ignore, "AUTHORITATIVE", False))):
             continue
         if not _is_utf8(name):
             yield Source(shown_path(str(path)), NAME_NOT_UTF8)
-        elif os.path.islink(path):
+        elif link:
             _note_linked_directory(path, real_root, discovery)
         else:
             entered.append(name)

@@ -28,9 +28,10 @@ CUDA = "cuda"
 TOML = "toml"
 MAKEFILE = "makefile"
 APPTAINER = "apptainer"
+DOTENV = "dotenv"
 
 # Types read by the document engine (everything but Python and notebooks).
-DOCUMENT_TYPES = (REQUIREMENTS, PYPROJECT, SETUP_CFG, SHELL, YAML, JSON, TOML, DOCKERFILE, CMAKE, CUDA, MAKEFILE, APPTAINER)
+DOCUMENT_TYPES = (REQUIREMENTS, PYPROJECT, SETUP_CFG, SHELL, YAML, JSON, TOML, DOCKERFILE, CMAKE, CUDA, MAKEFILE, APPTAINER, DOTENV)
 ALL_TYPES = (PYTHON, NOTEBOOK, *DOCUMENT_TYPES)
 
 # Whole names (case-sensitive, as the tools that read them are).
@@ -42,8 +43,8 @@ _NAMES = {
     "Makefile": MAKEFILE,
     "makefile": MAKEFILE,
     "GNUmakefile": MAKEFILE,
-    # Environment files hold `NAME=value` lines, as a shell reads them.
-    ".env": SHELL,
+    # Environment files hold `NAME=value` lines (direnv's `.envrc` is a shell script).
+    ".env": DOTENV,
     ".envrc": SHELL,
 }
 # Name patterns, tried in order.
@@ -59,10 +60,10 @@ _PATTERNS = (
     ("Dockerfile_*", DOCKERFILE),
     ("*.Dockerfile", DOCKERFILE),
     ("*.dockerfile", DOCKERFILE),
-    (".env.*", SHELL),
-    ("*.env", SHELL),
+    (".env.*", DOTENV),
+    ("*.env", DOTENV),
 )
-_REQUIREMENTS_FOLDERS = frozenset({"requirements", "requirements.d", "reqs", "deps"})
+_REQUIREMENTS_FOLDERS = frozenset({"requirements", "requirements.d"})
 _SUFFIXES = {
     ".py": PYTHON,
     ".pyi": PYTHON,

@@ -33,14 +33,16 @@ class GitFiles:
     untracked and not ignored. A submodule is listed as one entry, so its
     files are left to its own run."""
 
-    # What git lists is the project's: no folder is passed over by its name.
+    # What git tracks is the project's: a folder that holds tracked files is
+    # walked whatever its name (`build/`); untracked tool folders (`venv/`)
+    # are passed over by their names, as outside git.
     AUTHORITATIVE = True
 
-    def __init__(self, root: Path, listed: list[str]) -> None:
+    def __init__(self, root: Path, listed: list[str], tracked: list[str] = ()) -> None:
         self.root = root.absolute()
         self.files = frozenset(listed)
-        self.folders = frozenset(os.path.dirname(name) for name in listed) | {""}
-        self.folders |= frozenset(_parents(self.folders))
+        self.folders = _with_parents(os.path.dirname(name) for name in listed)
+        self.tracked_folders = _with_parents(os.path.dirname(name) for name in tracked)
 
     @classmethod
     def at(cls, root: Path) -> Optional["GitFiles"]:
@@ -48,32 +50,42 @@ class GitFiles:
             return None  # no `.git` here or above: not a work tree
         try:
             done = subprocess.run(
-                ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                ["git", "-C", str(root), "ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard"],
                 stdin=subprocess.DEVNULL, capture_output=True, timeout=_GIT_TIMEOUT, check=False,
             )
         except (OSError, subprocess.SubprocessError):
             return None  # no git on this machine, or it hung
         if done.returncode != 0:
             return None  # not a work tree git accepts (a bare `.git` file, a safe.directory refusal)
-        names = [os.fsdecode(name) for name in done.stdout.split(b"\0") if name]
-        return cls(root, [os.path.normpath(name) for name in names])
+        # `-t` tags each path: `? ` untracked, a letter and a space for a tracked one.
+        entries = [os.fsdecode(entry) for entry in done.stdout.split(b"\0") if len(entry) > 2]
+        listed = [os.path.normpath(entry[2:]) for entry in entries]
+        tracked = [os.path.normpath(entry[2:]) for entry in entries if not entry.startswith("?")]
+        return cls(root, listed, tracked)
+
+    def tracks_folder(self, path: Path) -> bool:
+        """Whether git tracks a file under ``path``."""
+        return self._relative(path) in self.tracked_folders
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
+        relative = self._relative(path)
+        return relative is not None and relative not in (self.folders if is_dir else self.files)
+
+    def _relative(self, path: Path):
         try:
             relative = os.path.relpath(Path(path).absolute(), self.root)
         except ValueError:
-            return False
-        relative = "" if relative == "." else relative
-        return relative not in (self.folders if is_dir else self.files)
+            return None
+        return "" if relative == "." else relative
 
 
-def _parents(folders) -> set:
-    found = set()
+def _with_parents(folders) -> frozenset:
+    found = {""}
     for folder in folders:
         while folder:
-            folder = os.path.dirname(folder)
             found.add(folder)
-    return found
+            folder = os.path.dirname(folder)
+    return frozenset(found)
 
 from pathspec import GitIgnoreSpec
 

@@ -34,6 +34,7 @@ from typing import Iterable, Optional
 
 from hpu_port._compat import blake2b
 from hpu_port.device.declarations import ENUM_NEEDLES, PROBE_NEEDLES, device_enums, hpu_probes
+from hpu_port.device.cli_flags import cli_flags
 from hpu_port.device.config_reads import config_reads
 from hpu_port.device.probes import probed_in
 
@@ -82,6 +83,8 @@ class ProjectFacts:
     # (key, role): config keys the code reads at a backend, device or dtype
     # position (`init_process_group(backend=cfg.comm_backend)`).
     config_reads: tuple = ()
+    # The option strings the project's `add_argument` calls define (`--fp16`).
+    cli_flags: frozenset = frozenset()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     _module_index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -130,6 +133,11 @@ class ProjectFacts:
                 return why
         return None
 
+    def takes_flag(self, old: str, new: str) -> bool:
+        """Whether a script of the project can take ``new`` where it takes ``old``:
+        False only when its own parsers define ``old`` and not ``new``."""
+        return old not in self.cli_flags or new in self.cli_flags
+
     def config_keys(self, roles) -> frozenset:
         """The config keys the code reads at a position of one of ``roles``."""
         return frozenset(key for key, role in self.config_reads if role in roles)
@@ -142,7 +150,7 @@ class ProjectFacts:
         text = repr((
             sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several,
             sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds, self.device_enums,
-            self.hpu_probes, self.nvidia_modules, self.config_reads,
+            self.hpu_probes, self.nvidia_modules, self.config_reads, sorted(self.cli_flags),
         ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
@@ -194,6 +202,7 @@ def find_facts(
         hpu_probes((facts.module_name(path), tree) for path, tree in _named_trees_holding(sources, PROBE_NEEDLES)),
         _nvidia_modules(sources, facts, libraries),
         config_reads(sources.values()),
+        cli_flags(sources.values()),
     )
 
 

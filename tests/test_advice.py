@@ -89,14 +89,14 @@ def test_advice_is_listed_as_check_only():
 
 def test_requirements_that_would_replace_the_gaudi_builds_are_reported_with_file_and_line(tmp_path):
     (tmp_path / "requirements.txt").write_text(
-        "torch==2.1.0  # pinned for CUDA 12\nnumpy\n-r requirements-dev.txt\ntorchvision>=0.16  # hpu-port: ignore\nPyTorch_Lightning\n"
+        "torch==2.1.0  # pinned for CUDA 12\nnumpy\n-r requirements-dev.txt\ntorchvision<0.17  # hpu-port: ignore\nPyTorch_Lightning<2.3\ntorchvision>=0.16\n"
     )
-    (tmp_path / "requirements-dev.txt").write_text("pytest\ntorchaudio\n")
+    (tmp_path / "requirements-dev.txt").write_text("pytest\ntorchaudio==2.1.0\ntorch\n")
     (tmp_path / "pyproject.toml").write_text(
-        '[project]\nname = "m"\ndependencies = [\n    "torch>=2.1",\n    "numpy",\n]\n'
-        '[project.optional-dependencies]\nvision = ["torchvision"]\n\n[tool.poetry.dependencies]\nlightning = "^2.2"\n'
+        '[project]\nname = "m"\ndependencies = [\n    "torch==2.1.0",\n    "numpy",\n]\n'
+        '[project.optional-dependencies]\nvision = ["torchvision<0.17"]\n\n[tool.poetry.dependencies]\nlightning = "==2.2"\n'
     )
-    (tmp_path / "setup.py").write_text('from setuptools import setup\n\nsetup(name="m", install_requires=["torch", "tqdm"])\n')
+    (tmp_path / "setup.py").write_text('from setuptools import setup\n\nsetup(name="m", install_requires=["torch==2.1.0", "tqdm"])\n')
     found = sorted((f["path"].rsplit("/", 1)[-1], f["line"], f["column"]) for f in check(tmp_path) if f["code"] == "HPU713")
     assert found == [
         ("pyproject.toml", 4, 6),

@@ -596,7 +596,7 @@ def json_touchpoint():
 
 # The fp16 section of a DeepSpeed config: the keys that go, and those that stay.
 FP16_DROP = ["loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis", "min_loss_scale"]
-FP16_KEEP = ["enabled", "auto_cast"]
+FP16_KEEP = ["enabled", "immediate_grad_update"]
 
 
 @st.composite
@@ -606,7 +606,7 @@ def fp16_section(draw):
     the section: with the commas before it), blanks and line ends included."""
     names = draw(st.lists(st.sampled_from(FP16_KEEP + FP16_DROP), unique=True, max_size=5))
     # `"enabled": "auto"` leaves fp16 to the Hugging Face trainer's flag: such a section is not changed.
-    values = {"enabled": "true", "auto_cast": "false"}
+    values = {"enabled": "true", "immediate_grad_update": "false"}
     gone = [name in FP16_DROP for name in names]
     comma_gone = [False] * len(names)  # the comma before each member
     index = 0
@@ -821,7 +821,7 @@ REQUIREMENT_TOUCHPOINTS = [
     ("flash-attn==2.5.8", "HPU850"),
     ("nvidia-cublas-cu12", "HPU850"),
     ('bitsandbytes>=0.43 ; sys_platform == "linux"', "HPU850"),
-    ("torch>=2.1", "HPU713"),
+    ("torch==2.1.0", "HPU713"),
     ("deepspeed==0.14.0", "HPU851"),
 ]
 REQUIREMENT_FILLER = ["numpy>=1.24", 'transformers==4.40.0 ; python_version >= "3.9"', "requests[socks]~=2.31",
@@ -934,7 +934,7 @@ def pyproject(draw):
         lines += [[""], ["[project.optional-dependencies]"],
                   ['gpu = ["', touch(requirement.replace('"', "'"), None, code), '"]']]
     if draw(st.booleans()):
-        lines += [[""], ["[tool.poetry.dependencies]"], ['python = "^3.10"'], [touch('torch = "^2.1"', None, "HPU713")]]
+        lines += [[""], ["[tool.poetry.dependencies]"], ['python = "^3.10"'], [touch('torch = "==2.1.0"', None, "HPU713")]]
     return draw(ended(lines, st.just(end)))
 
 
@@ -1084,7 +1084,7 @@ FOUND = [
         "config.yaml", b"trainer: {'a # hpu-port: ignore': 1, device: cuda}\n",
         b"trainer: {'a # hpu-port: ignore': 1, device: hpu}\n", [("HPU821", 1)], id="yaml-hash-in-a-quoted-key"),
     pytest.param(  # pip ends lines at form feeds, U+2028, lone CRs (str.splitlines)
-        "requirements.txt", "# note\u2028flash-attn\n# a\fbitsandbytes\rtorch\n".encode(), None,
+        "requirements.txt", "# note\u2028flash-attn\n# a\fbitsandbytes\rtorch==2.1.0\n".encode(), None,
         [("HPU713", 5), ("HPU850", 2), ("HPU850", 4)], id="requirements-pip-line-breaks"),
     pytest.param(  # pip joins a line ending in `\`: a comment at the end covers it all
         "requirements.txt", b"flash-attn==2.5.8 \\\n    --hash=sha256:abc  # hpu-port: ignore\nflash-\\\nattn\n", None,
@@ -1094,7 +1094,7 @@ FOUND = [
         b'# deps\n[project]\nname = "x # hpu-port: ignore"\ndependencies = [\n  "torch>=2.1",  # hpu-port: ignore[HPU713]\n'
         b'  "flash-attn",\n]\n', None, [("HPU850", 6)], id="pyproject-comment-after-a-string"),
     pytest.param(
-        "setup.cfg", b"[options]\rinstall_requires =\r    torch>=2.1\r    flash-attn\r", None,
+        "setup.cfg", b"[options]\rinstall_requires =\r    torch<2.3\r    flash-attn\r", None,
         [("HPU713", 3), ("HPU850", 4)], id="setup-cfg-cr-line-ends"),
     pytest.param(  # setuptools drops what follows ` #` in a requirement
         "setup.cfg", b"# c\n[options]\ninstall_requires =\n    torch>=2.1  # hpu-port: ignore\n    flash-attn\n", None,

@@ -301,7 +301,8 @@ def test_in_a_git_work_tree_the_walk_takes_what_git_lists(runner, tmp_path):
 
     git("init", "-q")
     (tmp_path / ".gitignore").write_text("build/\n*.log.py\n")
-    for name in ("train.py", "build/tracked.py", "build/scratch.py", "run.log.py", "new/untracked.py"):
+    for name in ("train.py", "build/tracked.py", "build/scratch.py", "run.log.py", "new/untracked.py",
+                 "venv/lib/site/pkg/m.py"):  # an environment without a .gitignore of its own
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text('device = "cuda"\n')

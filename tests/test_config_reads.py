@@ -43,3 +43,19 @@ def test_without_code_reading_them_such_keys_are_left_alone(tmp_path):
     (tmp_path / "run.yaml").write_text("comm_kind: nccl\nrun_on: cuda\n")
     result = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)], catch_exceptions=False)
     assert "HPU8" not in result.output
+
+
+def test_a_flag_is_renamed_only_where_the_projects_script_takes_the_new_one(tmp_path):
+    from hpu_port.device.cli_flags import cli_flags
+
+    parser = b'import argparse\np = argparse.ArgumentParser()\np.add_argument("--fp16", "--half", action="store_true")\n'
+    assert cli_flags([parser]) == {"--fp16", "--half"}
+    (tmp_path / "train.py").write_bytes(parser)
+    launch = "deepspeed train.py --deepspeed ds.json --output_dir out --fp16\n"
+    (tmp_path / "run.sh").write_text(launch)
+    result = CliRunner().invoke(main, ["rewrite", "--no-cache", "--fp16-to-bf16", str(tmp_path)], catch_exceptions=False)
+    assert "--fp16" in (tmp_path / "run.sh").read_text()  # train.py has no --bf16: the launch would stop
+    assert "HPU807" in result.output
+    (tmp_path / "train.py").write_bytes(parser + b'p.add_argument("--bf16", action="store_true")\n')
+    CliRunner().invoke(main, ["rewrite", "--no-cache", "--fp16-to-bf16", str(tmp_path)], catch_exceptions=False)
+    assert "--bf16" in (tmp_path / "run.sh").read_text()

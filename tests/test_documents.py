@@ -120,3 +120,8 @@ def test_a_requirement_installed_from_git_is_named_by_its_egg_or_repository():
     source = b"git+https://github.com/Dao-AILab/causal-conv1d@v1.4.0\ngit+https://github.com/state-spaces/mamba.git#egg=mamba-ssm\ngit+https://github.com/me/tools.git\n"
     result = port_bytes("requirements.txt", source, ruleset(), True)
     assert [(f.code, f.line) for f in result.findings] == [("HPU850", 1), ("HPU850", 2)]
+
+
+def test_a_deepspeed_section_switched_off_in_yaml_is_left_alone():
+    source = b"train_batch_size: 8\nfp16:\n  enabled: false\n  loss_scale: 0\n"
+    assert port_bytes("ds_config.yaml", source, ruleset(fp16_to_bf16=True), True).findings == []

@@ -171,7 +171,7 @@ def test_packages_named_by_install_commands_are_requirements():
     assert [w.value for w in script.requirements()] == ["bitsandbytes", "torch>=2"]
     conda = parse("shell", "conda install -y -c pytorch -n env pytorch-cuda=12.1\n")
     assert [w.value for w in conda.requirements()] == ["pytorch-cuda=12.1"]
-    result = port_bytes("nb.ipynb", notebook(["!pip install -q flash-attn\n", "%pip install torch"]), ruleset(), True)
+    result = port_bytes("nb.ipynb", notebook(["!pip install -q flash-attn\n", "%pip install torch==2.4.0"]), ruleset(), True)
     assert [(f.line, f.code) for f in result.findings] == [(1, "HPU850"), (2, "HPU713")]
 
 

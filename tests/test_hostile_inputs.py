@@ -116,6 +116,8 @@ FAST = {
     "nested_tables.toml": (CUDA_TOML_CONFIG + "y = " + nested("{a = ", "1", "}", 10_000) + "\n", f"cannot parse as TOML: line 3: {TOO_DEEP}"),
     "escaped_quotes.toml": (CUDA_TOML_CONFIG + 'x = "' + '\\"' * 100_000 + '"\n', PORTED),
     "open_multiline.toml": (CUDA_TOML_CONFIG + 'x = """' + '\\"""' * 50_000 + '"""\n', PORTED),
+    # Makefiles
+    "blanks/Makefile": ("train:\n\tnvidia-smi\nX = a" + " " * 200_000 + "b\n", PORTED),
     # Shell
     "substitutions.sh": (CUDA_SH + "x=" + nested("$(echo ", "1", ")", 3_000) + "\n", PORTED),
     "quoted_substitutions.sh": (CUDA_SH + "x=" + nested('"$(echo ', "1", ')"', 2_000) + "\n", PORTED),

@@ -20,8 +20,8 @@ def port(path: str, text: str):
 
 
 @pytest.mark.parametrize("path, head, kind", [
-    ("Makefile", None, "makefile"), ("docker/build.mk", None, "makefile"), (".env", None, "shell"),
-    ("deploy/.env.example", None, "shell"), ("train.def", b"Bootstrap: docker\nFrom: ubuntu\n", "apptainer"),
+    ("Makefile", None, "makefile"), ("docker/build.mk", None, "makefile"), (".env", None, "dotenv"),
+    ("deploy/.env.example", None, "dotenv"), (".envrc", None, "shell"), ("train.def", b"Bootstrap: docker\nFrom: ubuntu\n", "apptainer"),
     ("grammar.def", b"DEFINITION MODULE x;\n", None),
     ("configs/ds_configs/stage3_no_offloading.conf", b'{\n  "bf16": {"enabled": "auto"},\n', "json"),
     ("nginx.conf", b"server {\n", None),
@@ -33,8 +33,10 @@ def test_detection(path, head, kind):
 def test_makefile_recipes_are_shell_and_its_assignments_set_variables():
     text = "export CUDA_VISIBLE_DEVICES = 0,1\n\ntrain:  # the default\n\t@nvidia-smi\n\t-torchrun --nproc_per_node 8 \\\n\t  train.py --device cuda\n"
     output, codes = port("Makefile", text)
-    assert output == text.replace("@nvidia-smi", "@hl-smi").replace("--device cuda", "--device hpu")
-    assert [code for code, _ in codes] == ["HPU801", "HPU805", "HPU815", "HPU817"]
+    # make drops the `-` (ignore errors) before running the line: the variable leads the shell's command.
+    assert output == text.replace("@nvidia-smi", "@hl-smi").replace("--device cuda", "--device hpu").replace(
+        "-torchrun", "-PT_HPU_LAZY_MODE=1 torchrun")
+    assert [code for code, _ in codes] == ["HPU801", "HPU805", "HPU815", "HPU816", "HPU817"]
 
 
 def test_apptainer_sections_are_shell_and_its_base_image_is_read():
@@ -111,3 +113,37 @@ def test_what_a_ci_job_installs_for_itself_is_not_the_gaudi_machines_environment
     rules = RuleSet([r for r in load_rules() if r.code == "HPU713"], Options())
     assert port_bytes(".github/workflows/tests.yml", ci.encode(), rules, True).findings == []
     assert [f.code for f in port_bytes("scripts/setup.sh", script.encode(), rules, True).findings] == ["HPU713"]
+
+
+def test_the_documents_of_a_multi_document_yaml_file_are_apart():
+    text = (
+        "spec:\n  containers:\n  - name: a\n    command: [\"python\", \"prep.py\"]\n    env:\n    - name: CUDA_VISIBLE_DEVICES\n      value: \"$(IDS)\"\n"
+        "---\n"
+        "spec:\n  containers:\n  - name: b\n    command: [\"torchrun\", \"train.py\", \"--device\", \"cuda\"]\n    env:\n    - name: FOO\n      value: \"0\"\n"
+    )
+    output, codes = port("k8s/jobs.yaml", text)
+    assert output == text.replace('"cuda"', '"hpu"')  # the first document's variable is not renamed by the second's value
+    assert ("HPU817", 12) in codes and ("HPU801", 6) in codes
+
+
+def test_container_args_written_above_their_command_are_left_to_a_person():
+    text = "spec:\n  containers:\n  - name: t\n    args: [\"--device\", \"cuda\"]\n    command: [\"python\", \"train.py\"]\n"
+    assert port("k8s/pod.yaml", text)[0] == text
+
+
+def test_a_makefile_variable_that_a_recipe_reads_is_kept_and_crlf_lines_are_read():
+    reads = "export CUDA_VISIBLE_DEVICES = 0,1\ntrain:\n\tpython train.py --gpus $(CUDA_VISIBLE_DEVICES)\n"
+    rules = RuleSet([r for r in load_rules() if r.code.startswith("HPU8")], Options(unsafe_fixes=True))
+    assert port_bytes("Makefile", reads.encode(), rules, True).new_source is None  # renamed, the recipe would read nothing
+    crlf = "train:\r\n\ttorchrun train.py \\\r\n\t  --device cuda\r\n"
+    output, codes = port("Makefile", crlf)
+    assert output == crlf.replace("--device cuda", "--device hpu").replace("\ttorchrun", "\tPT_HPU_LAZY_MODE=1 torchrun")
+
+
+
+def test_an_environment_file_is_read_as_dotenv_reads_it():
+    text = "# GPUs\nPASSWORD=abc(def)\nexport CUDA_VISIBLE_DEVICES=0,1  # two\nNCCL_DEBUG='INFO'\n"
+    output, codes = port(".env", text)
+    assert codes == [("HPU801", 3), ("HPU802", 4)]
+    suppressed = port(".env", "CUDA_VISIBLE_DEVICES=0  # hpu-port: ignore\n")
+    assert suppressed[1] == []

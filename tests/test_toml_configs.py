@@ -89,3 +89,9 @@ def test_what_the_toml_reader_rejects_is_one_line_and_nothing_is_written(text):
     result = port_bytes("job.toml", ('dist_backend = "nccl"\n' + text).encode(), ruleset(), True)
     assert result.error.startswith("cannot parse as TOML: line ") and "\n" not in result.error
     assert result.new_source is None
+
+
+def test_arrays_of_tables_are_counted_under_the_item_of_their_parent():
+    text = '[[runs]]\n[[runs.stages]]\nx = 1\n[[runs]]\n[[runs.stages]]\ndevice = "cuda"\n[[t]]\n[[t.u]]\n[[t]]\n[t.u.v]\nq = 1\n'
+    paths = [entry.path for entry in parse("toml", text).entries() if entry.kind == "scalar"]
+    assert paths == [("runs", 0, "stages", 0, "x"), ("runs", 1, "stages", 0, "device"), ("t", 1, "u", "v", "q")]

@@ -47,7 +47,9 @@ def probed_in(source: bytes, devices) -> bool:
 def _without_prose(source: bytes) -> bytes:
     """``source`` with its comments and statement-level strings blanked out,
     every other byte in place; ``source`` itself when it does not tokenize."""
-    lines = source.splitlines(keepends=True)
+    # Lines as tokenize reads them (through readline: ended by LF only).
+    lines = source.split(b"\n")
+    lines = [line + b"\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))

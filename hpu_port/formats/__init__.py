@@ -122,6 +122,7 @@ class Entry:
     kind: str = "scalar"  # scalar, mapping, sequence
     raw: object = None  # the scalar as the format types it (JSON: int, bool, ...)
     removal: Optional[Span] = None
+    document: int = 0  # which document of a multi-document file (YAML's `---`) holds it
 
     @property
     def name(self) -> Optional[str]:
@@ -288,6 +289,7 @@ _PARSERS = {
     "toml": "toml",
     "makefile": "makefile",
     "apptainer": "makefile",
+    "dotenv": "dotenv",
     "dockerfile": "dockerfile",
     "cmake": "cmake",
     "cuda": "cuda_source",

@@ -32,20 +32,22 @@ _ORDER = {"entrypoint": 0, "command": 1, "args": 2}
 
 def launch_scripts(entries: list[Entry]) -> Iterator[tuple[list, Span, str]]:
     """(parts, region, label) of every container launch line in the document."""
-    compose = any(e.path == ("services",) and e.kind == "mapping" for e in entries)
+    composes = {e.document for e in entries if e.path == ("services",) and e.kind == "mapping"}
     lists: dict[tuple, list[Entry]] = {}
     for entry in entries:
         if entry.value is None or not _editable(entry):
             continue
-        path = entry.path
+        path, compose = entry.path, entry.document in composes
         if compose and len(path) == 3 and path[0] == "services" and path[2] in _LAUNCH_KEYS and entry.key is not None:
             yield [Copy(entry.value.inner)], entry.span, f"services.{path[1]}.{path[2]}"
         elif _container_options(path):
             yield [Glue("docker run ", entry.span.start), Copy(entry.value.inner)], entry.span, "container options"
         elif len(path) >= 2 and isinstance(path[-1], int) and path[-2] in _LIST_KEYS and _in_container(path, compose):
-            lists.setdefault(path[:-2], []).append(entry)
-    for owner, items in lists.items():
+            lists.setdefault((entry.document, path[:-2]), []).append(entry)
+    for (_, owner), items in lists.items():
         items.sort(key=lambda e: (_ORDER[e.path[-2]], e.path[-1]))
+        if any(later.span.start < earlier.span.end for earlier, later in zip(items, items[1:])):
+            continue  # `args:` written above `command:`: the script's words would not follow the file
         yield _joined(items), Span(items[0].span.start, items[-1].span.end), ".".join(str(p) for p in owner) or "command"
 
 

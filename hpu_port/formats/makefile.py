@@ -17,7 +17,9 @@ from hpu_port.formats import Assignment, Command, Document, Span, Word
 from hpu_port.formats.embedded import Copy, Scripts
 
 _LINE = re.compile(r"[^\n]*\n?")
-_MAKE_ASSIGNMENT = re.compile(r"(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?:\?|:|::|\+|!)?=[ \t]*([^\n#]*?)[ \t]*(?:#.*)?$")
+_MAKE_ASSIGNMENT = re.compile(r"(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?:\?|:|::|\+|!)?=[ \t]*")
+# Reads of a variable: make's `$(NAME)` / `${NAME}`, and the shell's `$$NAME` in a recipe.
+_MAKE_READ = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}]|\$\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 # A recipe line's prefixes: `@` (do not echo), `-` (ignore errors), `+` (run under -n).
 _RECIPE_PREFIX = re.compile(r"\t[@+\-]*[ \t]*")
 _SECTION = re.compile(r"%(\w+)")
@@ -45,7 +47,9 @@ class _HostDocument(Document):
         return sorted(self._assignments + self._shell.assignments, key=lambda a: a.name.span.start)
 
     def references(self) -> list[Word]:
-        return self._shell.references
+        return self._shell.references + self._reads
+
+    _reads: list = []
 
     def entries(self) -> list:
         from hpu_port.formats.shell import override_entries
@@ -75,11 +79,12 @@ class _HostDocument(Document):
         return self._shell.exact(span)
 
     def _lines(self):
-        """(start, end) of each line, its line break left out."""
+        """(start, end) of each line, its line break (LF or CRLF) left out."""
         for match in _LINE.finditer(self.text):
             if match.start() == match.end():
                 break
-            yield match.start(), match.end() - (1 if match.group().endswith("\n") else 0)
+            line = match.group()
+            yield match.start(), match.end() - len(line) + len(line.rstrip("\r\n"))
 
 
 class MakefileDocument(_HostDocument):
@@ -89,6 +94,10 @@ class MakefileDocument(_HostDocument):
     def __init__(self, text: str, path: str) -> None:
         super().__init__(text, path)
         lines = list(self._lines())
+        self._reads = [
+            Word(m.group(1) or m.group(2), Span(m.start(1) if m.group(1) else m.start(2), m.end(1) if m.group(1) else m.end(2)))
+            for m in _MAKE_READ.finditer(text)
+        ]
         index = 0
         while index < len(lines):
             start, end = lines[index]
@@ -117,9 +126,11 @@ class MakefileDocument(_HostDocument):
         match = _MAKE_ASSIGNMENT.match(line)
         if match is None:
             return
+        rest = line[match.end():]
+        comment = rest.find("#")
+        value = (rest if comment < 0 else rest[:comment]).rstrip(" \t")
         name = Word(match.group(1), Span(start + match.start(1), start + match.end(1)))
-        value = Word(match.group(2), Span(start + match.start(2), start + match.end(2)))
-        self._assignments.append(Assignment(name, value))
+        self._assignments.append(Assignment(name, Word(value, Span(start + match.end(), start + match.end() + len(value)))))
 
 
 class ApptainerDocument(_HostDocument):

@@ -414,8 +414,8 @@ def _first_argument(words: tuple) -> Optional[Word]:
 def _tail(word: Word, cut: int) -> Word:
     """The part of ``word`` after its first ``cut`` characters (exact only when unquoted)."""
     value = word.value[cut:]
-    if word.quote:
-        return Word(value, word.span, "?")
+    if word.quote or word.span.end - word.span.start != len(word.value):
+        return Word(value, word.span, "?")  # quoted or escaped: the source is not the value
     return Word(value, Span(word.span.end - len(value), word.span.end))
 
 

@@ -51,7 +51,7 @@ class _Scanner:
         self.entries: list[Entry] = []
         self.comments: list[Span] = []
         self.table: tuple = ()
-        self.array_tables: dict[tuple, int] = {}  # header keys -> items so far
+        self.array_tables: dict[tuple, int] = {}  # resolved path of an array of tables -> items so far
         self.last_key: Optional[Word] = None  # the last part of the dotted key just read
 
     def fail(self, position: int, problem: str) -> FormatError:
@@ -93,8 +93,8 @@ class _Scanner:
         end = position + len(closer)
         path = self.resolved(keys)
         if double:
-            index = self.array_tables.get(keys, 0)
-            self.array_tables[keys] = index + 1
+            index = self.array_tables.get(path, 0)
+            self.array_tables[path] = index + 1
             path = path + (index,)
         self.table = path
         self.entries.append(Entry(path, None, None, Span(start, end), "mapping"))
@@ -102,12 +102,13 @@ class _Scanner:
 
     def resolved(self, keys: tuple) -> tuple:
         """The path of a header's keys, with the current item of every array
-        of tables on the way (`[[runs]]` then `[runs.env]`: runs, 0, env)."""
+        of tables on the way (`[[runs]]` then `[runs.env]`: runs, 0, env);
+        each array is counted under the item of its parent it belongs to."""
         path: tuple = ()
-        for length in range(1, len(keys) + 1):
-            path = path + (keys[length - 1],)
-            count = self.array_tables.get(keys[:length])
-            if count and length < len(keys):
+        for position, key in enumerate(keys):
+            path = path + (key,)
+            count = self.array_tables.get(path)
+            if count and position < len(keys) - 1:
                 path = path + (count - 1,)
         return path
 

@@ -37,7 +37,8 @@ class YamlDocument(Document):
         self._styles: dict[int, str] = {}  # scalar start -> its style (`|`, `>`, quotes)
         self._scalars: Optional[Reach] = None
         seen: set[int] = set()
-        for root in roots:
+        for number, root in enumerate(roots):
+            self._document = number
             self._walk(root, (), None, seen)
         self._shell = Scripts(text)
         self._unread: list[Word] = []
@@ -90,12 +91,12 @@ class YamlDocument(Document):
         return found + self._shell.assignments
 
     def _named_values(self) -> list[Assignment]:
-        by_path = {entry.path: entry for entry in self._entries}
+        by_path = {(entry.document, entry.path): entry for entry in self._entries}
         found = []
         for entry in self._entries:
             path = entry.path
             if len(path) >= 3 and path[-1] == "name" and isinstance(path[-2], int) and path[-3] in _ENV_KEYS and entry.value is not None:
-                value = by_path.get(path[:-1] + ("value",))
+                value = by_path.get((entry.document, path[:-1] + ("value",)))
                 if value is not None and value.value is not None:
                     found.append(Assignment(entry.value, value.value))
         return found
@@ -138,14 +139,14 @@ class YamlDocument(Document):
         span = Span(node.start_mark.index, node.end_mark.index)
         if isinstance(node, yaml.ScalarNode):
             self._styles[span.start] = node.style or ""
-            self._entries.append(Entry(path, key, self._word(node), span, "scalar", node.value))
+            self._entries.append(Entry(path, key, self._word(node), span, "scalar", node.value, document=self._document))
         elif isinstance(node, yaml.MappingNode):
-            self._entries.append(Entry(path, key, None, span, "mapping"))
+            self._entries.append(Entry(path, key, None, span, "mapping", document=self._document))
             for key_node, value_node in node.value:
                 if isinstance(key_node, yaml.ScalarNode):
                     self._walk(value_node, path + (key_node.value,), self._word(key_node), seen)
         elif isinstance(node, yaml.SequenceNode):
-            self._entries.append(Entry(path, key, None, span, "sequence"))
+            self._entries.append(Entry(path, key, None, span, "sequence", document=self._document))
             for index, item in enumerate(node.value):
                 self._walk(item, path + (index,), None, seen)
 

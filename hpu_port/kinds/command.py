@@ -145,14 +145,16 @@ class CommandFlag(DocumentKind):
                 pattern = params["values"].get(flag)
                 if pattern is not None and (value is None or not pattern.fullmatch(value.value)):
                     continue
-                edits = self._fix(rule, word, flag, value) if fixable else ()
+                edits = self._fix(rule, word, flag, value, document.facts) if fixable else ()
                 replacement = params["flags"][flag] or (params["replace-values"].get(value.value, "") if value else "")
                 message = rule.message.format(name=flag, value=value.value if value else "", replacement=replacement)
                 yield Match(word.span, message, edits)
 
-    def _fix(self, rule, word: Word, flag: str, value: Optional[Word]) -> tuple:
+    def _fix(self, rule, word: Word, flag: str, value: Optional[Word], facts=None) -> tuple:
         new_flag = rule.params["flags"][flag]
         if new_flag:
+            if facts is not None and not facts.takes_flag(flag, new_flag):
+                return ()  # the project's script defines `--fp16` and no `--bf16`: a person adds it
             return (Edit(Span(word.span.start, word.span.start + len(flag)), new_flag),)
         new_value = rule.params["replace-values"].get(value.value) if value is not None else None
         if new_value and not value.quote:

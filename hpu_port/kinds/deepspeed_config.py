@@ -48,7 +48,7 @@ class DeepSpeedConfig(DocumentKind):
             return
         members = [e for e in entries if len(e.path) == 2 and e.path[0] == params["section"]]
         enabled = next((m for m in members if m.name == "enabled"), None)
-        if enabled is not None and (enabled.raw is False or enabled.raw == "auto"):
+        if enabled is not None and str(enabled.raw).lower() in ("false", "auto"):
             # Switched off, or left to the trainer's own fp16 flag (`"auto"`,
             # Hugging Face's integration): that flag is what changes.
             return

@@ -11,7 +11,10 @@ lines, CI scripts, notebook `!pip` lines) and in the
 ``-``, ``_`` and ``.`` do not matter); a name may end in ``*`` (``nvidia-*``).
 ``packages`` is a list, or a table from package to the advice the message
 shows as ``{advice}``. With ``outside-ci``, the scripts of CI pipelines
-are not read (what a CI job installs is that job's own environment).
+are not read (what a CI job installs is that job's own environment); with
+``pinned-only``, only requirements that pin a version or bound it from above
+(`torch==2.1.0`, `torch<2.3`) are reported: a bare name or a lower bound is
+satisfied by the build that is installed, and pip leaves it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from hpu_port import filetypes
 from hpu_port.kinds import DocumentKind, Match, register_kind, string_list, string_table
 from hpu_port.triggers import name_trigger
 
+# A version pin or upper bound, which the installed build may not satisfy.
+_PINNED = re.compile(r"==|~=|<|@\s*(?:git\+|https?:|file:)")
 _NAME = re.compile(r"\s*(?:[A-Za-z0-9_.-]+::)?([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -34,7 +39,7 @@ def _repository_package(url: str):
     egg = re.search(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)", url)
     if egg:
         return normalized(egg.group(1))
-    path = re.split(r"[#?]", url, 1)[0].rstrip("/")
+    path = re.split(r"[#?]", url, maxsplit=1)[0].rstrip("/")
     name = path.rsplit("/", 1)[-1].split("@", 1)[0]
     name = name[:-4] if name.endswith(".git") else name
     return normalized(name) if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) else None
@@ -59,7 +64,7 @@ def requirement_name(text: str):
 @register_kind
 class Dependency(DocumentKind):
     name = "dependency"
-    KEYS = {"packages": ((list, dict), True), "keywords": (list, False), "outside-ci": (bool, False)}
+    KEYS = {"packages": ((list, dict), True), "keywords": (list, False), "outside-ci": (bool, False), "pinned-only": (bool, False)}
     MESSAGE_FIELDS = frozenset({"name", "file", "advice"})
     FORMATS = ("requirements", "pyproject", "setup-cfg", "yaml", "shell", "dockerfile", "notebook", "makefile", "apptainer")
     READS_PYTHON = True  # `install_requires` in setup.py
@@ -71,6 +76,7 @@ class Dependency(DocumentKind):
             "packages": {normalized(p): text for p, text in advice.items()},
             "keywords": set(string_list(table.get("keywords", []), "keywords")),
             "outside-ci": table.get("outside-ci", False),
+            "pinned-only": table.get("pinned-only", False),
         }
 
     def describe(self, rule) -> str:
@@ -88,6 +94,8 @@ class Dependency(DocumentKind):
         name = requirement_name(requirement)
         if name is None:
             return None
+        if rule.params["pinned-only"] and not _PINNED.search(requirement.split(";", 1)[0]):
+            return None  # `torch`, `torch>=2`: the installed Gaudi build satisfies it, pip leaves it
         packages = rule.params["packages"]
         if name in packages:
             return packages[name]

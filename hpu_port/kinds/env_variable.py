@@ -23,7 +23,7 @@ class EnvVariable(DocumentKind):
     name = "env-variable"
     KEYS = {"variables": (list, True), "rename": (dict, False), "rename-values": (str, False)}
     MESSAGE_FIELDS = frozenset({"name", "value", "replacement"})
-    FORMATS = ("shell", "dockerfile", "yaml", "notebook", "makefile", "apptainer")
+    FORMATS = ("shell", "dockerfile", "yaml", "notebook", "makefile", "apptainer", "dotenv")
     EXAMPLE_FILE = "run.sh"
 
     def build_params(self, table):
@@ -76,7 +76,7 @@ class VariableRead(MatchingWords):
     name = "variable-read"
     KEYS = {"variables": (list, True)}
     PATTERNS = "variables"
-    FORMATS = ("shell", "dockerfile", "yaml", "notebook", "makefile", "apptainer")
+    FORMATS = ("shell", "dockerfile", "yaml", "notebook", "makefile", "apptainer", "dotenv")
     EXAMPLE_FILE = "run.sh"
 
     def words(self, document) -> list:

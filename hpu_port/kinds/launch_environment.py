@@ -30,7 +30,7 @@ class LaunchEnvironment(DocumentKind):
     name = "launch-environment"
     KEYS = {"programs": (list, True), "set-env": (dict, True), "forwarding-launchers": (list, False)}
     MESSAGE_FIELDS = frozenset({"name", "variable", "value"})
-    FORMATS = ("shell", "notebook")
+    FORMATS = ("shell", "notebook", "makefile", "apptainer")
     EXAMPLE_FILE = "train.sh"
 
     def build_params(self, table):

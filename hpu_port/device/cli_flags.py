@@ -1,0 +1,28 @@
+"""The command-line options the project's own scripts define.
+
+A launch line's `--fp16` becomes `--bf16` only where the script can take
+it: a project whose argument parser defines `--fp16` and no `--bf16` would
+stop with "unrecognized arguments". Options defined through dataclasses
+(Hugging Face's `HfArgumentParser`) are not seen here; a flag the project
+does not define with `add_argument` is not judged.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+# `add_argument("--fp16", "--half", action="store_true")`: the option strings before the first keyword.
+_ADD_ARGUMENT = re.compile(rb"add_argument\(\s*((?:[rbuRBU]?['\"]-{1,2}[\w.-]+['\"]\s*,?\s*)+)")
+_OPTION = re.compile(rb"['\"](-{1,2}[\w.-]+)['\"]")
+
+
+def cli_flags(sources: Iterable[bytes]) -> frozenset:
+    """Every option string an `add_argument` call of the project names."""
+    found = set()
+    for source in sources:
+        if not isinstance(source, bytes) or b"add_argument" not in source:
+            continue
+        for call in _ADD_ARGUMENT.finditer(source):
+            found.update(option.decode("ascii", "replace") for option in _OPTION.findall(call.group(1)))
+    return frozenset(found)
