@@ -2,7 +2,9 @@
 
 Matches each command that runs one of ``programs`` (`torchrun`, `accelerate
 launch`, `python -m torch.distributed.run`; after any wrapper such as `srun`
-or `nohup`) in a shell script or a notebook's `!` line, when the document
+or `nohup`) in a shell script or a notebook's `!` line, or one of
+``job-programs`` (`python`) run as the tasks of a job (`srun ... python
+train.py`), when the document
 neither sets nor mentions a variable of ``set-env``. The fix names the
 variables in front of the command (`PT_HPU_LAZY_MODE=1 torchrun ...`), which
 sets them for that command and every process it starts. A launch through
@@ -22,13 +24,15 @@ from hpu_port.kinds.command import program_name, runs
 # environment (`srun torchrun ...`, `nohup deepspeed ...`); a launch handed to
 # anything else (a job submitter: `python mason.py -- accelerate launch ...`)
 # runs where this script's variables do not go.
+# Launchers that start the tasks of a job (`srun python train.py`).
+_JOB_LAUNCHERS = frozenset({"srun", "mpirun", "mpiexec"})
 _PASSING_WRAPPERS = frozenset({"srun", "nohup", "time", "exec", "env", "stdbuf", "numactl", "taskset", "nice", "ionice", "timeout", "xargs", "mpirun", "mpiexec"})
 
 
 @register_kind
 class LaunchEnvironment(DocumentKind):
     name = "launch-environment"
-    KEYS = {"programs": (list, True), "set-env": (dict, True), "forwarding-launchers": (list, False)}
+    KEYS = {"programs": (list, True), "set-env": (dict, True), "forwarding-launchers": (list, False), "job-programs": (list, False)}
     MESSAGE_FIELDS = frozenset({"name", "variable", "value"})
     FORMATS = ("shell", "notebook", "makefile", "apptainer")
     EXAMPLE_FILE = "train.sh"
@@ -38,10 +42,12 @@ class LaunchEnvironment(DocumentKind):
             "programs": string_list(table["programs"], "programs"),
             "set-env": string_table(table["set-env"], "set-env"),
             "forwarding-launchers": string_list(table.get("forwarding-launchers", ["mpirun", "mpiexec"]), "forwarding-launchers"),
+            "job-programs": string_list(table.get("job-programs", []), "job-programs"),
         }
 
     def needles(self, rule) -> tuple[str, ...]:
-        return tuple(sorted({spec.split()[-1].lower() for spec in rule.params["programs"]}))
+        specs = rule.params["programs"] + rule.params["job-programs"]
+        return tuple(sorted({spec.split()[-1].lower() for spec in specs}))
 
     def describe(self, rule) -> str:
         return markdown_table(("variable", "value"), rule.params["set-env"], code_values=True)
@@ -54,6 +60,9 @@ class LaunchEnvironment(DocumentKind):
         first, value = next(iter(variables.items()))
         for command in document.commands():
             launcher = next((spec for spec in rule.params["programs"] if _launched_here(command, spec)), None)
+            if launcher is None and command.words and program_name(command.words[0].value) in _JOB_LAUNCHERS:
+                # `srun -N 4 python train.py`: each task a process of the job.
+                launcher = next((spec for spec in rule.params["job-programs"] if _launched_here(command, spec)), None)
             if launcher is None:
                 continue
             message = rule.message.format(name=launcher, variable=first, value=value)
@@ -69,12 +78,14 @@ def _launched_here(command, spec: str) -> bool:
     if not runs(command, spec):
         return False
     first = spec.split()[0]
+    wrapped = False
     for word in command.words:
         name = program_name(word.value)
         if name == first or name.endswith("/" + first):
             return True
-        if word.value.startswith("-") or "=" in word.value or word.value.isdigit():
-            continue  # a wrapper's option (`srun -N 2`, `timeout 3600`)
-        if name not in _PASSING_WRAPPERS:
-            return False
+        if name in _PASSING_WRAPPERS:
+            wrapped = True
+        elif not (wrapped or word.value.startswith("-") or "=" in word.value or word.value.isdigit()):
+            return False  # another program runs first (a job submitter): it decides what reaches the launch
+        # else: a wrapper's option or its value (`srun -p ${PARTITION}`, `timeout 3600`)
     return False
