@@ -147,3 +147,11 @@ def test_an_environment_file_is_read_as_dotenv_reads_it():
     assert codes == [("HPU801", 3), ("HPU802", 4)]
     suppressed = port(".env", "CUDA_VISIBLE_DEVICES=0  # hpu-port: ignore\n")
     assert suppressed[1] == []
+
+
+def test_an_mpi_launch_is_told_how_to_pass_the_variable_and_not_rewritten():
+    text = "mpirun -np 8 --bind-to core python train.py\n"
+    rules = RuleSet([r for r in load_rules() if r.code == "HPU816"], Options())
+    result = port_bytes("run_mpi.sh", text.encode(), rules, True)
+    assert result.new_source is None
+    assert [f.message.endswith("`-x PT_HPU_LAZY_MODE=1`)") for f in result.findings] == [True]

@@ -67,6 +67,8 @@ class LaunchEnvironment(DocumentKind):
                 continue
             message = rule.message.format(name=launcher, variable=first, value=value)
             forwarding = any(runs(command, spec) for spec in rule.params["forwarding-launchers"])
+            if forwarding:
+                message += f" (MPI passes it to its ranks when told: `-x {first}={value}`)"
             at = command.span.start
             edits = () if forwarding else (Edit(Span(at, at), prefix + " "),)
             yield Match(command.words[0].span, message, edits)
