@@ -80,6 +80,13 @@ class Word:
         return Span(self.span.start + q, self.span.end - q)
 
 
+def program_name(word: str) -> str:
+    """The program a command word runs: its file name (`/usr/bin/nvidia-smi`
+    is `nvidia-smi`), any `python3.10` being `python`."""
+    name = word.rsplit("/", 1)[-1]
+    return "python" if re.fullmatch(r"python[0-9.]*", name) else name
+
+
 @dataclass(frozen=True)
 class Command:
     """A program run with its arguments. ``plain`` is True when it stands as a

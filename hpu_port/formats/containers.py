@@ -16,17 +16,15 @@ edits land exactly; any other item is glued in quoted, for findings only.
 
 from __future__ import annotations
 
-import re
 from typing import Iterator
 
 from hpu_port.formats import Entry, Span
-from hpu_port.formats.embedded import Copy, Glue
+from hpu_port.formats.embedded import PLAIN_WORD, Copy, Glue
 
 _LAUNCH_KEYS = ("command", "entrypoint")
 _LIST_KEYS = ("command", "args", "entrypoint")
 _CONTAINER_LISTS = frozenset({"containers", "initContainers"})
 _SHELLS = frozenset({"sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env bash"})
-_PLAIN_WORD = re.compile(r"[\w./:=,@%+-]+")
 _ORDER = {"entrypoint": 0, "command": 1, "args": 2}
 
 
@@ -73,7 +71,7 @@ def _joined(items: list[Entry]) -> list:
     for item in items:
         if parts:
             parts.append(Glue(" ", item.span.start))
-        if _PLAIN_WORD.fullmatch(item.value.value):
+        if PLAIN_WORD.fullmatch(item.value.value):
             parts.append(Copy(item.value.inner))
         else:
             parts.append(Glue("'" + item.value.value.replace("'", "'\\''") + "'", item.span.start))

@@ -15,11 +15,16 @@ edits are refused (``exact``), so that an edit never lands on the wrong bytes.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
 from typing import Optional, Union
 
 from hpu_port.formats import Assignment, Command, FormatError, Span, Word
 from hpu_port.intervals import Reach
+
+
+# A word whose text the shell reads as it is: safe to copy into a script as one word.
+PLAIN_WORD = re.compile(r"[\w./:=,@%+-]+")
 
 
 @dataclass(frozen=True)

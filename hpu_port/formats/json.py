@@ -18,7 +18,7 @@ from hpu_port.formats import MAX_NESTING, Document, Entry, FormatError, Span, Wo
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
-_PLAIN = re.compile(r"[\w./:=,@%+-]+")
+
 
 
 class JsonDocument(Document):
@@ -41,7 +41,7 @@ class JsonDocument(Document):
     def commands(self) -> list:
         """A devcontainer's `"runArgs"`, read as the options of `docker run`."""
         if self._scripts is None:
-            from hpu_port.formats.embedded import Copy, Glue, Scripts
+            from hpu_port.formats.embedded import PLAIN_WORD, Copy, Glue, Scripts
 
             self._scripts = Scripts(self.text)
             items = [e for e in self._entries if len(e.path) == 2 and e.path[0] == "runArgs" and isinstance(e.raw, str)]
@@ -50,7 +50,7 @@ class JsonDocument(Document):
                 for item in items:
                     parts.append(Glue(" ", item.span.start))
                     exact = self.text[item.value.inner.start:item.value.inner.end] == item.value.value
-                    parts.append(Copy(item.value.inner) if exact and _PLAIN.fullmatch(item.value.value) else Glue("'x'", item.span.start))
+                    parts.append(Copy(item.value.inner) if exact and PLAIN_WORD.fullmatch(item.value.value) else Glue("'x'", item.span.start))
                 self._scripts.add(parts, Span(items[0].span.start, items[-1].span.end), "runArgs")
         return self._scripts.commands
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Iterator, Optional
 
-from hpu_port.formats import Assignment, Command, Document, Entry, FormatError, Span, Word
+from hpu_port.formats import Assignment, Command, Document, Entry, FormatError, Span, Word, program_name
 
 # A command with one of these above it is not a statement of its own: what it
 # prints is read, or its status decides something.
@@ -425,19 +425,13 @@ _OVERRIDE = re.compile(r"\+{0,2}([A-Za-z_][\w-]*(?:\.[A-Za-z_0-9][\w-]*)*)=(.*)"
 _OVERRIDE_PROGRAMS = frozenset({"python", "torchrun", "deepspeed", "accelerate", "srun", "ray", "mpirun", "uv", "poetry"})
 
 
-def _program_name(word: str) -> str:
-    """`/usr/bin/python3.10` -> `python`."""
-    name = word.rsplit("/", 1)[-1]
-    return "python" if re.fullmatch(r"python[0-9.]*", name) else name
-
-
 def override_entries(commands: list[Command]) -> list[Entry]:
     """The config overrides that training commands pass (`python -m
     verl.trainer.main_ppo trainer.device=cuda`), as entries of a config: the
     key's parts, and the value in its own span."""
     found = []
     for command in commands:
-        if not command.words or _program_name(command.words[0].value) not in _OVERRIDE_PROGRAMS:
+        if not command.words or program_name(command.words[0].value) not in _OVERRIDE_PROGRAMS:
             continue
         for word in command.words[1:]:
             match = _OVERRIDE.fullmatch(word.value)

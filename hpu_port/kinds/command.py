@@ -22,19 +22,13 @@ new spelling).
 
 from __future__ import annotations
 
-import re
 from typing import Iterator, Optional
 
-from hpu_port.formats import Command, Edit, Span, Word
+from hpu_port.formats import Command, Edit, Span, Word, program_name
 from hpu_port.kinds import DocumentKind, Match, markdown_table, register_kind, string_list, string_table
 from hpu_port.kinds._patterns import compile_all, full_match
 
 FORMATS = ("shell", "dockerfile", "yaml", "notebook", "makefile", "apptainer", "json")
-
-
-def program_name(word: str) -> str:
-    name = word.rsplit("/", 1)[-1]
-    return "python" if re.fullmatch(r"python[0-9.]*", name) else name
 
 
 def runs(command: Command, spec: str) -> bool:
