@@ -19,6 +19,7 @@ from hpu_port.options import (
     check_output_dir,
     exit_zero_option,
     paths_or_here,
+    show_findings_option,
     show_fixes_option,
     REPORT_FORMATS,
     color_option,
@@ -90,10 +91,11 @@ def main() -> None:
 )
 @exit_zero_option
 @show_fixes_option
+@show_findings_option
 @stdin_option
 @porting_options
 @execution_options
-def rewrite(paths, dry_run, check_only, output_dir, exit_zero, show_fixes, stdin_filename, no_color, **kwargs):
+def rewrite(paths, dry_run, check_only, output_dir, exit_zero, show_fixes, show_findings, stdin_filename, no_color, **kwargs):
     """Rewrite CUDA code under PATHS (default: the current directory) for Gaudi,
     in place (`-`: stdin to stdout), or into a separate tree (--output-dir)."""
     from hpu_port.report import unified_diff
@@ -127,27 +129,31 @@ def rewrite(paths, dry_run, check_only, output_dir, exit_zero, show_fixes, stdin
         summary_changed = summary.changed
     for result in summary_changed:
         if dry_run:
-            terminal.print_diff(unified_diff(result), no_color)
+            terminal.print_diff(unified_diff(result, label=show_fixes), no_color)
         elif check_only:
             click.echo(result.path)
     if show_fixes:
         terminal.print_fixes(summary, "Fixed" if writing else "Would fix", lambda f: f.applied)
     terminal.warn(summary, verbosity)
-    _finish_rewrite(summary, writing, verbosity, exit_zero)
+    # A review reads the diff: what needs a person is listed by `check`, or on request.
+    listed = writing or show_findings or verbosity > 0
+    _finish_rewrite(summary, writing, verbosity, exit_zero, list_findings=listed)
 
 
-def _finish_rewrite(summary, writing: bool, verbosity: int, exit_zero: bool = False) -> None:
+def _finish_rewrite(summary, writing: bool, verbosity: int, exit_zero: bool = False, list_findings: bool = True) -> None:
     from hpu_port.planning import make_plan
 
     terminal.report_errors(summary.results)
     if verbosity >= 0:
-        terminal.report_manual(summary)
+        if list_findings:
+            terminal.report_manual(summary)
         verb = "rewritten" if writing else "would be rewritten"
         manual = make_plan(summary.results).total.manual
         click.echo(
             f"hpu-port: {terminal.plural(summary.scanned, 'file')} scanned, "
             f"{len(summary.changed)} {verb}, {len(summary.failed)} failed; "
-            f"{terminal.plural(manual['blocker'], 'blocker')} and {manual['advice']} advice need a person (root causes)",
+            f"{terminal.plural(manual['blocker'], 'blocker')} and {manual['advice']} advice need a person (root causes)"
+            + ("" if list_findings or not (manual["blocker"] or manual["advice"]) else ": --show-findings lists them"),
             err=True,
         )
         terminal.file_types(summary)

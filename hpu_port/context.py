@@ -84,6 +84,13 @@ class FileContext:
 
     # -- names ------------------------------------------------------------------
 
+
+    def release(self) -> None:
+        """Forget everything once the file's result is made. The rules'
+        visitors and watchers refer to this context, which refers to them:
+        left alone, the cycles would keep the file's trees for the cycle
+        collector to find, which costs more than freeing them at once."""
+        self.__dict__.clear()
     def qualify(self, expr: cst.BaseExpression) -> Optional[tuple[str, ImportBinding]]:
         return qualify(expr, self.scope)
 

@@ -240,12 +240,43 @@ def _insert_imports(body, imports: list[str], config, guarded: bool = False) -> 
         index = torch_at + 1
         while index < len(body) and _is_import_line(body[index]):
             index += 1
+    imports = _exempt_unused_gaudi_imports(imports, cst.Module(body=body).code)
     new = [cst.parse_statement(code, config=config) for code in (_guarded(imports, config) if guarded else imports)]
     rest = body[index:]
     if rest and not _is_import_line(rest[0]) and not rest[0].leading_lines:
         # Set the new imports apart from the code that follows, as an import block is.
         rest = [rest[0].with_changes(leading_lines=[cst.EmptyLine()]), *rest[1:]]
     return [*body[:index], *new, *rest]
+
+
+# What ruff and flake8 read as "this import is meant to be unused".
+UNUSED_IMPORT_EXEMPTION = "  # noqa: F401"
+
+
+def _exempt_unused_gaudi_imports(imports: list[str], code: str) -> list[str]:
+    """Gaudi's imports whose names nothing in ``code`` reads, marked as kept
+    on purpose: importing Gaudi's modules registers the HPU device and its
+    collectives, and `ruff check --fix` (F401) would otherwise delete them."""
+    return [
+        statement + UNUSED_IMPORT_EXEMPTION
+        if "habana_frameworks" in statement and "#" not in statement and not _names_read(_bound_names(statement), code)
+        else statement
+        for statement in imports
+    ]
+
+
+def _bound_names(statement: str) -> list[str]:
+    """What an `import` statement written as one line binds, as it is read back
+    (`htcore`; `habana_frameworks.torch.distributed.hccl` for a plain import)."""
+    if statement.startswith("from "):
+        names = statement.split(" import ", 1)[1].strip("() ")
+        return [part.rsplit(" as ", 1)[-1].strip() for part in names.split(",") if part.strip()]
+    return [part.rsplit(" as ", 1)[-1].strip() for part in statement[len("import "):].split(",")]
+
+
+def _names_read(names: list[str], code: str) -> bool:
+    """Whether ``code`` reads every one of ``names``."""
+    return all(re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", code) for name in names)
 
 
 _NAMES_A_DEVICE = re.compile(r"(?<![\w-])(cuda|hpu)(?![\w-])")
@@ -269,7 +300,7 @@ def _guarded(imports: list[str], config) -> list[str]:
     if not gaudi:
         return imports
     newline, indent = config.default_newline, config.default_indent
-    bound = [code.rsplit(" as ", 1)[1].strip() for code in gaudi if " as " in code]
+    bound = [code.split("#", 1)[0].rsplit(" as ", 1)[1].strip() for code in gaudi if " as " in code]
     fallback = "".join(f"{indent}{name} = None{newline}" for name in bound) or f"{indent}pass{newline}"
     block = (
         f"try:{newline}"

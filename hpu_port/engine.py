@@ -20,7 +20,7 @@ from libcst import CSTNode
 
 from hpu_port import deep_stack, filetypes
 from hpu_port.context import FileContext, PortedSnippet, ScopeEnter, ScopeExit
-from hpu_port.edits import EditPlan, apply_plan
+from hpu_port.edits import UNUSED_IMPORT_EXEMPTION, EditPlan, apply_plan
 from hpu_port.files import text_problem
 from hpu_port.device.evidence import of_options
 from hpu_port.device.probes import probed_in
@@ -75,6 +75,7 @@ def port_module(
     selected: Optional[frozenset] = None,
     origin: Optional[bytes] = None,
     single_device: bool = False,
+    code: Optional[bytes] = None,
 ) -> FileContext:
     """Run the rules over a parsed module; edits are planned, not applied.
     ``tree``: the standard parser's tree of the same lines, if made.
@@ -82,7 +83,8 @@ def port_module(
     the others walk too, for what they tell the device analysis.
     ``origin``: the file as read, when ``module`` is an earlier pass's output.
     ``single_device``: port ``module`` as code for one CUDA device, whatever
-    the file or the project serves (an HPU arm made from a CUDA arm)."""
+    the file or the project serves (an HPU arm made from a CUDA arm).
+    ``code``: ``source`` with comments and docstrings blanked out, if made."""
     ctx = FileContext(module, ruleset.options, apply)
     ctx.origin = origin
     ctx.selected = selected
@@ -95,8 +97,8 @@ def port_module(
     ctx.gaudi_optional = _library_module(path, module, ruleset.facts)
     # Only the file as read tells what it serves (a later pass reads the
     # port's own output, whose HPU arms are not the project's).
-    served = origin if origin is not None else source
-    probes_others = bool(served) and probed_in(served, ctx.branches.other_devices)
+    served, served_code = (origin, None) if origin is not None else (source, code)
+    probes_others = bool(served) and probed_in(served, ctx.branches.other_devices, served_code)
     # A file that chooses among devices runs on each of them, script or
     # module: its Gaudi imports must not fail where Gaudi's software is
     # missing, and the code it shares among devices stays theirs (reported,
@@ -154,8 +156,9 @@ def _port_snippet(module: cst.Module, code: str, ruleset: RuleSet, path: str) ->
     missing = next((f.message for f in findings if f.needs_person and not f.advice and f.code not in fallback), "")
     missing = missing.split(" (not rewritten: ")[0]
     ported = apply_plan(snippet, ctx.plan)
+    # Whether the file reads an import's names is decided where it is inserted.
     added = [
-        ported.code_for_node(s).strip()
+        ported.code_for_node(s).strip().removesuffix(UNUSED_IMPORT_EXEMPTION.strip()).rstrip()
         for s in ported.body
         if _only_imports(s) and "habana_frameworks" in ported.code_for_node(s) and ported.code_for_node(s) not in head
     ]
@@ -258,12 +261,16 @@ def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool, origin: 
     module = _parse_what_rules_read(source, view, rules, apply, result)
     if module is None:
         return result
-    ctx = port_module(module, rules, apply, source, view.tree if view is not None else None, path, selected, origin)
+    ctx = port_module(
+        module, rules, apply, source, view.tree if view is not None else None, path, selected, origin,
+        code=view.text if view is not None else None,
+    )
     result.findings = ctx.findings(fallback_codes(rules.rules))
     result.regions = ctx.regions
     result.imports_changed = bool(ctx.plan.new_imports or ctx.plan.dropped_aliases)
     if apply and ctx.plan:
         _apply(module, ctx.plan, source, result)
+    ctx.release()
     return result
 
 

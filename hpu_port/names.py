@@ -23,7 +23,6 @@ class ImportBinding:
     target: str
     statement: Union[cst.Import, cst.ImportFrom]
     alias: cst.ImportAlias
-    scope: "Scope"
     module_path: str = ""
     uses: int = 0
     rewritten: int = 0
@@ -258,7 +257,7 @@ class ScopeIndex:
             target = full
         else:
             name = target = full.split(".")[0]
-        self._add_binding(ImportBinding(name, target, statement, alias, scope, full))
+        self._add_binding(ImportBinding(name, target, statement, alias, full), scope)
 
     def _bind_import_from(self, statement: cst.ImportFrom, scope: Scope) -> None:
         if isinstance(statement.names, cst.ImportStar):
@@ -270,13 +269,15 @@ class ScopeIndex:
                 scope.locals.add(name)  # relative imports: bound, but not resolvable here
                 continue
             target = f"{module}.{alias.name.value}"
-            self._add_binding(ImportBinding(name, target, statement, alias, scope, target))
+            self._add_binding(ImportBinding(name, target, statement, alias, target), scope)
 
-    def _add_binding(self, binding: ImportBinding) -> None:
-        binding.guarded = self._compound_depth > 0 or binding.scope.parent is not None
-        in_function = binding.scope.parent is not None and not binding.scope.is_class
-        binding.in_branch = in_function and self._compound_depth > self._depth_at.get(binding.scope, 0)
-        binding.scope.imports[binding.name] = binding
+    def _add_binding(self, binding: ImportBinding, scope: Scope) -> None:
+        # The binding does not point back at its scope: a cycle would leave
+        # each file's trees to the cycle collector instead of freeing them.
+        binding.guarded = self._compound_depth > 0 or scope.parent is not None
+        in_function = scope.parent is not None and not scope.is_class
+        binding.in_branch = in_function and self._compound_depth > self._depth_at.get(scope, 0)
+        scope.imports[binding.name] = binding
         self.bindings.append(binding)
 
 

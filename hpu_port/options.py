@@ -137,7 +137,12 @@ exit_zero_option = click.option(
     "--exit-zero", is_flag=True, help="Exit 0 even when something is found or would change (errors still exit 2)."
 )
 show_fixes_option = click.option(
-    "--show-fixes", is_flag=True, help="List the fixes per file and rule (on stderr): applied, or that rewrite would apply."
+    "--show-fixes", is_flag=True,
+    help="List the fixes per file and rule (on stderr): applied, or that rewrite would apply; with --diff, each hunk's header names its rules.",
+)
+show_findings_option = click.option(
+    "--show-findings", is_flag=True,
+    help="With --diff or --check, also list what still needs a person (as -v does); `hpu-port check` lists it too.",
 )
 
 

@@ -26,6 +26,7 @@ parser; the rest cost a read of their bytes.
 from __future__ import annotations
 
 import ast
+import collections
 from functools import lru_cache
 import os
 import re
@@ -174,12 +175,13 @@ def find_facts(
     found: dict[str, str] = {}
     builders: set[str] = set()
     parsed: dict[str, Optional[_Module]] = {}
+    trees = _Trees()
     holds_evidence = _FirstNeedles(libraries)
     known: set = set()
     for _ in range(MAX_ROUNDS):
         for path, source in sources.items():
             if path not in parsed and source is not None and holds_evidence(source):
-                parsed[path] = _Module.of(path, source, facts.module_name(path), builders)
+                parsed[path] = _Module.of(path, trees.of(path, source), facts.module_name(path), builders, source)
         modules = [module for module in parsed.values() if module is not None]
         while any([module.judge(found, libraries) for module in modules]):
             pass  # within what is parsed, until nothing more is found
@@ -194,19 +196,20 @@ def find_facts(
         needles = sorted({names.get(qualified, qualified.rsplit(".", 1)[-1]).encode() for qualified in new})
         holds_evidence = lambda source, needles=needles: any(needle in source for needle in needles)
     several = _serving_several(sources, facts, other_devices)
-    syncing = _syncing_methods(sources)
+    syncing = _syncing_methods(sources, trees)
+    enums = {p: s for p, s in sources.items() if isinstance(s, bytes) and b"Enum" in s}
     return ProjectFacts(
-        facts.first_party, packages, tuple(sorted(found.items())), several, syncing, _cuda_extensions(sources),
+        facts.first_party, packages, tuple(sorted(found.items())), several, syncing, _cuda_extensions(sources, trees),
         _project_holds(python_files, holds or {}),
-        device_enums(_trees_holding({p: s for p, s in sources.items() if isinstance(s, bytes) and b"Enum" in s}, ENUM_NEEDLES)),
-        hpu_probes((facts.module_name(path), tree) for path, tree in _named_trees_holding(sources, PROBE_NEEDLES)),
-        _nvidia_modules(sources, facts, libraries),
+        device_enums(tree for _, tree in trees.holding(enums, ENUM_NEEDLES)),
+        hpu_probes((facts.module_name(path), tree) for path, tree in trees.holding(sources, PROBE_NEEDLES)),
+        _nvidia_modules(sources, facts, libraries, trees),
         config_reads(sources.values()),
         cli_flags(sources.values()),
     )
 
 
-def _nvidia_modules(sources: dict, facts: ProjectFacts, libraries: frozenset) -> tuple:
+def _nvidia_modules(sources: dict, facts: ProjectFacts, libraries: frozenset, trees: "_Trees") -> tuple:
     """(module, why) for the project's modules that import an NVIDIA-only
     library at their top, outside any `try` or `if` (`import
     transformer_engine`): they only load where NVIDIA's software is, and
@@ -216,7 +219,7 @@ def _nvidia_modules(sources: dict, facts: ProjectFacts, libraries: frozenset) ->
     first = _FirstNeedles(libraries)
     candidates = {path: source for path, source in sources.items() if isinstance(source, bytes) and first.imports_a_library(source)}
     found: dict[str, str] = {}
-    for path, tree in _named_trees_holding(candidates, (b"import",)):
+    for path, tree in trees.holding(candidates, (b"import",)):
         module = facts.module_name(path)
         package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
         imported = next((name for name in _top_level_imports(tree, package) if _is_library(name, libraries)), None)
@@ -226,7 +229,7 @@ def _nvidia_modules(sources: dict, facts: ProjectFacts, libraries: frozenset) ->
     # its names: `from nanotron.fp8.linear import FP8Linear`) loads it too.
     needles = tuple(sorted({name.rsplit(".", 1)[-1].encode() for name in found}))
     inits = {p: s for p, s in sources.items() if p.endswith("__init__.py") and isinstance(s, bytes) and any(n in s for n in needles)}
-    for path, tree in _named_trees_holding(inits, (b"import",)):
+    for path, tree in trees.holding(inits, (b"import",)):
         package = facts.module_name(path)
         if package not in found:
             imported = next((name for name in _top_level_imports(tree, package) if name in found), None)
@@ -282,11 +285,11 @@ def _project_holds(python_files: dict, holds: dict) -> tuple:
     return tuple(found)
 
 
-def _cuda_extensions(sources: dict) -> frozenset:
+def _cuda_extensions(sources: dict, trees: "_Trees") -> frozenset:
     """The module names of `CUDAExtension("name", ...)` (or `name="..."`) in
     the project's files: modules built from CUDA sources."""
     found = set()
-    for tree in _trees_holding(sources, (b"CUDAExtension",)):
+    for _, tree in trees.holding(sources, (b"CUDAExtension",)):
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and _called_name(node.func) == "CUDAExtension":
                 name = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
@@ -295,20 +298,29 @@ def _cuda_extensions(sources: dict) -> frozenset:
     return frozenset(found)
 
 
-def _trees_holding(sources: dict, needles: tuple) -> Iterable[ast.Module]:
-    """The parsed files whose bytes hold one of ``needles`` (the others are
-    not parsed; a file that does not parse is its own port's to report)."""
-    for _, tree in _named_trees_holding(sources, needles):
-        yield tree
+class _Trees:
+    """The files' standard-library trees, each parsed once per run however
+    many facts read it (a file that does not parse is its own port's to report)."""
 
+    def __init__(self) -> None:
+        self._trees: dict[str, Optional[ast.Module]] = {}
 
-def _named_trees_holding(sources: dict, needles: tuple) -> Iterable[tuple[str, ast.Module]]:
-    for path, source in sources.items():
-        if isinstance(source, bytes) and any(needle in source for needle in needles):
+    def of(self, path: str, source: bytes) -> Optional[ast.Module]:
+        if path not in self._trees:
             try:
-                yield path, ast.parse(source, filename=path)
+                self._trees[path] = ast.parse(source, filename=path)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
-                continue
+                self._trees[path] = None
+        return self._trees[path]
+
+    def holding(self, sources: dict, needles: tuple) -> Iterable[tuple[str, ast.Module]]:
+        """(path, tree) of the files whose bytes hold one of ``needles``
+        (the others are not parsed)."""
+        for path, source in sources.items():
+            if isinstance(source, bytes) and any(needle in source for needle in needles):
+                tree = self.of(path, source)
+                if tree is not None:
+                    yield path, tree
 
 
 def _called_name(func: ast.AST) -> str:
@@ -321,12 +333,12 @@ def _called_name(func: ast.AST) -> str:
 _BACKWARD_METHODS = ("backward",)
 
 
-def _syncing_methods(sources: dict) -> frozenset:
+def _syncing_methods(sources: dict, trees: "_Trees") -> frozenset:
     """`Class.backward` for each class of the project whose `backward`
     method ends with a backward pass (`loss.backward()`) on every path."""
     found = set()
-    for tree in _trees_holding(sources, tuple(b"def %s(" % name.encode() for name in _BACKWARD_METHODS)):
-        for node in ast.walk(tree):
+    for _, tree in trees.holding(sources, tuple(b"def %s(" % name.encode() for name in _BACKWARD_METHODS)):
+        for node in _all_statements(tree.body):
             if not isinstance(node, ast.ClassDef):
                 continue
             for member in node.body:
@@ -418,6 +430,7 @@ class _FirstNeedles:
 
 
 _MODULE_NAME = re.compile(rb"[\w.]+")
+_IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
 
 
 @lru_cache(maxsize=None)  # asked again for each name in each judging round
@@ -434,8 +447,11 @@ def _is_library(qualified: str, libraries: frozenset) -> bool:
 class _Module:
     """One module's definitions, and what each uses and calls, by qualified name."""
 
-    def __init__(self, name: str, tree: ast.Module, is_package: bool, builders: set) -> None:
+    def __init__(self, name: str, tree: ast.Module, is_package: bool, builders: set, source: bytes = b"") -> None:
         self.name = name
+        self._lines = source.split(b"\n") if source else None
+        self._words: dict[ast.AST, tuple] = {}
+        self._heads: Optional[tuple] = None
         # The project's functions that build extensions from the sources they are given.
         self.builders = builders
         self.imports = _imports(tree, name if is_package else name.rpartition(".")[0])
@@ -466,18 +482,17 @@ class _Module:
             yield (f"{self.name}.{local}" if self.name else local), local
 
     @classmethod
-    def of(cls, path: str, source: bytes, name: str, builders: set) -> Optional["_Module"]:
-        try:
-            return cls(name, ast.parse(source, filename=path), os.path.basename(path) == "__init__.py", builders)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+    def of(cls, path: str, tree: Optional[ast.Module], name: str, builders: set, source: bytes = b"") -> Optional["_Module"]:
+        if tree is None:
             return None  # the file's own port reports it
+        return cls(name, tree, os.path.basename(path) == "__init__.py", builders, source)
 
     def judge(self, found: dict, libraries: frozenset) -> bool:
         """Add the definitions that only run on NVIDIA GPUs to ``found``; True if any is new."""
         new = False
         for local, node in self.definitions.items():
             qualified = f"{self.name}.{local}" if self.name else local
-            if qualified in found:
+            if qualified in found or not self._may_matter(node, found, libraries):
                 continue
             why = self._why(node, found, libraries)
             if why:
@@ -487,6 +502,50 @@ class _Module:
                 self.builders.add(qualified)
                 new = True
         return new
+
+    def _may_matter(self, definition: ast.AST, found: dict, libraries: frozenset) -> bool:
+        """Whether ``definition`` names anything that can make it NVIDIA-only
+        or an extension builder: a name bound to a library, a builder, a CUDA
+        internal or a definition found so far. Most definitions name none,
+        and reading their words costs a fraction of walking them."""
+        if self._lines is None:
+            return True
+        words, internal_access = self._words_of(definition)
+        heads, internal_heads = self._interesting_heads(found, libraries)
+        return bool(words & heads) or (internal_access and bool(words & internal_heads))
+
+    def _words_of(self, definition: ast.AST) -> tuple:
+        known = self._words.get(definition)
+        if known is None:
+            first = min([definition.lineno, *(d.lineno for d in getattr(definition, "decorator_list", ()))])
+            text = b"\n".join(self._lines[first - 1 : definition.end_lineno])
+            known = self._words[definition] = (
+                {word.decode("ascii") for word in _IDENTIFIER.findall(text)}, b"._" in text
+            )
+        return known
+
+    def _interesting_heads(self, found: dict, libraries: frozenset) -> tuple:
+        """(names whose use may matter, names that matter only through a
+        private attribute), for what is found now (``found`` and the builders
+        only grow, so their sizes tell when to look again)."""
+        key = (len(found), len(self.builders))
+        if self._heads is not None and self._heads[0] == key:
+            return self._heads[1]
+        targets = {*found, *self.builders, *EXTENSION_BUILDERS}
+        prefixes = {name.rsplit(".", depth)[0] for name in targets for depth in range(name.count(".") + 1)}
+        heads = set(self.built)
+        internal_heads = set()
+        for local, qualified in self.imports.items():
+            if qualified in prefixes or _is_library(qualified, libraries) or qualified.startswith(_INTERNALS):
+                heads.add(local)
+            elif any(internal.startswith(qualified + ".") for internal in _INTERNALS):
+                internal_heads.add(local)
+        for local in self.definitions:
+            if "." not in local and (f"{self.name}.{local}" if self.name else local) in prefixes:
+                heads.add(local)
+        answer = (frozenset(heads), frozenset(internal_heads))
+        self._heads = (key, answer)
+        return answer
 
     def _builds_extensions(self, definition: ast.AST) -> bool:
         builders = EXTENSION_BUILDERS | self.builders
@@ -616,7 +675,7 @@ def _imports(tree: ast.Module, package: str) -> dict[str, str]:
     """Local name -> qualified name, for the module's own imports (relative
     ones resolved against ``package``, the package the module is in)."""
     bound: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in _all_statements(tree.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -643,3 +702,21 @@ def _absolute(node: ast.ImportFrom, package: str) -> Optional[str]:
     if node.module:
         parts.append(node.module)
     return ".".join(parts)
+
+
+_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _all_statements(body: list) -> Iterable[ast.stmt]:
+    """Every statement, nested ones too, in the order of ``ast.walk``
+    (breadth first: a later binding of a name wins), without entering
+    expressions, which hold none: a walk of every node costs several times more."""
+    pending = collections.deque(body)
+    while pending:
+        node = pending.popleft()
+        if isinstance(node, ast.stmt):
+            yield node
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                pending.extend(item for item in value if isinstance(item, _HOLDS_STATEMENTS))

@@ -19,27 +19,35 @@ def _text(data: bytes, encoding: str) -> str:
     return data.decode(encoding, errors="replace")
 
 
-def unified_diff(result: FileResult, context: int = 3) -> str:
-    """A unified diff of one file's change, with ``---``/``+++`` headers and hunks."""
+def unified_diff(result: FileResult, context: int = 3, label: bool = False) -> str:
+    """A unified diff of one file's change, with ``---``/``+++`` headers and
+    hunks; ``label``: each hunk's header names the rules whose fixes made it
+    (after the second `@@`, where patch tools read a section heading)."""
     if not result.changed:
         return ""
+    applied = [f for f in result.findings if f.applied] if label else None
     if result.cell_changes:
         return "".join(
-            _diff(old.splitlines(), new.splitlines(), f"{result.path} (cell {cell})", context)
+            _diff(old.splitlines(), new.splitlines(), f"{result.path} (cell {cell})", context,
+                  applied and [f for f in applied if f.cell == cell])
             for cell, (old, new) in sorted(result.cell_changes.items())
         )
     old = _text(result.source, result.encoding).splitlines()
     new = _text(result.new_source, result.encoding).splitlines()
-    return _diff(old, new, result.path, context)
+    return _diff(old, new, result.path, context, applied)
 
 
-def _diff(old: list, new: list, name: str, context: int) -> str:
+def _diff(old: list, new: list, name: str, context: int, applied: Optional[list] = None) -> str:
     lines = [f"--- {name}", f"+++ {name}"]
     # Frequent lines (blank ones) take part in the matching (SequenceMatcher's
     # autojunk off), or untouched blank lines show up as removed and re-added.
     matcher = BoundedMatcher(None, old, new)
     for group in matcher.get_grouped_opcodes(context):
-        lines.append(_hunk_header(group))
+        header = _hunk_header(group)
+        if applied is not None:
+            codes = _codes_of_hunk(group, new, applied)
+            header += f" {' '.join(codes)}" if codes else ""
+        lines.append(header)
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
                 lines += [" " + line for line in old[i1:i2]]
@@ -47,6 +55,28 @@ def _diff(old: list, new: list, name: str, context: int) -> str:
             lines += ["-" + line for line in old[i1:i2]]
             lines += ["+" + line for line in new[j1:j2]]
     return "".join(line + "\n" for line in lines)
+
+
+def _codes_of_hunk(group, new: list, applied: list) -> list:
+    """The rules whose applied fixes lie in the hunk's changed lines: a
+    replacement at its lines, an insertion just after the statement that
+    caused it; imports the file needs are reported at its first line."""
+    codes = set()
+    for tag, i1, i2, j1, j2 in group:
+        if tag == "equal":
+            continue
+        added = new[j1:j2]
+        if i1 == i2 and added and all(_is_import_line(line) for line in added):
+            codes |= {f.code for f in applied if f.line == 1}
+            continue
+        first, last = (i1 + 1, i2) if i2 > i1 else (i1 - 2, i1 + 1)
+        codes |= {f.code for f in applied if f.line <= last and f.end_line >= first}
+    return sorted(codes)
+
+
+def _is_import_line(line: str) -> bool:
+    stripped = line.strip()
+    return not stripped or stripped.startswith(("import ", "from ", "try:", "except ImportError", "pass")) or stripped.endswith("= None")
 
 
 def _hunk_header(group) -> str:

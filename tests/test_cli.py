@@ -357,3 +357,41 @@ def test_diff_is_dry_run_and_the_output_format_comes_from_the_environment(runner
     import json
 
     assert json.loads(invoke(runner, "check", target).stdout)["tool"] == "hpu-port"
+
+
+REVIEWED = """import torch
+import apex
+
+x = torch.zeros(2, device="cuda")
+with torch.cuda.graph(g):
+    y = x * 2
+"""
+
+
+def test_a_diff_for_review_lists_no_findings_unless_asked(runner, tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(REVIEWED)
+    plain = invoke(runner, "rewrite", "--diff", path)
+    assert '+x = torch.zeros(2, device="hpu")' in plain.stdout
+    assert f"{path}:" not in plain.stderr  # no finding lines over the diff
+    assert "need a person (root causes): --show-findings lists them" in plain.stderr
+    for asked in (["--show-findings"], ["-v"]):
+        listed = invoke(runner, "rewrite", "--diff", *asked, path)
+        assert listed.stdout == plain.stdout
+        assert f"{path}:" in listed.stderr and "lists them" not in listed.stderr
+    # Writing (and `check`) still list them.
+    assert f"{path}:" in invoke(runner, "check", path).stdout + invoke(runner, "check", path).stderr
+
+
+def test_show_fixes_names_each_hunks_rules_and_the_diff_still_applies(runner, tmp_path):
+    from tests.difftools import apply_unified_diff
+
+    path = tmp_path / "train.py"
+    path.write_text(CUDA_CODE)
+    labelled = invoke(runner, "rewrite", "--diff", "--show-fixes", path)
+    headers = [line for line in labelled.stdout.splitlines() if line.startswith("@@ ")]
+    assert headers and all(line.split(" @@ ", 1)[1].startswith("HPU") for line in headers)
+    assert any("HPU110" in line for line in headers)
+    patched = apply_unified_diff(labelled.stdout, {str(path): CUDA_CODE})[str(path)]
+    invoke(runner, "rewrite", path)
+    assert patched == path.read_text()

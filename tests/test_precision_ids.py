@@ -56,3 +56,14 @@ def test_findings_name_the_rules_of_a_hunk():
     ]
     hunks = file_hunks(PACKAGE, "default", "demo.py", DIFF, ORIGINAL, findings)
     assert [hunk.codes for hunk in hunks] == [["HPU001"], ["HPU110"], []]
+
+
+def test_the_unused_import_exemption_is_not_part_of_a_hunks_identity():
+    exempted = DIFF.replace("as htcore\n", "as htcore  # noqa: F401\n")
+    plain = file_hunks(PACKAGE, "default", "demo.py", DIFF, ORIGINAL, [])
+    marked = file_hunks(PACKAGE, "default", "demo.py", exempted, ORIGINAL, [])
+    assert [h.id for h in marked] == [h.id for h in plain]
+    assert marked[0].added == ["import habana_frameworks.torch.core as htcore  # noqa: F401"]
+    # Any other change to the line is a change.
+    other = DIFF.replace("as htcore\n", "as hc\n")
+    assert file_hunks(PACKAGE, "default", "demo.py", other, ORIGINAL, [])[0].id != plain[0].id

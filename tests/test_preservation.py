@@ -14,12 +14,12 @@ def run(source: bytes):
 
 def test_crlf_line_endings_are_kept():
     source = b'import torch\r\n\r\nx = t.to("cuda")  # move\r\n'
-    assert run(source) == b'import torch\r\nimport habana_frameworks.torch.core as htcore\r\n\r\nx = t.to("hpu")  # move\r\n'
+    assert run(source) == b'import torch\r\nimport habana_frameworks.torch.core as htcore  # noqa: F401\r\n\r\nx = t.to("hpu")  # move\r\n'
 
 
 def test_mixed_line_endings_outside_edits_are_kept():
     source = b'a = 1\r\nb = 2\ny = t.cuda()\r\n'
-    assert run(source) == b'import habana_frameworks.torch.core as htcore\r\n\r\na = 1\r\nb = 2\ny = t.to("hpu")\r\n'
+    assert run(source) == b'import habana_frameworks.torch.core as htcore  # noqa: F401\r\n\r\na = 1\r\nb = 2\ny = t.to("hpu")\r\n'
 
 
 def test_utf8_bom_is_kept():
@@ -38,7 +38,7 @@ def test_latin1_encoding_cookie_is_kept():
 
 def test_no_final_newline_and_tabs():
     source = b'import torch\nif x:\n\ty = t.cuda()'
-    assert run(source) == b'import torch\nimport habana_frameworks.torch.core as htcore\n\nif x:\n\ty = t.to("hpu")'
+    assert run(source) == b'import torch\nimport habana_frameworks.torch.core as htcore  # noqa: F401\n\nif x:\n\ty = t.to("hpu")'
 
 
 def test_comments_quotes_and_layout_are_kept():
@@ -49,7 +49,7 @@ device   =   'cuda'   # single quotes stay
 values = [ 1,2 ,3 ]  # odd spacing stays
 """
     assert run(source) == b"""import torch  # the framework
-import habana_frameworks.torch.core as htcore
+import habana_frameworks.torch.core as htcore  # noqa: F401
 
 # Pick a device.
 device   =   'hpu'   # single quotes stay
@@ -76,32 +76,32 @@ def test_files_without_matches_are_untouched(source):
     [
         pytest.param(
             b'x = 1\n\x0cy = t.cuda()\n\x0cz = 2\n',
-            b'import habana_frameworks.torch.core as htcore\n\nx = 1\n\x0cy = t.to("hpu")\n\x0cz = 2\n',
+            b'import habana_frameworks.torch.core as htcore  # noqa: F401\n\nx = 1\n\x0cy = t.to("hpu")\n\x0cz = 2\n',
             id="form-feeds",
         ),
         pytest.param(
             b'import torch\rx = t.cuda()\r',
-            b'import torch\rimport habana_frameworks.torch.core as htcore\r\rx = t.to("hpu")\r',
+            b'import torch\rimport habana_frameworks.torch.core as htcore  # noqa: F401\r\rx = t.to("hpu")\r',
             id="lone-cr-after-the-changed-last-line",
         ),
         pytest.param(
             b'x = 1\r\ny = t.cuda()\r',
-            b'import habana_frameworks.torch.core as htcore\r\n\r\nx = 1\r\ny = t.to("hpu")\r',
+            b'import habana_frameworks.torch.core as htcore  # noqa: F401\r\n\r\nx = 1\r\ny = t.to("hpu")\r',
             id="crlf-file-ending-in-a-lone-cr",
         ),
         pytest.param(
             b'x = 1\n\x0cy = t.cuda(); z = t.cuda()\r',
-            b'import habana_frameworks.torch.core as htcore\n\nx = 1\n\x0cy = t.to("hpu"); z = t.to("hpu")\r',
+            b'import habana_frameworks.torch.core as htcore  # noqa: F401\n\nx = 1\n\x0cy = t.to("hpu"); z = t.to("hpu")\r',
             id="form-feed-and-lone-cr-on-one-changed-line",
         ),
         pytest.param(
             b'x = t.cuda()\n\r',
-            b'import habana_frameworks.torch.core as htcore\n\nx = t.to("hpu")\n\r',
+            b'import habana_frameworks.torch.core as htcore  # noqa: F401\n\nx = t.to("hpu")\n\r',
             id="an-empty-last-line-ending-in-a-lone-cr",
         ),
         pytest.param(
             b'x = 1\ry = t.cuda()\rz = 2\r',
-            b'import habana_frameworks.torch.core as htcore\r\rx = 1\ry = t.to("hpu")\rz = 2\r',
+            b'import habana_frameworks.torch.core as htcore  # noqa: F401\r\rx = 1\ry = t.to("hpu")\rz = 2\r',
             id="cr-only-line-endings",
         ),
     ],

@@ -378,8 +378,11 @@ MODEL_WITH_PADDING = source("""
 
 def test_padding_words_of_a_model_file_need_no_parse_for_the_padding_advice():
     rules = make_ruleset(select=["HPU722"])
-    assert rules.for_source(MODEL_WITH_PADDING) is not None  # the word is there
-    assert rules.for_code(MODEL_WITH_PADDING) is None
+    # `padding` alone is no trigger: a value the advice is about must be there too.
+    assert rules.for_source(MODEL_WITH_PADDING) is None
+    with_true = MODEL_WITH_PADDING + b"self.bias = True\n"
+    assert rules.for_source(with_true) is not None  # the words are there
+    assert rules.for_code(with_true) is None  # the call is not
 
 
 @pytest.mark.parametrize(

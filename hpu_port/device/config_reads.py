@@ -27,35 +27,43 @@ _READ = (
 )
 _END = rb"\s*[,)]"
 
-_POSITIONS = {
-    BACKEND: (
-        rb"init_process_group\(\s*(?:backend\s*=\s*)?",
-        rb"init_distributed\(\s*(?:dist_backend\s*=\s*)?",
-        rb"\bbackend\s*=\s*",
-    ),
-    DEVICE: (
-        rb"torch\.device\(\s*",
-        rb"\.to\(\s*(?:device\s*=\s*)?",
-        rb"[(,]\s*device\s*=\s*",
-        rb"\bmap_location\s*=\s*",
-    ),
-    DTYPE: (
-        rb"getattr\(\s*torch\s*,\s*",
-        rb"[(,]\s*(?:torch_)?dtype\s*=\s*",
-    ),
-}
-# What the positions' calls look like, to skip the search in most files.
-_NEEDLES = (b"backend", b"device", b"dtype", b"getattr", b".to(", b"map_location")
+# Each position: its role, the literal it starts with (searched for as such:
+# a regular expression whose every match starts with a literal is found by a
+# fast scan, where an alternation is tried at every byte of a large tree),
+# what follows it, and what must come before it.
+ANYWHERE, WORD, ARGUMENT = "anywhere", "word", "argument"
+_POSITIONS = (
+    (BACKEND, b"init_process_group(", rb"\s*(?:backend\s*=\s*)?", ANYWHERE),
+    (BACKEND, b"init_distributed(", rb"\s*(?:dist_backend\s*=\s*)?", ANYWHERE),
+    (BACKEND, b"backend", rb"\s*=\s*", WORD),
+    (DEVICE, b"torch.device(", rb"\s*", ANYWHERE),
+    (DEVICE, b".to(", rb"\s*(?:device\s*=\s*)?", ANYWHERE),
+    (DEVICE, b"device", rb"\s*=\s*", ARGUMENT),  # `f(x, device=...)`, `torch_device=`
+    (DEVICE, b"map_location", rb"\s*=\s*", WORD),
+    (DTYPE, b"getattr(", rb"\s*torch\s*,\s*", ANYWHERE),
+    (DTYPE, b"dtype", rb"\s*=\s*", ARGUMENT),  # `dtype=`, `torch_dtype=`
+)
 # Names too general to be a config's key (`x.to(self.device)` reads an attribute set in code).
 _NOT_KEYS = frozenset({"device", "dtype", "backend"})
 
 
-def _pattern(role: str) -> "re.Pattern":
-    starts = b"|".join(b"(?:%s)" % start for start in _POSITIONS[role])
-    return re.compile(b"(?:%s)%s%s" % (starts, _READ, _END))
+def _pattern(literal: bytes, rest: bytes) -> "re.Pattern":
+    return re.compile(b"%s%s%s%s" % (re.escape(literal), rest, _READ, _END))
 
 
-_PATTERNS = {role: _pattern(role) for role in _POSITIONS}
+_PATTERNS = tuple((role, literal, _pattern(literal, rest), before) for role, literal, rest, before in _POSITIONS)
+
+
+def _preceded_right(source: bytes, at: int, before: str) -> bool:
+    if before == ANYWHERE:
+        return True
+    if before == WORD:
+        return at == 0 or not (source[at - 1 : at].isalnum() or source[at - 1 : at] == b"_")
+    if source[max(0, at - 6) : at] == b"torch_":
+        at -= 6
+    while at > 0 and source[at - 1 : at] in (b" ", b"\t", b"\n", b"\r", b"\f", b"\v"):
+        at -= 1
+    return at > 0 and source[at - 1 : at] in (b"(", b",")
 
 
 def config_reads(sources: Iterable[bytes]) -> tuple:
@@ -63,10 +71,14 @@ def config_reads(sources: Iterable[bytes]) -> tuple:
     (sorted); keys that are a role's own name are left to the rules' lists."""
     found = set()
     for source in sources:
-        if not isinstance(source, bytes) or not any(needle in source for needle in _NEEDLES):
+        if not isinstance(source, bytes):
             continue
-        for role, pattern in _PATTERNS.items():
+        for role, literal, pattern, before in _PATTERNS:
+            if literal not in source:
+                continue
             for match in pattern.finditer(source):
+                if not _preceded_right(source, match.start(), before):
+                    continue
                 key = (match.group("attribute") or match.group("item") or match.group("got")).decode("ascii", "replace")
                 if key not in _NOT_KEYS and not key.isupper():
                     found.add((key, role))

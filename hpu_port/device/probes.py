@@ -12,6 +12,7 @@ import io
 import re
 import tokenize
 from functools import lru_cache
+from typing import Optional
 
 CUDA_PROBE = re.compile(
     r"""cuda\w*\.is_available\(|is_\w*cuda\w*_available\(|==\s*["']cuda(?::\d+)?["']|["']cuda["']\s*=="""
@@ -29,8 +30,10 @@ def probes_of(devices) -> "re.Pattern":
     )
 
 
-def probed_in(source: bytes, devices) -> bool:
-    """Whether ``source`` probes any of ``devices`` (``probes_of``, over bytes)."""
+def probed_in(source: bytes, devices, code: Optional[bytes] = None) -> bool:
+    """Whether ``source`` probes any of ``devices`` (``probes_of``, over bytes);
+    ``code``: ``source`` with its comments and docstrings blanked out, when
+    the caller has it already (``CodeView.text``)."""
     devices = tuple(sorted(devices))
     # Every probe names a device: most files name none, and looking for a few
     # words costs a fraction of the search.
@@ -41,7 +44,7 @@ def probed_in(source: bytes, devices) -> bool:
         return False
     # A comment or a docstring that shows a probe (`# if is_torch_xla_available():`)
     # does not choose a device: only a hit that is still there in the code counts.
-    return pattern.search(_without_prose(source)) is not None
+    return pattern.search(code if code is not None else _without_prose(source)) is not None
 
 
 def _without_prose(source: bytes) -> bytes:

@@ -35,11 +35,12 @@ something the advice does not fit (parameters sharded by FSDP).
 from __future__ import annotations
 
 import ast
+import re
 import string
 from functools import lru_cache
 
 from hpu_port.kinds import Kind, last_words, register_kind, string_list
-from hpu_port.triggers import name_trigger
+from hpu_port.triggers import Trigger, name_trigger
 
 ANY_CALL = "*"
 ANY_VALUE = "<any>"
@@ -80,7 +81,7 @@ class CallAdvice(Kind):
         found = []
         for name, entry in rule.params["calls"].items():
             if name == ANY_CALL:
-                found += [name_trigger(keyword) for keyword in entry["only-if"]]
+                found += _any_call_triggers(entry)
             else:
                 found.append(name_trigger(name))
         return found
@@ -109,6 +110,18 @@ class CallAdvice(Kind):
         markers = {m for entry in rule.params["calls"].values() for m in entry["only-in-files-with"]}
         methods = {m[1:].encode() for m in markers if m.startswith(".")}
         return last_words(rule.params["unless-used"] | {m for m in markers if not m.startswith(".")}) | methods
+
+
+def _any_call_triggers(entry: dict) -> list:
+    """A call of anything counts only with a keyword given one of the values:
+    each pair's words must all be there (`padding` alone is a word of most
+    model files). The file's markers are context (``context_words``), not
+    words of the call."""
+    return [
+        Trigger(words=frozenset(w.encode() for w in (keyword, *re.findall(r"[A-Za-z_]\w*", value))))
+        for keyword, values in entry["only-if"].items()
+        for value in values
+    ]
 
 
 def _called_names(calls) -> set:

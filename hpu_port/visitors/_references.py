@@ -7,6 +7,7 @@ call, a decorator, a context manager, or a value passed around.
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from typing import Optional
 
 import libcst as cst
@@ -92,9 +93,10 @@ def written(node: cst.CSTNode) -> str:
 NOT_A_LITERAL = object()
 
 
+@lru_cache(maxsize=4096)  # the same strings recur; and each evaluation leaves a reference cycle behind
 def literal_value(code: str):
     """The value of a Python literal written as ``code`` ('x' and "x" are equal),
-    or ``NOT_A_LITERAL`` for any other expression."""
+    or ``NOT_A_LITERAL`` for any other expression (callers must not change it)."""
     try:
         return ast.literal_eval(code)
     except (ValueError, SyntaxError):
