@@ -54,9 +54,10 @@ def text_trigger(text: str) -> Trigger:
     return Trigger(words=frozenset(w.encode() for w in enclosed), texts=frozenset({text.encode()}))
 
 
-def words_in(source: bytes) -> set:
+@lru_cache(maxsize=8)  # a file is screened by the run, then by its port: the same bytes
+def words_in(source: bytes) -> frozenset:
     """Every identifier of ``source`` (and every word of its strings and comments)."""
-    return set(source.translate(WORD_BYTES).split())
+    return frozenset(source.translate(WORD_BYTES).split())
 
 
 class TriggerIndex:
