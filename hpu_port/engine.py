@@ -8,6 +8,7 @@ of the output. No printing and no disk access happen here.
 from __future__ import annotations
 
 import ast
+import codecs
 import contextlib
 import dataclasses
 import gc
@@ -46,6 +47,9 @@ def port_bytes(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileR
 
 def _port_bytes(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
     file_type = filetypes.detect(path, source[: filetypes.HEAD_SIZE]) or filetypes.PYTHON
+    wide = _wide_encoding(source) if file_type in WIDE_TYPES else None
+    if wide is not None:
+        return _port_wide(path, source, ruleset, apply, *wide)
     problem = text_problem(source, file_type)
     if problem is not None:
         return FileResult(path=path, source=source, error=problem)
@@ -188,6 +192,35 @@ NARROW = True
 MAX_EXTRA_PASSES = 2
 GENERATED_MARKER = b"@" + b"generated"  # spelled in two parts so this file is not marked
 GENERATED_SCAN = 2048
+
+
+# JSON and YAML may be written in UTF-16 or UTF-32 with a byte order mark:
+# their specifications allow it, and Python's json and PyYAML read it. Such a
+# file is ported as UTF-8 and written back in its own encoding.
+WIDE_TYPES = (filetypes.JSON, filetypes.YAML)
+_WIDE_BOMS = (  # UTF-32's little-endian mark starts like UTF-16's: it is tried first
+    (codecs.BOM_UTF32_LE, "utf-32-le", "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32-be", "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16-le", "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16-be", "utf-16"),
+)
+
+
+def _wide_encoding(source: bytes) -> Optional[tuple]:
+    """(mark, codec, name) of a UTF-16 or UTF-32 file, by its byte order mark."""
+    return next((entry for entry in _WIDE_BOMS if source.startswith(entry[0])), None)
+
+
+def _port_wide(path: str, source: bytes, ruleset: RuleSet, apply: bool, mark: bytes, codec: str, name: str) -> FileResult:
+    try:
+        text = source[len(mark):].decode(codec)
+    except UnicodeDecodeError as exc:
+        return FileResult(path=path, source=source, error=f"cannot decode as {name}: {exc.reason} (byte {exc.start + len(mark)})")
+    result = _port_bytes(path, text.encode("utf-8", "surrogatepass"), ruleset, apply)
+    result.source, result.encoding = source, name
+    if result.new_source is not None:
+        result.new_source = mark + result.new_source.decode("utf-8", "surrogatepass").encode(codec, "surrogatepass")
+    return result
 
 
 def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) -> FileResult:

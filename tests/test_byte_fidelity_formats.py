@@ -1123,3 +1123,33 @@ def test_what_the_properties_found(path, source, output, findings):
     assert result.error is None, result.error
     assert (result.new_source or source) == (output or source)
     assert sorted((f.code, f.line) for f in result.findings) == findings
+
+
+@pytest.mark.parametrize("codec, mark", [
+    ("utf-16-le", codecs.BOM_UTF16_LE), ("utf-16-be", codecs.BOM_UTF16_BE),
+    ("utf-32-le", codecs.BOM_UTF32_LE), ("utf-32-be", codecs.BOM_UTF32_BE),
+])
+@pytest.mark.parametrize("name, text, expected", [
+    ("ds.json", '{\r\n  "distributed_backend": "nccl",\r\n  "x": "caf\u00e9 \U0001f600"\r\n}\r\n', "hccl"),
+    ("train.yaml", "dist:\n  backend: nccl  # \u00e9\n", "hccl"),
+])
+def test_json_and_yaml_in_utf16_or_utf32_are_ported_in_their_own_encoding(codec, mark, name, text, expected):
+    # Their specifications allow it and Python's readers accept it: such a
+    # file is neither an error nor written back in another encoding.
+    source = mark + text.encode(codec)
+    result = port_bytes(name, source, RULES, True)
+    assert result.error is None
+    assert result.new_source == mark + text.replace("nccl", expected).encode(codec)
+    again = port_bytes(name, result.new_source, RULES, True)
+    assert again.error is None and again.new_source is None
+
+
+def test_a_utf16_data_file_with_nothing_to_port_is_no_error():
+    source = codecs.BOM_UTF16_LE + '{"0": "\\t", "1": "\\n"}\n'.encode("utf-16-le")
+    result = port_bytes("vocab.json", source, RULES, True)
+    assert result.error is None and result.new_source is None
+
+
+def test_broken_utf16_is_one_error_naming_the_encoding():
+    result = port_bytes("bad.json", codecs.BOM_UTF16_LE + b'{\x00"\x00\x00\xd8', RULES, True)
+    assert result.error.startswith("cannot decode as utf-16:")

@@ -395,3 +395,16 @@ def test_show_fixes_names_each_hunks_rules_and_the_diff_still_applies(runner, tm
     patched = apply_unified_diff(labelled.stdout, {str(path): CUDA_CODE})[str(path)]
     invoke(runner, "rewrite", path)
     assert patched == path.read_text()
+
+
+def test_a_utf16_config_is_shown_and_written_in_its_own_encoding(runner, tmp_path):
+    import codecs
+
+    path = tmp_path / "ds.json"
+    text = '{\n  "distributed_backend": "nccl"\n}\n'
+    path.write_bytes(codecs.BOM_UTF16_LE + text.encode("utf-16-le"))
+    shown = invoke(runner, "rewrite", "--diff", path)
+    assert shown.exit_code == 1
+    assert '+  "distributed_backend": "hccl"' in shown.stdout.splitlines()
+    assert invoke(runner, "rewrite", path).exit_code == 0
+    assert path.read_bytes() == codecs.BOM_UTF16_LE + text.replace("nccl", "hccl").encode("utf-16-le")
