@@ -11,6 +11,7 @@ rejects is never written. No printing and no disk access happen here.
 from __future__ import annotations
 
 import codecs
+import json
 import re
 from typing import Optional
 
@@ -196,10 +197,25 @@ def _parse(file_type: str, text: str, path: str, result: FileResult) -> Optional
     try:
         return formats.parse(file_type, text, path)
     except FormatError as exc:
+        if file_type == filetypes.JSON and _is_json_lines(text):
+            return None  # a dataset in JSON Lines under a `.json` name: data, no config and no error
         result.error = f"cannot parse as {FORMAT_NAMES[file_type]}: {exc.describe()}"
     except RecursionError:
         result.error = "too deeply nested to parse"
     return None
+
+
+def _is_json_lines(text: str) -> bool:
+    """Whether ``text`` is JSON Lines: one JSON value on each of several lines."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        for line in lines:
+            json.loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 def _apply(document: Document, groups: list, fixed: list, bom: bytes, file_type: str, result: FileResult) -> None:

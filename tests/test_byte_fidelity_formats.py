@@ -1153,3 +1153,13 @@ def test_a_utf16_data_file_with_nothing_to_port_is_no_error():
 def test_broken_utf16_is_one_error_naming_the_encoding():
     result = port_bytes("bad.json", codecs.BOM_UTF16_LE + b'{\x00"\x00\x00\xd8', RULES, True)
     assert result.error.startswith("cannot decode as utf-16:")
+
+
+def test_json_lines_under_a_json_name_is_data_not_an_error():
+    # Datasets are often JSON Lines named `.json`: Python's json reads each line.
+    source = b'{"text": "train on cuda with fp16"}\n{"text": "nccl"}\n'
+    result = port_bytes("data/mmlu_val.json", source, RULES, True)
+    assert result.error is None and result.new_source is None and result.findings == []
+    # One broken document is still an error.
+    broken = port_bytes("ds.json", b'{"backend": "nccl"}\n}\n', RULES, True)
+    assert broken.error.startswith("cannot parse as JSON")
