@@ -143,12 +143,18 @@ def publish(report: str, args) -> int:
 
 
 STARTUP_TARGETS = {"plain": 1.0, "example": 1.2}  # times black --check on the same file
-PLAIN_FILE = '''"""A module with nothing to port."""
+# A script with nothing to port, with an entry-point block (a trigger of the
+# entry-point rules that only the code can rule out) and prose naming CUDA.
+PLAIN_FILE = '''"""A script with nothing to port (it never touches cuda)."""
 import os
 
 
 def main() -> None:
-    print(os.getcwd())
+    print(os.getcwd())  # no GPU here
+
+
+if __name__ == "__main__":
+    main()
 '''
 
 

@@ -132,10 +132,15 @@ def run(
     # With many files left, the workers screen them too: screening here
     # would keep them waiting.
     work = unanswered
-    if jobs <= 1 or sum(len(t.source) for t in unanswered) < parallel.SCREEN_IN_POOL_BYTES:
+    total = sum(len(t.source) for t in unanswered)
+    if jobs <= 1 or total < parallel.SCREEN_IN_POOL_BYTES:
+        # In a short run (a pre-commit hook's few files) loading libcst costs
+        # more than reading the code twice with the standard parser: the
+        # screen then reads the code too, as the port would.
+        deep = total < parallel.POOL_MIN_BYTES
         work = []
         for task in unanswered:
-            if _needs_parsing(task):
+            if _needs_parsing(task, deep):
                 work.append(task)
             else:
                 result = FileResult(path=task.path, source=task.source)
@@ -259,13 +264,25 @@ def _answer(entry, source, ruleset, apply: bool, cache: Optional[Cache]) -> Unio
     return source
 
 
-def _needs_parsing(task: "Task") -> bool:
+def _needs_parsing(task: "Task", deep: bool = False) -> bool:
     """False when no selected rule's trigger text occurs in the file (and
-    it is text: the engine names the problem of a file that is not)."""
+    it is text: the engine names the problem of a file that is not).
+    ``deep``: also False when the code itself (comments and docstrings
+    blanked, read by the standard parser) gives no rule anything to do,
+    which is what the port would find first."""
     file_type = filetypes.detect(task.path, task.source[: filetypes.HEAD_SIZE]) or filetypes.PYTHON
     if file_type in filetypes.DOCUMENT_TYPES:
         return True  # documents are screened by their own engine
-    return task.ruleset.python_rules.for_source(task.source) is not None or text_problem(task.source, file_type) is not None
+    if text_problem(task.source, file_type) is not None:
+        return True
+    rules = task.ruleset.python_rules
+    if rules.for_source(task.source) is None:
+        return False
+    if not deep or file_type != filetypes.PYTHON or len(task.source) > rules.options.max_file_size:
+        return True
+    # What the port itself asks first (hpu_port.engine: every rule walks).
+    walked = rules.walked.for_source(task.source)
+    return walked is not None and walked.for_code(task.source) is not None
 
 
 def interrupt_on_sigterm() -> None:

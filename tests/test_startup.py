@@ -31,6 +31,17 @@ def test_a_file_with_nothing_to_port_never_loads_libcst(tmp_path, options):
     assert "libcst" not in modules_loaded_by(tmp_path, PLAIN, *options)
 
 
+@pytest.mark.parametrize("source", [
+    pytest.param('import argparse\n\ndef main():\n    print(argparse.ArgumentParser().parse_args())\n\n'
+                 'if __name__ == "__main__":\n    main()\n', id="entry-point-block"),
+    pytest.param('"""Runs on cuda with nccl and fp16."""\nimport os\n# move the model to cuda\nprint(os.sep)\n', id="words-in-prose"),
+    pytest.param("import torch\nfor i in range(3):\n    print(i)\n", id="advice-words-without-the-code"),
+])
+def test_a_file_whose_triggers_the_code_does_not_bear_out_never_loads_libcst(tmp_path, source):
+    # Decided by the standard parser, as the port would decide it first.
+    assert "libcst" not in modules_loaded_by(tmp_path, source, "--no-cache")
+
+
 def test_a_file_with_cuda_code_does_load_it(tmp_path):
     # The probe above can see libcst: without this, it could pass by accident.
     assert "libcst" in modules_loaded_by(tmp_path, CUDA, "--no-cache")
