@@ -456,6 +456,7 @@ class _Module:
         self.builders = builders
         self.imports = _imports(tree, name if is_package else name.rpartition(".")[0])
         self.definitions: dict[str, ast.AST] = {}
+        self.classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.definitions[node.name] = node
@@ -540,7 +541,7 @@ class _Module:
                 heads.add(local)
             elif any(internal.startswith(qualified + ".") for internal in _INTERNALS):
                 internal_heads.add(local)
-        for local in self.definitions:
+        for local in (*self.definitions, *self.classes):
             if "." not in local and (f"{self.name}.{local}" if self.name else local) in prefixes:
                 heads.add(local)
         answer = (frozenset(heads), frozenset(internal_heads))
@@ -565,13 +566,14 @@ class _Module:
                     if why:
                         return why
             elif kind == "built":
-                return value
+                return f"uses `{node.id}`, bound where the module {value}"
             elif _is_library(value, libraries):
                 return f"uses `{value}`, which only runs on NVIDIA GPUs"
             elif value.startswith(_INTERNALS):
                 return f"uses `{value}`, one of CUDA's own internals"
             else:
-                callee = found.get(value)
+                # `Kernel.apply(...)` runs an autograd Function's `forward`.
+                callee = found.get(value) or (found.get(value[: -len(".apply")] + ".forward") if value.endswith(".apply") else None)
                 # A call under a condition (`if x.is_cuda and _init():`) only
                 # picks CUDA's path: the caller has another one.
                 if callee is not None and unconditional and not _same_definition(value, self.name, definition):
@@ -627,7 +629,7 @@ class _Module:
         head = node.id
         if head in self.imports:
             return ".".join([self.imports[head], *parts])
-        if head in self.definitions:
+        if head in self.definitions or head in self.classes:
             return ".".join([self.name, head, *parts]) if self.name else ".".join([head, *parts])
         return None
 

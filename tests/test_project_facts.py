@@ -429,3 +429,46 @@ def test_a_test_of_nvidia_only_code_stays_and_other_tests_are_ported(tmp_path):
     assert 'device="hpu"' in (tmp_path / "tests" / "test_model.py").read_text()
     check = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)], catch_exceptions=False)
     assert "test_fp8.py:1:1: HPU615" in check.output and "pkg.fp8" in check.output
+
+
+# The shape of RWKV-style models: an autograd Function around an extension the
+# module builds from `.cu` sources, and a wrapper that moves its inputs.
+KERNEL_MODULE = {
+    "model.py": """
+        import torch
+        from torch.utils.cpp_extension import load
+
+        wkv_cuda = load(name="wkv", sources=["cuda/wkv_op.cpp", "cuda/wkv_cuda.cu"])
+
+        class WKV(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, w, k):
+                y = torch.empty(k.shape, device="cuda")
+                wkv_cuda.forward(w, k, y)
+                return y
+
+        def RUN_CUDA(w, k):
+            return WKV.apply(w.cuda(), k.cuda())
+
+        def embed(tokens):
+            return tokens.to("cuda")
+    """,
+}
+
+
+def test_an_autograd_function_around_a_built_kernel_and_its_callers_are_nvidia_only(tmp_path):
+    _write(tmp_path, KERNEL_MODULE)
+    facts = _facts(tmp_path)
+    assert "uses `wkv_cuda`, bound where the module builds a CUDA extension (`wkv_cuda.cu`)" in facts.why_nvidia_only("model.WKV.forward")
+    assert "calls `WKV.apply`" in facts.why_nvidia_only("model.RUN_CUDA")
+    assert facts.why_nvidia_only("model.embed") is None
+
+
+def test_the_buffers_a_cuda_kernel_is_handed_stay_on_the_cuda_device(tmp_path):
+    _write(tmp_path, KERNEL_MODULE)
+    diff = CliRunner().invoke(main, ["rewrite", "--dry-run", "--no-cache", str(tmp_path)]).stdout
+    assert 'device="hpu"' not in diff and "w.to(\"hpu\")" not in diff
+    assert '+    return tokens.to("hpu")' in diff  # what can run on Gaudi is ported
+    check = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
+    assert "HPU615 `forward` is not ported: it uses `wkv_cuda`" in check
+    assert "HPU615 `RUN_CUDA` is not ported: it calls `WKV.apply`" in check

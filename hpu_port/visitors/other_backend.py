@@ -61,6 +61,7 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
             if word is not None:
                 ctx.other_backend.mark(node, f"its name says it is for `{word}`, another device or framework or an NVIDIA-only library")
         _mark_cuda_twins(ctx, defined)
+        _mark_nvidia_only_definitions(ctx)
         internals, attributes = evidence.internals, frozenset(evidence.internal_attributes)
         if _mentioned(ctx.source, (*internals, *attributes)):
             on_internals = set()
@@ -85,6 +86,34 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
         if statement_names and _mentioned(ctx.source, statement_names):
             ctx.other_backend.statement_watcher = lambda node: _mark_statement(ctx, node, statement_names)
     return None
+
+
+def _mark_nvidia_only_definitions(ctx: FileContext) -> None:
+    """The module's functions and methods that the project facts found
+    NVIDIA-only (they build or load a CUDA extension, use an NVIDIA-only
+    library, or call such code on every path, through any module of the
+    project): kept whole, so that the buffers they hand a CUDA kernel stay
+    on the CUDA device."""
+    facts = ctx.facts
+    if facts is None or not facts.nvidia_only or not ctx.path:
+        return
+    module = facts.module_name(ctx.path)
+    for node, local in _top_definitions(ctx.module.body):
+        why = facts.why_nvidia_only(f"{module}.{local}" if module else local)
+        if why is not None:
+            ctx.other_backend.mark(node, f"it {why}")
+
+
+def _top_definitions(body) -> Iterator[tuple]:
+    """(node, name in the module) of the module's functions and of its
+    classes' methods, as the project facts name them (`WKV.forward`)."""
+    for statement in body:
+        if isinstance(statement, cst.FunctionDef):
+            yield statement, statement.name.value
+        elif isinstance(statement, cst.ClassDef):
+            for member in body_of(statement):
+                if isinstance(member, cst.FunctionDef):
+                    yield member, f"{statement.name.value}.{member.name.value}"
 
 
 def _mark_statement(ctx: FileContext, node: cst.SimpleStatementLine, patterns: tuple) -> None:
