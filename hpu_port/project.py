@@ -94,6 +94,15 @@ class ProjectFacts:
             self._index.update(self.nvidia_only)
         return self._index.get(qualified)
 
+    def why_kernel_code(self, qualified: str) -> Optional[str]:
+        """Why a definition only runs on NVIDIA GPUs, when the reason is a
+        CUDA extension it builds, or one it calls (itself or through calls it
+        always makes): such a definition is kept whole, since the buffers it
+        hands the kernel must stay on CUDA. A definition that only uses an
+        NVIDIA-only library is not (it may use it on one path of several)."""
+        why = self.why_nvidia_only(qualified)
+        return why if why is not None and "builds" in why and "only runs on NVIDIA" not in why else None
+
     def project_hold(self, code: str) -> Optional[str]:
         """Where the project's code matches rule ``code``'s hold pattern, if it does."""
         return next((where for held, where in self.project_holds if held == code), None)

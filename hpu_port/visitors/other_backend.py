@@ -90,16 +90,16 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
 
 def _mark_nvidia_only_definitions(ctx: FileContext) -> None:
     """The module's functions and methods that the project facts found
-    NVIDIA-only (they build or load a CUDA extension, use an NVIDIA-only
-    library, or call such code on every path, through any module of the
-    project): kept whole, so that the buffers they hand a CUDA kernel stay
-    on the CUDA device."""
+    to be CUDA kernel code (they build a CUDA extension or call one, or call
+    such code on every path, through any module of the project): kept
+    whole, so that the buffers they hand a CUDA kernel stay on the CUDA
+    device."""
     facts = ctx.facts
     if facts is None or not facts.nvidia_only or not ctx.path:
         return
     module = facts.module_name(ctx.path)
     for node, local in _top_definitions(ctx.module.body):
-        why = facts.why_nvidia_only(f"{module}.{local}" if module else local)
+        why = facts.why_kernel_code(f"{module}.{local}" if module else local)
         if why is not None:
             ctx.other_backend.mark(node, f"it {why}")
 
