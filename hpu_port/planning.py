@@ -76,6 +76,12 @@ class Item:
         return effort_of(self.lead.category)
 
     @property
+    def only_review(self) -> bool:
+        """Lines that still mention CUDA (a name such as `use_cuda`), to look
+        at: a person checks them, but they are no work package of the port."""
+        return all(f.category == "review" for f in self.findings)
+
+    @property
     def line(self) -> int:
         return min(f.line for f in self.findings)
 
@@ -91,11 +97,19 @@ def _item_key(finding: Finding) -> tuple:
     return (finding.cell or 0, line, finding.advice, finding.needs_person)
 
 
+# Kernel sources: replacing a file of CUDA kernels is one piece of work (a
+# PyTorch or TPC version of its kernels), however many lines say CUDA.
+KERNEL_SUFFIXES = (".cu", ".cuh")
+
+
 def file_items(path: str, findings: Iterable[Finding]) -> list[Item]:
-    """The root causes of one file's findings, in the order of their line."""
+    """The root causes of one file's findings, in the order of their line
+    (a kernel source's blockers are one item)."""
     groups: dict[tuple, list[Finding]] = {}
+    whole_file = path.lower().endswith(KERNEL_SUFFIXES)
     for finding in sorted(findings, key=lambda f: f.sort_key()):
-        groups.setdefault(_item_key(finding), []).append(finding)
+        key = (0, 0, finding.advice, finding.needs_person) if whole_file else _item_key(finding)
+        groups.setdefault(key, []).append(finding)
     return [Item(path, tuple(groups[key])) for key in sorted(groups)]
 
 
@@ -131,7 +145,7 @@ class Tally:
             self.items[severity] += 1
             if item.needs_person:
                 self.manual[severity] += 1
-                if not item.advice:
+                if not item.advice and not item.only_review:
                     self.effort[item.effort] += 1
             else:
                 self.fixed[severity] += 1

@@ -179,3 +179,18 @@ def test_every_format_has_a_renderer():
 def test_plan_of_nothing():
     plan = make_plan([FileResult(path="a.py")])
     assert plan.total.files == 1 and plan.items == [] and plan.directories[0][0] == "."
+
+
+def test_a_kernel_source_is_one_item_however_many_lines_say_cuda():
+    lines = [finding("HPU860", line) for line in (3, 10, 40, 41, 90)]
+    assert len(file_items("kernels/wkv_cuda.cu", lines)) == 1
+    assert len(file_items("kernels/wkv.py", lines)) == 5
+
+
+def test_lines_that_only_mention_cuda_are_no_effort():
+    mentions = FileResult(path="a.py", source=b"", findings=[finding("HPU190", 4, category="review"), finding("HPU190", 7, category="review")])
+    blockers = FileResult(path="b.py", source=b"", findings=[finding("HPU602", 4)])
+    plan = make_plan([mentions, blockers])
+    tallies = dict(plan.directories)
+    assert tallies["."].manual["blocker"] == 3  # still listed for a person to look at
+    assert plan.total.effort_points == 5  # the unsupported feature only
