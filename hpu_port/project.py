@@ -86,6 +86,9 @@ class ProjectFacts:
     config_reads: tuple = ()
     # The option strings the project's `add_argument` calls define (`--fp16`).
     cli_flags: frozenset = frozenset()
+    # The NVIDIA-only definitions whose reason is CUDA kernel code: they build
+    # or call a CUDA extension, themselves or through calls they always make.
+    kernel_code: frozenset = frozenset()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     _module_index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -100,8 +103,7 @@ class ProjectFacts:
         always makes): such a definition is kept whole, since the buffers it
         hands the kernel must stay on CUDA. A definition that only uses an
         NVIDIA-only library is not (it may use it on one path of several)."""
-        why = self.why_nvidia_only(qualified)
-        return why if why is not None and "builds" in why and "only runs on NVIDIA" not in why else None
+        return self.why_nvidia_only(qualified) if qualified in self.kernel_code else None
 
     def project_hold(self, code: str) -> Optional[str]:
         """Where the project's code matches rule ``code``'s hold pattern, if it does."""
@@ -160,7 +162,7 @@ class ProjectFacts:
         text = repr((
             sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several,
             sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds, self.device_enums,
-            self.hpu_probes, self.nvidia_modules, self.config_reads, sorted(self.cli_flags),
+            self.hpu_probes, self.nvidia_modules, self.config_reads, sorted(self.cli_flags), sorted(self.kernel_code),
         ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
@@ -182,6 +184,7 @@ def find_facts(
     facts = ProjectFacts(frozenset(_top_level_names(files, packages)), packages)
     libraries = frozenset(libraries)
     found: dict[str, str] = {}
+    kernel: set[str] = set()  # the ones of ``found`` that are CUDA kernel code
     builders: set[str] = set()
     parsed: dict[str, Optional[_Module]] = {}
     trees = _Trees()
@@ -192,7 +195,7 @@ def find_facts(
             if path not in parsed and source is not None and holds_evidence(source):
                 parsed[path] = _Module.of(path, trees.of(path, source), facts.module_name(path), builders, source)
         modules = [module for module in parsed.values() if module is not None]
-        while any([module.judge(found, libraries) for module in modules]):
+        while any([module.judge(found, kernel, libraries) for module in modules]):
             pass  # within what is parsed, until nothing more is found
         new = {*found, *builders} - known
         if not new:
@@ -215,6 +218,7 @@ def find_facts(
         _nvidia_modules(sources, facts, libraries, trees),
         config_reads(sources.values()),
         cli_flags(sources.values()),
+        frozenset(kernel),
     )
 
 
@@ -497,16 +501,19 @@ class _Module:
             return None  # the file's own port reports it
         return cls(name, tree, os.path.basename(path) == "__init__.py", builders, source)
 
-    def judge(self, found: dict, libraries: frozenset) -> bool:
-        """Add the definitions that only run on NVIDIA GPUs to ``found``; True if any is new."""
+    def judge(self, found: dict, kernel: set, libraries: frozenset) -> bool:
+        """Add the definitions that only run on NVIDIA GPUs to ``found``, and
+        those of them that are CUDA kernel code to ``kernel``; True if any is new."""
         new = False
         for local, node in self.definitions.items():
             qualified = f"{self.name}.{local}" if self.name else local
             if qualified in found or not self._may_matter(node, found, libraries):
                 continue
-            why = self._why(node, found, libraries)
+            why, is_kernel = self._why(node, found, kernel, libraries)
             if why:
                 found[qualified] = why
+                if is_kernel:
+                    kernel.add(qualified)
                 new = True
             elif qualified not in self.builders and self._builds_extensions(node):
                 self.builders.add(qualified)
@@ -561,7 +568,9 @@ class _Module:
         builders = EXTENSION_BUILDERS | self.builders
         return any(kind == "call" and value in builders for kind, _, value, _ in self._walked(definition))
 
-    def _why(self, definition: ast.AST, found: dict, libraries: frozenset) -> Optional[str]:
+    def _why(self, definition: ast.AST, found: dict, kernel: set, libraries: frozenset) -> tuple[Optional[str], bool]:
+        """Why ``definition`` only runs on NVIDIA GPUs, if it does, and
+        whether the reason is CUDA kernel code."""
         cuda_source: Optional[str] = None
         looked = False
         for kind, node, value, unconditional in self._walked(definition):
@@ -573,21 +582,22 @@ class _Module:
                         cuda_source, looked = _cuda_source_in(definition), True
                     why = self._builds_cuda(node, found, cuda_source)
                     if why:
-                        return why
+                        return why, True
             elif kind == "built":
-                return f"uses `{node.id}`, bound where the module {value}"
+                return f"uses `{node.id}`, bound where the module {value}", True
             elif _is_library(value, libraries):
-                return f"uses `{value}`, which only runs on NVIDIA GPUs"
+                return f"uses `{value}`, which only runs on NVIDIA GPUs", False
             elif value.startswith(_INTERNALS):
-                return f"uses `{value}`, one of CUDA's own internals"
+                return f"uses `{value}`, one of CUDA's own internals", False
             else:
                 # `Kernel.apply(...)` runs an autograd Function's `forward`.
-                callee = found.get(value) or (found.get(value[: -len(".apply")] + ".forward") if value.endswith(".apply") else None)
+                target = value[: -len(".apply")] + ".forward" if value.endswith(".apply") and value not in found else value
+                callee = found.get(target)
                 # A call under a condition (`if x.is_cuda and _init():`) only
                 # picks CUDA's path: the caller has another one.
                 if callee is not None and unconditional and not _same_definition(value, self.name, definition):
-                    return f"calls `{_short(value)}`, which {callee.split(', calls', 1)[0]}"
-        return None
+                    return f"calls `{_short(value)}`, which {callee.split(', calls', 1)[0]}", target in kernel
+        return None, False
 
     def _walked(self, definition: ast.AST) -> list:
         """What ``definition`` does, in the order of a walk of it, made once:
