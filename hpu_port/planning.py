@@ -23,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from hpu_port import filetypes
 from hpu_port.results import FileResult, Finding, all_findings
 
 # How much work a manual item of each category usually is.
@@ -97,16 +98,13 @@ def _item_key(finding: Finding) -> tuple:
     return (finding.cell or 0, line, finding.advice, finding.needs_person)
 
 
-# Kernel sources: replacing a file of CUDA kernels is one piece of work (a
-# PyTorch or TPC version of its kernels), however many lines say CUDA.
-KERNEL_SUFFIXES = (".cu", ".cuh")
-
-
 def file_items(path: str, findings: Iterable[Finding]) -> list[Item]:
     """The root causes of one file's findings, in the order of their line
     (a kernel source's blockers are one item)."""
     groups: dict[tuple, list[Finding]] = {}
-    whole_file = path.lower().endswith(KERNEL_SUFFIXES)
+    # Replacing a file of CUDA kernels is one piece of work (a PyTorch or
+    # TPC version of its kernels), however many of its lines say CUDA.
+    whole_file = filetypes.by_name(path) == filetypes.CUDA
     for finding in sorted(findings, key=lambda f: f.sort_key()):
         key = (0, 0, finding.advice, finding.needs_person) if whole_file else _item_key(finding)
         groups.setdefault(key, []).append(finding)

@@ -61,7 +61,7 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
             if word is not None:
                 ctx.other_backend.mark(node, f"its name says it is for `{word}`, another device or framework or an NVIDIA-only library")
         _mark_cuda_twins(ctx, defined)
-        _mark_nvidia_only_definitions(ctx)
+        _mark_kernel_code(ctx)
         internals, attributes = evidence.internals, frozenset(evidence.internal_attributes)
         if _mentioned(ctx.source, (*internals, *attributes)):
             on_internals = set()
@@ -88,14 +88,14 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
     return None
 
 
-def _mark_nvidia_only_definitions(ctx: FileContext) -> None:
+def _mark_kernel_code(ctx: FileContext) -> None:
     """The module's functions and methods that the project facts found
     to be CUDA kernel code (they build a CUDA extension or call one, or call
     such code on every path, through any module of the project): kept
     whole, so that the buffers they hand a CUDA kernel stay on the CUDA
     device."""
     facts = ctx.facts
-    if facts is None or not facts.nvidia_only or not ctx.path:
+    if facts is None or not facts.kernel_code or not ctx.path:
         return
     module = facts.module_name(ctx.path)
     for node, local in _top_definitions(ctx.module.body):
