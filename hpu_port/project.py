@@ -20,14 +20,13 @@ per-file core as data (which reads no disk and keys its cache on them):
   that pass gets its own mark_step, so a call of the method needs none.
 
 Only files whose bytes could hold such evidence are parsed, with the standard
-parser; the rest cost a read of their bytes.
+parser; the rest cost a read of their bytes. How one module's definitions are
+judged is ``hpu_port.device.judging``'s; the rounds across modules are here.
 """
 
 from __future__ import annotations
 
 import ast
-import collections
-from functools import lru_cache
 import os
 import re
 from dataclasses import dataclass, field
@@ -37,19 +36,9 @@ from hpu_port._compat import blake2b
 from hpu_port.device.declarations import ENUM_NEEDLES, PROBE_NEEDLES, device_enums, hpu_probes
 from hpu_port.device.cli_flags import cli_flags
 from hpu_port.device.config_reads import config_reads
+from hpu_port.device.judging import ModuleJudge, absolute, all_statements, is_library
 from hpu_port.device.probes import probed_in
 
-# Calls that build or load a C++/CUDA extension; with CUDA sources, or when
-# named for CUDA, what they build only runs on NVIDIA GPUs.
-EXTENSION_BUILDERS = frozenset({
-    "torch.utils.cpp_extension.load",
-    "torch.utils.cpp_extension.load_inline",
-    "torch.utils.cpp_extension.CUDAExtension",
-})
-CUDA_ONLY_BUILDERS = frozenset({"torch.utils.cpp_extension.CUDAExtension"})
-_CUDA_SOURCE = re.compile(r"\.(cu|cuh)$")
-_CUDA_KEYWORDS = frozenset({"cuda_sources", "with_cuda", "extra_cuda_cflags"})
-_INTERNALS = ("torch.cuda._", "torch._C._cuda")
 # How many rounds of "calls a function found in the last round" are followed.
 MAX_ROUNDS = 6
 
@@ -186,14 +175,14 @@ def find_facts(
     found: dict[str, str] = {}
     kernel: set[str] = set()  # the ones of ``found`` that are CUDA kernel code
     builders: set[str] = set()
-    parsed: dict[str, Optional[_Module]] = {}
+    parsed: dict[str, Optional[ModuleJudge]] = {}
     trees = _Trees()
     holds_evidence = _FirstNeedles(libraries)
     known: set = set()
     for _ in range(MAX_ROUNDS):
         for path, source in sources.items():
             if path not in parsed and source is not None and holds_evidence(source):
-                parsed[path] = _Module.of(path, trees.of(path, source), facts.module_name(path), builders, source)
+                parsed[path] = ModuleJudge.of(path, trees.of(path, source), facts.module_name(path), builders, source)
         modules = [module for module in parsed.values() if module is not None]
         while any([module.judge(found, kernel, libraries) for module in modules]):
             pass  # within what is parsed, until nothing more is found
@@ -235,7 +224,7 @@ def _nvidia_modules(sources: dict, facts: ProjectFacts, libraries: frozenset, tr
     for path, tree in trees.holding(candidates, (b"import",)):
         module = facts.module_name(path)
         package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
-        imported = next((name for name in _top_level_imports(tree, package) if _is_library(name, libraries)), None)
+        imported = next((name for name in _top_level_imports(tree, package) if is_library(name, libraries)), None)
         if imported is not None:
             found[module] = f"it imports `{imported}` at its top"
     # A package that imports such a module of its own at its top (to offer
@@ -258,7 +247,7 @@ def _top_level_imports(tree: ast.Module, package: str) -> Iterable[str]:
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = _absolute(node, package)
+            base = absolute(node, package)
             if base:
                 yield base
                 yield from (f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
@@ -351,7 +340,7 @@ def _syncing_methods(sources: dict, trees: "_Trees") -> frozenset:
     method ends with a backward pass (`loss.backward()`) on every path."""
     found = set()
     for _, tree in trees.holding(sources, tuple(b"def %s(" % name.encode() for name in _BACKWARD_METHODS)):
-        for node in _all_statements(tree.body):
+        for node in all_statements(tree.body):
             if not isinstance(node, ast.ClassDef):
                 continue
             for member in node.body:
@@ -443,301 +432,5 @@ class _FirstNeedles:
 
 
 _MODULE_NAME = re.compile(rb"[\w.]+")
-_IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
 
 
-@lru_cache(maxsize=None)  # asked again for each name in each judging round
-def _is_library(qualified: str, libraries: frozenset) -> bool:
-    """Whether ``qualified`` names one of ``libraries`` or something in it
-    (`flash_attn*` also covers `flash_attn_interface`)."""
-    for library in libraries:
-        name = library.rstrip("*")
-        if qualified == name or qualified.startswith(name + ".") or (library.endswith("*") and qualified.startswith(name)):
-            return True
-    return False
-
-
-class _Module:
-    """One module's definitions, and what each uses and calls, by qualified name."""
-
-    def __init__(self, name: str, tree: ast.Module, is_package: bool, builders: set, source: bytes = b"") -> None:
-        self.name = name
-        self._lines = source.split(b"\n") if source else None
-        self._words: dict[ast.AST, tuple] = {}
-        self._heads: Optional[tuple] = None
-        # The project's functions that build extensions from the sources they are given.
-        self.builders = builders
-        self.imports = _imports(tree, name if is_package else name.rpartition(".")[0])
-        self.definitions: dict[str, ast.AST] = {}
-        self.classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.definitions[node.name] = node
-            elif isinstance(node, ast.ClassDef):
-                # Methods one by one: a class with one CUDA-only method is not CUDA-only.
-                for member in node.body:
-                    if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        self.definitions[f"{node.name}.{member.name}"] = member
-        # Names bound at module level to an extension built for CUDA (`_C = load(..., ["k.cu"])`).
-        self.built: dict[str, str] = {}
-        for node in tree.body:
-            if isinstance(node, ast.Assign):
-                why = self._builds_cuda(node.value, {})
-                if why:
-                    for target in node.targets:
-                        if isinstance(target, ast.Name):
-                            self.built[target.id] = why
-        # Definition -> what it does, in walk order: judged again each round.
-        self._events: dict[ast.AST, list] = {}
-
-    def qualified_locals(self) -> Iterable[tuple[str, str]]:
-        """(qualified name, name in the module) of each definition."""
-        for local in self.definitions:
-            yield (f"{self.name}.{local}" if self.name else local), local
-
-    @classmethod
-    def of(cls, path: str, tree: Optional[ast.Module], name: str, builders: set, source: bytes = b"") -> Optional["_Module"]:
-        if tree is None:
-            return None  # the file's own port reports it
-        return cls(name, tree, os.path.basename(path) == "__init__.py", builders, source)
-
-    def judge(self, found: dict, kernel: set, libraries: frozenset) -> bool:
-        """Add the definitions that only run on NVIDIA GPUs to ``found``, and
-        those of them that are CUDA kernel code to ``kernel``; True if any is new."""
-        new = False
-        for local, node in self.definitions.items():
-            qualified = f"{self.name}.{local}" if self.name else local
-            if qualified in found or not self._may_matter(node, found, libraries):
-                continue
-            why, is_kernel = self._why(node, found, kernel, libraries)
-            if why:
-                found[qualified] = why
-                if is_kernel:
-                    kernel.add(qualified)
-                new = True
-            elif qualified not in self.builders and self._builds_extensions(node):
-                self.builders.add(qualified)
-                new = True
-        return new
-
-    def _may_matter(self, definition: ast.AST, found: dict, libraries: frozenset) -> bool:
-        """Whether ``definition`` names anything that can make it NVIDIA-only
-        or an extension builder: a name bound to a library, a builder, a CUDA
-        internal or a definition found so far. Most definitions name none,
-        and reading their words costs a fraction of walking them."""
-        if self._lines is None:
-            return True
-        words, internal_access = self._words_of(definition)
-        heads, internal_heads = self._interesting_heads(found, libraries)
-        return bool(words & heads) or (internal_access and bool(words & internal_heads))
-
-    def _words_of(self, definition: ast.AST) -> tuple:
-        known = self._words.get(definition)
-        if known is None:
-            first = min([definition.lineno, *(d.lineno for d in getattr(definition, "decorator_list", ()))])
-            text = b"\n".join(self._lines[first - 1 : definition.end_lineno])
-            known = self._words[definition] = (
-                {word.decode("ascii") for word in _IDENTIFIER.findall(text)}, b"._" in text
-            )
-        return known
-
-    def _interesting_heads(self, found: dict, libraries: frozenset) -> tuple:
-        """(names whose use may matter, names that matter only through a
-        private attribute), for what is found now (``found`` and the builders
-        only grow, so their sizes tell when to look again)."""
-        key = (len(found), len(self.builders))
-        if self._heads is not None and self._heads[0] == key:
-            return self._heads[1]
-        targets = {*found, *self.builders, *EXTENSION_BUILDERS}
-        prefixes = {name.rsplit(".", depth)[0] for name in targets for depth in range(name.count(".") + 1)}
-        heads = set(self.built)
-        internal_heads = set()
-        for local, qualified in self.imports.items():
-            if qualified in prefixes or _is_library(qualified, libraries) or qualified.startswith(_INTERNALS):
-                heads.add(local)
-            elif any(internal.startswith(qualified + ".") for internal in _INTERNALS):
-                internal_heads.add(local)
-        for local in (*self.definitions, *self.classes):
-            if "." not in local and (f"{self.name}.{local}" if self.name else local) in prefixes:
-                heads.add(local)
-        answer = (frozenset(heads), frozenset(internal_heads))
-        self._heads = (key, answer)
-        return answer
-
-    def _builds_extensions(self, definition: ast.AST) -> bool:
-        builders = EXTENSION_BUILDERS | self.builders
-        return any(kind == "call" and value in builders for kind, _, value, _ in self._walked(definition))
-
-    def _why(self, definition: ast.AST, found: dict, kernel: set, libraries: frozenset) -> tuple[Optional[str], bool]:
-        """Why ``definition`` only runs on NVIDIA GPUs, if it does, and
-        whether the reason is CUDA kernel code."""
-        cuda_source: Optional[str] = None
-        looked = False
-        for kind, node, value, unconditional in self._walked(definition):
-            if kind == "call":
-                if value in EXTENSION_BUILDERS or value in self.builders:
-                    # `sources = ["k.cpp", "k.cu"]` ... `load(name, sources=sources)`:
-                    # the CUDA source may be named anywhere in the function.
-                    if not looked:
-                        cuda_source, looked = _cuda_source_in(definition), True
-                    why = self._builds_cuda(node, found, cuda_source)
-                    if why:
-                        return why, True
-            elif kind == "built":
-                return f"uses `{node.id}`, bound where the module {value}", True
-            elif _is_library(value, libraries):
-                return f"uses `{value}`, which only runs on NVIDIA GPUs", False
-            elif value.startswith(_INTERNALS):
-                return f"uses `{value}`, one of CUDA's own internals", False
-            else:
-                # `Kernel.apply(...)` runs an autograd Function's `forward`.
-                target = value[: -len(".apply")] + ".forward" if value.endswith(".apply") and value not in found else value
-                callee = found.get(target)
-                # A call under a condition (`if x.is_cuda and _init():`) only
-                # picks CUDA's path: the caller has another one.
-                if callee is not None and unconditional and not _same_definition(value, self.name, definition):
-                    return f"calls `{_short(value)}`, which {callee.split(', calls', 1)[0]}", target in kernel
-        return None, False
-
-    def _walked(self, definition: ast.AST) -> list:
-        """What ``definition`` does, in the order of a walk of it, made once:
-        ("call", the call, its callee), ("built", a name bound to an extension,
-        why) and ("ref", the node, the qualified name it reads, whether it
-        runs whenever the definition runs)."""
-        events = self._events.get(definition)
-        if events is None:
-            unconditional = _unconditional(definition)
-            events = self._events[definition] = []
-            for node in ast.walk(definition):
-                if isinstance(node, ast.Call):
-                    callee = self._qualified(node.func)
-                    if callee is not None:
-                        events.append(("call", node, callee, False))
-                if isinstance(node, ast.Name) and node.id in self.built:
-                    events.append(("built", node, self.built[node.id], False))
-                    break  # nothing after it is read
-                if isinstance(node, (ast.Name, ast.Attribute)):
-                    qualified = self._qualified(node)
-                    if qualified is not None:
-                        events.append(("ref", node, qualified, node in unconditional))
-        return events
-
-    def _builds_cuda(self, node: ast.AST, found: dict, cuda_source: Optional[str] = None) -> Optional[str]:
-        """Why the call ``node`` builds or loads a CUDA extension, if it does;
-        ``cuda_source``: a CUDA source the code around the call names."""
-        if not isinstance(node, ast.Call):
-            return None
-        callee = self._qualified(node.func)
-        if callee is None or not (callee in EXTENSION_BUILDERS or callee in self.builders):
-            return None
-        source = _cuda_source_in(node) or cuda_source
-        if callee in CUDA_ONLY_BUILDERS or source or _cuda_keyword(node):
-            what = f"`{source}`" if source else "CUDA sources"
-            if callee in self.builders:
-                return f"builds {what} through `{_short(callee)}`"
-            return f"builds a CUDA extension ({what})"
-        return None
-
-    def _qualified(self, node: ast.AST) -> Optional[str]:
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.insert(0, node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        head = node.id
-        if head in self.imports:
-            return ".".join([self.imports[head], *parts])
-        if head in self.definitions or head in self.classes:
-            return ".".join([self.name, head, *parts]) if self.name else ".".join([head, *parts])
-        return None
-
-
-_CONDITIONAL = (ast.If, ast.IfExp, ast.While, ast.Try, ast.BoolOp, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-def _unconditional(definition: ast.AST) -> set:
-    """The nodes of ``definition`` that run whenever it runs: not inside a
-    condition, a `try`, or a nested function."""
-    reached: set = set()
-    pending = list(ast.iter_child_nodes(definition))
-    while pending:
-        node = pending.pop()
-        if isinstance(node, _CONDITIONAL):
-            continue
-        reached.add(node)
-        pending.extend(ast.iter_child_nodes(node))
-    return reached
-
-
-def _same_definition(qualified: str, module: str, definition: ast.AST) -> bool:
-    return qualified.rsplit(".", 1)[-1] == getattr(definition, "name", None) and qualified.startswith(module)
-
-
-def _short(qualified: str) -> str:
-    return ".".join(qualified.split(".")[-2:])
-
-
-def _cuda_source_in(call: ast.Call) -> Optional[str]:
-    for node in ast.walk(call):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _CUDA_SOURCE.search(node.value):
-            return os.path.basename(node.value)
-    return None
-
-
-def _cuda_keyword(call: ast.Call) -> bool:
-    for keyword in call.keywords:
-        if keyword.arg in _CUDA_KEYWORDS and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
-            return True
-    return False
-
-
-def _imports(tree: ast.Module, package: str) -> dict[str, str]:
-    """Local name -> qualified name, for the module's own imports (relative
-    ones resolved against ``package``, the package the module is in)."""
-    bound: dict[str, str] = {}
-    for node in _all_statements(tree.body):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    bound[alias.asname] = alias.name
-                else:
-                    bound[alias.name.split(".")[0]] = alias.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom):
-            base = _absolute(node, package)
-            if base is None:
-                continue
-            for alias in node.names:
-                if alias.name != "*":
-                    bound[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
-    return bound
-
-
-def _absolute(node: ast.ImportFrom, package: str) -> Optional[str]:
-    if not node.level:
-        return node.module
-    parts = package.split(".") if package else []
-    if node.level - 1 > len(parts):
-        return None
-    parts = parts[: len(parts) - (node.level - 1)]
-    if node.module:
-        parts.append(node.module)
-    return ".".join(parts)
-
-
-_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
-
-
-def _all_statements(body: list) -> Iterable[ast.stmt]:
-    """Every statement, nested ones too, in the order of ``ast.walk``
-    (breadth first: a later binding of a name wins), without entering
-    expressions, which hold none: a walk of every node costs several times more."""
-    pending = collections.deque(body)
-    while pending:
-        node = pending.popleft()
-        if isinstance(node, ast.stmt):
-            yield node
-        for field in node._fields:
-            value = getattr(node, field, None)
-            if isinstance(value, list):
-                pending.extend(item for item in value if isinstance(item, _HOLDS_STATEMENTS))
