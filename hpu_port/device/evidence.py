@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields, replace
-from fnmatch import fnmatchcase
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from hpu_port._compat import blake2b, toml
+from hpu_port.patterns import matches_any
 
 FILE_NAME = "_device.toml"
 
@@ -75,6 +75,7 @@ class Evidence:
     accelerator_bases: tuple = _entry("devices", "accelerator-bases")
     tables: tuple = _entry("devices", "tables")
     registrations: tuple = _entry("devices", "registrations")
+    own_devices: tuple = _entry("devices", "own-devices")
     kept_checks: tuple = _entry("devices", "kept-checks", BY_NAME)
     accelerator_queries: tuple = _entry("devices", "accelerator-queries", BY_NAME)
     taken_by: tuple = _entry("devices", "taken-by", BY_NAME)
@@ -187,6 +188,10 @@ class Evidence:
         """The names beside which ``device`` in a list or a conditional is a device too."""
         return frozenset(self.port + self.other + self.pseudo) - {device}
 
+    def has_own_devices(self, called: str) -> bool:
+        """Whether a call (qualified) goes to a library that knows only its own devices."""
+        return _matches_any(called, self.own_devices)
+
     def registers_code(self, called: str) -> bool:
         """Whether a call (qualified, or as written) registers code for a device."""
         return _matches_any(called, self.registrations)
@@ -220,7 +225,7 @@ def library_patterns(libraries: tuple) -> tuple:
 
 
 def _matches_any(name: str, patterns: tuple) -> bool:
-    return any(fnmatchcase(name, pattern) for pattern in patterns)
+    return matches_any(name, patterns)
 
 
 def _as_read(value: tuple, shape: str):

@@ -5,12 +5,12 @@ the device."""
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from typing import Iterator, Optional
 
 import libcst as cst
 
+from hpu_port.patterns import matches_any
 from hpu_port.visitors._references import literal_value, shown_briefly, written
 
 
@@ -41,7 +41,7 @@ class KeptTest:
 
     def visit_Call(self, node) -> None:
         hit = self.ctx.qualify(node.func)
-        if hit is not None and any(fnmatch.fnmatchcase(hit[0], p) for p in self.kept_checks):
+        if hit is not None and matches_any(hit[0], self.kept_checks):
             self.found = True
 
 

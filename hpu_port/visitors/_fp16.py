@@ -14,13 +14,12 @@ checks. See ``hpu_port.kinds._fp16`` for the rule keys.
 from __future__ import annotations
 
 import re
-
-from fnmatch import fnmatchcase
 from typing import Iterable, Optional
 
 import libcst as cst
 
 from hpu_port.branches import Held
+from hpu_port.patterns import matches_any
 from hpu_port.visitors._enclosing import enclosing
 from hpu_port.visitors._references import last_name, written
 from hpu_port.walk import children, contains
@@ -53,7 +52,7 @@ class Fp16Choices(
         params = rule.params
         for definition in reversed(self.definitions):
             name = definition.name.value
-            if any(fnmatchcase(name.lower(), pattern) for pattern in params["keep-inside"]):
+            if matches_any(name.lower(), params["keep-inside"]):
                 return f"inside `{name}`, whose code is about what this rule replaces"
         role = self._format_role(params["roles"], node)
         if role is not None:
@@ -75,7 +74,7 @@ class Fp16Choices(
         if not any(roles.values()):
             return None  # a rule about something else than float16 (`.cuda()`)
         file_name = self.ctx.path.replace("\\", "/").rsplit("/", 1)[-1].lower()
-        if any(fnmatchcase(file_name, pattern) for pattern in roles["files"]):
+        if matches_any(file_name, roles["files"]):
             return "a conversion or export tool: float16 is the format it writes"
         if self._goes_to_numpy(self._statement()):
             return "the result goes to NumPy, which has no bfloat16"
@@ -106,7 +105,7 @@ class Fp16Choices(
         """Whether ``node`` is a parameter's default of a
         function named like a converter: a library's promise to its callers
         (in its body, the cast is the precision the model computes in)."""
-        if function is None or not any(fnmatchcase(function.name.value.lower(), p) for p in patterns):
+        if function is None or not matches_any(function.name.value.lower(), patterns):
             return False
         params = function.params
         defaults = [p.default for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
@@ -364,7 +363,7 @@ def _outputs(statement: cst.SimpleStatementLine) -> set:
 
 
 def _any_match(names: frozenset, patterns: tuple) -> bool:
-    return any(fnmatchcase(name, pattern) for pattern in patterns for name in names)
+    return any(matches_any(name, patterns) for name in names)
 
 
 def _mentions(node: cst.CSTNode, texts: Iterable[str]) -> bool:

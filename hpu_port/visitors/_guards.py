@@ -15,13 +15,14 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
+from hpu_port.branches import Held
 from hpu_port.device.evidence import Guard, of_options
+from hpu_port.patterns import matches_any
 from hpu_port.visitors._definitions import name_words
 from hpu_port.visitors._device_tables import table_for
 from hpu_port.visitors._enclosing import enclosing
 from hpu_port.visitors._references import literal_value, shown_briefly, written
 from hpu_port.walk import contains, descendants, walk
-from hpu_port.branches import Held
 
 # The conditionals, loops, arguments, dicts and statements that enclose the
 # node being visited (``self.around``), outermost first.
@@ -525,7 +526,7 @@ class _Finder:
             self._check_module(f"{module}.{written(alias.name)}")
 
     def _check_module(self, name: str) -> None:
-        if self.found is None and any(fnmatchcase(name, p) for p in self.patterns):
+        if self.found is None and matches_any(name, self.patterns):
             self.found = name
 
     def visit_Arg(self, node) -> None:
@@ -544,7 +545,7 @@ class _Finder:
         if self.ctx.facts.why_nvidia_only(hit[0]):
             self.found = hit[0]
             return
-        if any(fnmatchcase(hit[0], p) for p in self.patterns):
+        if matches_any(hit[0], self.patterns):
             self.found = hit[0]
         for pattern, exception in self.conditional:
             if self.candidate is None and fnmatchcase(hit[0], pattern):
@@ -565,7 +566,7 @@ class _Finder:
 
 
 def _matches(text: str, patterns: tuple) -> bool:
-    return any(fnmatchcase(text, pattern) for pattern in patterns)
+    return matches_any(text, patterns)
 
 
 class _Markers:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
 from typing import Optional
 
 import libcst as cst
 
-from hpu_port.branches import Held, held_if
+from hpu_port.branches import held_if
 from hpu_port.context import FileContext
 from hpu_port.model import Rule
+from hpu_port.patterns import matches_any
 from hpu_port.visitors._fp16 import Fp16Choices, hold_split_casts
 from hpu_port.visitors._guards import Surroundings
 from hpu_port.walk import walk
@@ -149,7 +149,7 @@ class _CallFinder:
 
     def visit_Call(self, node: cst.Call) -> None:
         hit = self.ctx.qualify(node.func) if self.found is None else None
-        if hit is not None and any(fnmatchcase(hit[0], pattern) for pattern in self.patterns):
+        if hit is not None and matches_any(hit[0], self.patterns):
             self.found = hit[0]
 
 

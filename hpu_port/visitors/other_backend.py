@@ -7,20 +7,23 @@ them are held as the walk reaches them (``FileContext.other_backend``).
 from __future__ import annotations
 
 import os
-
 import re
-from fnmatch import fnmatchcase
 from typing import Iterator, Optional
 
 import libcst as cst
 
 from hpu_port.context import FileContext
-from hpu_port.project import is_test_path
 from hpu_port.device.evidence import Evidence, of_options
 from hpu_port.filetypes import path_words
 from hpu_port.model import Rule
-from hpu_port.visitors._backend_choices import mark_arm, mark_cuda_choices, mark_cuda_entry, mark_importing_arm
-from hpu_port.visitors._held_helpers import mark_helpers_of_held_code
+from hpu_port.patterns import matches_any
+from hpu_port.project import is_test_path
+from hpu_port.visitors._backend_choices import (
+    mark_arm,
+    mark_cuda_choices,
+    mark_cuda_entry,
+    mark_importing_arm,
+)
 from hpu_port.visitors._definitions import (
     body_of,
     classes,
@@ -30,6 +33,7 @@ from hpu_port.visitors._definitions import (
     name_words,
     statements_outside_defs,
 )
+from hpu_port.visitors._held_helpers import mark_helpers_of_held_code
 from hpu_port.visitors._references import shown_briefly, written
 from hpu_port.walk import contains, walk
 
@@ -376,7 +380,7 @@ def _kernel_decorator(ctx: FileContext, function: cst.FunctionDef, patterns: tup
     for decorator in function.decorators:
         target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
         hit = ctx.qualify(target)
-        if hit is not None and any(fnmatchcase(hit[0], pattern) for pattern in patterns):
+        if hit is not None and matches_any(hit[0], patterns):
             return written(target)
     return None
 
@@ -389,7 +393,7 @@ def _matching_base(ctx: FileContext, node: cst.ClassDef, patterns: tuple) -> Opt
     for base in node.bases:
         hit = ctx.qualify(base.value)
         names = [written(base.value)] + ([hit[0]] if hit else [])
-        if any(fnmatchcase(name, pattern) for name in names for pattern in patterns):
+        if any(matches_any(name, patterns) for name in names):
             return names[-1]
     return None
 
@@ -455,5 +459,5 @@ class _QualifiedNames:
         if self.found is not None or self.classes:
             return
         hit = self.ctx.qualify(node)
-        if hit is not None and any(fnmatchcase(hit[0], pattern) for pattern in self.patterns):
+        if hit is not None and matches_any(hit[0], self.patterns):
             self.found = hit[0]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from fnmatch import fnmatchcase
 from typing import Optional
 
 import libcst as cst
@@ -13,6 +12,7 @@ from hpu_port.context import FileContext
 from hpu_port.device.evidence import of_options
 from hpu_port.edits import replace_expression
 from hpu_port.model import Rule
+from hpu_port.patterns import matches_any
 from hpu_port.visitors._device_positions import device_values, used_as_a_device
 from hpu_port.visitors._fp16 import Fp16Choices, hold_split_casts
 from hpu_port.visitors._guards import (
@@ -28,9 +28,17 @@ from hpu_port.visitors._guards import (
     own_hpu_path,
     passed_as,
 )
-from hpu_port.visitors._references import ReferenceVisitor, last_name, literal_value, shown_briefly, written
-from hpu_port.visitors._skip_guards import SkipConditions, keep_skips_of_nvidia_only_tests
-
+from hpu_port.visitors._references import (
+    ReferenceVisitor,
+    last_name,
+    literal_value,
+    shown_briefly,
+    written,
+)
+from hpu_port.visitors._skip_guards import (
+    SkipConditions,
+    keep_skips_of_nvidia_only_tests,
+)
 
 # `device`, `eval_device`; not `device_id`, `device_index`, `device_count`.
 _DEVICE_NAME = re.compile(r"(^|_)device$")
@@ -340,4 +348,4 @@ def _is_to_call(node: cst.CSTNode) -> bool:
 
 
 def _matches(name: str, patterns) -> bool:
-    return any(fnmatchcase(name, pattern) for pattern in patterns)
+    return matches_any(name, patterns)
