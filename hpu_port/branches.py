@@ -29,6 +29,11 @@ NAMES_THE_HPU = re.compile(r"(?<![A-Za-z])(hpu|HPU)(?![A-Za-z])")
 # (`importlib.util.find_spec("habana_frameworks")`, `is_gaudi2()`).
 TESTS_THE_HPU = re.compile(r"(?<![A-Za-z])(hpu|HPU|habana|Habana|HABANA|gaudi|Gaudi)(?![A-Za-z])")
 NAMES_CUDA = re.compile(r"(?<![A-Za-z])(cuda|CUDA|Cuda)(?![A-Za-z])")
+# Lightning names its accelerators: a test of the chosen one against "gpu"
+# picks NVIDIA's arm among the accelerators the user can name ("hpu" is Gaudi's).
+LIGHTNING_GPU_TEST = re.compile(
+    r"""accelerator\w*(?:\.\w+\(\))*\s*==\s*["']gpu["']|["']gpu["']\s*==\s*[\w.]*accelerator""", re.IGNORECASE
+)
 # Kinds whose fixes add code next to a node rather than change it.
 ADDING_KINDS = frozenset({"insert-after", "ensure-import"})
 # The kind that adds the HPU arm to a chain: the chain's own fix.
@@ -136,7 +141,7 @@ class DeviceBranches:
             self.extended.add(node)
             return True
         tests = self._tests_of(node)  # read once per chain: most have no probe at all
-        if not self.other_probe.search(tests) or (
+        if not (self.other_probe.search(tests) or LIGHTNING_GPU_TEST.search(tests)) or (
             cuda_arm_of_dispatch(node, self.module, self.other_probe) is None
             and cuda_fallback_of_dispatch(node, self.module, self.other_probe) is None
         ):
@@ -252,7 +257,12 @@ def _the_cuda_test(tested: list, module: cst.Module, other_probe: "re.Pattern"):
     one whose test is CUDA's, when exactly one is, none is the HPU's and
     another is another accelerator's."""
     tests = [module.code_for_node(node.test) for node in tested]
-    if any(TESTS_THE_HPU.search(test) for test in tests) or not any(other_probe.search(t) for t in tests):
+    if any(TESTS_THE_HPU.search(test) for test in tests):
+        return None
+    lightning = [node for node, test in zip(tested, tests) if LIGHTNING_GPU_TEST.search(test)]
+    if len(lightning) == 1 and not _negated(module.code_for_node(lightning[0].test)):
+        return lightning[0]
+    if not any(other_probe.search(t) for t in tests):
         return None
     cuda = [node for node, test in zip(tested, tests) if CUDA_PROBE.search(test) and not other_probe.search(test)]
     if len(cuda) != 1 or _negated(module.code_for_node(cuda[0].test)):

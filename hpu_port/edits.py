@@ -11,11 +11,12 @@ modules and blocks, so that comments above a removed statement are kept.
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass, field
 from typing import Callable, Union
 
 import libcst as cst
+
+from hpu_port.import_order import imports_torch, in_sorted_order, is_import_line, place_at, sorted_place
 
 NodeEdit = Callable[[cst.CSTNode], cst.CSTNode]
 
@@ -229,24 +230,44 @@ def _insert_imports(body, imports: list[str], config, guarded: bool = False) -> 
     index = 0
     if body and _is_docstring(body[0]):
         index = 1
-    while index < len(body) and (_is_import_line(body[index]) or _is_environment_line(body[index])):
+    while index < len(body) and (is_import_line(body[index]) or _is_environment_line(body[index])):
         index += 1
-    torch_at = next((i for i, s in enumerate(body) if _is_import_line(s) and _imports_torch(s)), None)
+    torch_at = next((i for i, s in enumerate(body) if is_import_line(s) and imports_torch(s)), None)
     first_use = _first_device_use(body, index, torch_at)
     if first_use is not None:
         # After the imports above that first use, the nearest to it.
-        index = max((i + 1 for i in range(index, first_use) if _is_import_line(body[i])), default=index)
+        index = max((i + 1 for i in range(index, first_use) if is_import_line(body[i])), default=index)
     elif torch_at is not None and torch_at >= index:
         index = torch_at + 1
-        while index < len(body) and _is_import_line(body[index]):
+        while index < len(body) and is_import_line(body[index]):
             index += 1
     imports = _exempt_unused_gaudi_imports(imports, cst.Module(body=body).code)
+    if not guarded:
+        body, index, imports = _place_sorted(body, index, imports, config)
     new = [cst.parse_statement(code, config=config) for code in (_guarded(imports, config) if guarded else imports)]
+    if guarded and new and 0 < index and is_import_line(body[index - 1]) and not is_import_line(new[0]):
+        # A `try` block is code to isort: set apart from the imports above, as it sets imports apart from code.
+        new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine()])
     rest = body[index:]
-    if rest and not _is_import_line(rest[0]) and not rest[0].leading_lines:
+    if rest and not is_import_line(rest[0]) and not rest[0].leading_lines:
         # Set the new imports apart from the code that follows, as an import block is.
         rest = [rest[0].with_changes(leading_lines=[cst.EmptyLine()]), *rest[1:]]
     return [*body[:index], *new, *rest]
+
+
+def _place_sorted(body: list, index: int, imports: list[str], config) -> tuple[list, int, list[str]]:
+    """Put each import that has a place in the module's sorted imports there
+    (isort's order, see ``import_order``); the others are left to go at
+    ``index``, in that order among themselves."""
+    left = []
+    for code in in_sorted_order(imports):
+        place = sorted_place(body, index, code)
+        if place is None:
+            left.append(code)
+            continue
+        body = place_at(body, place, [cst.parse_statement(code, config=config)])
+        index += 1
+    return body, index, left
 
 
 # What ruff and flake8 read as "this import is meant to be unused".
@@ -338,29 +359,6 @@ def _is_docstring(statement) -> bool:
         and isinstance(statement.body[0], cst.Expr)
         and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
     )
-
-
-def _is_import_line(statement) -> bool:
-    return isinstance(statement, cst.SimpleStatementLine) and all(
-        isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
-    )
-
-
-def _imports_torch(statement) -> bool:
-    for small in statement.body:
-        if isinstance(small, cst.Import):
-            names = [alias.name for alias in small.names]
-        else:
-            names = [small.module] if small.module is not None and not small.relative else []
-        if any(_root(name) == "torch" for name in names):
-            return True
-    return False
-
-
-def _root(name) -> str:
-    while isinstance(name, cst.Attribute):
-        name = name.value
-    return name.value if isinstance(name, cst.Name) else ""
 
 
 def replace_expression(new_code: str) -> NodeEdit:

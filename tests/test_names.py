@@ -7,20 +7,20 @@ from hpu_port.names import LOCAL, ScopeIndex
 from tests.conftest import ported
 
 IMPORT_FORMS = [
-    pytest.param("import torch\ntorch.cuda.synchronize()\n", "import torch\nimport habana_frameworks.torch.core as htcore  # noqa: F401\n\ntorch.hpu.synchronize()\n", id="import-torch"),
-    pytest.param("import torch as T\nT.cuda.synchronize()\n", "import torch as T\nimport habana_frameworks.torch.core as htcore  # noqa: F401\n\nT.hpu.synchronize()\n", id="import-as"),
-    pytest.param("import torch.cuda as tc\ntc.synchronize()\n", "import torch\nimport habana_frameworks.torch.core as htcore  # noqa: F401\n\ntorch.hpu.synchronize()\n", id="import-submodule-as"),
-    pytest.param("import torch.cuda\ntorch.cuda.synchronize()\n", "import torch.cuda\nimport habana_frameworks.torch.core as htcore  # noqa: F401\n\ntorch.hpu.synchronize()\n", id="import-submodule"),
-    pytest.param("from torch import cuda\ncuda.synchronize()\n", "import torch\nimport habana_frameworks.torch.core as htcore  # noqa: F401\n\ntorch.hpu.synchronize()\n", id="from-import-module"),
-    pytest.param("from torch.cuda import synchronize as sync\nsync()\n", "import torch\nimport habana_frameworks.torch.core as htcore  # noqa: F401\n\ntorch.hpu.synchronize()\n", id="from-import-as"),
+    pytest.param("import torch\ntorch.cuda.synchronize()\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\ntorch.hpu.synchronize()\n", id="import-torch"),
+    pytest.param("import torch as T\nT.cuda.synchronize()\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch as T\n\nT.hpu.synchronize()\n", id="import-as"),
+    pytest.param("import torch.cuda as tc\ntc.synchronize()\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\ntorch.hpu.synchronize()\n", id="import-submodule-as"),
+    pytest.param("import torch.cuda\ntorch.cuda.synchronize()\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch.cuda\n\ntorch.hpu.synchronize()\n", id="import-submodule"),
+    pytest.param("from torch import cuda\ncuda.synchronize()\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\ntorch.hpu.synchronize()\n", id="from-import-module"),
+    pytest.param("from torch.cuda import synchronize as sync\nsync()\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\ntorch.hpu.synchronize()\n", id="from-import-as"),
     pytest.param(
         "import torch\n\ndef f():\n    import torch.cuda as tc\n    tc.synchronize()\n",
-        "import torch\nimport habana_frameworks.torch.core as htcore  # noqa: F401\n\ndef f():\n    torch.hpu.synchronize()\n",
+        "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\ndef f():\n    torch.hpu.synchronize()\n",
         id="function-local-import",
     ),
     pytest.param(
         "import torch\n\nclass Trainer:\n    def sync(self):\n        torch.cuda.synchronize()\n",
-        "import torch\nimport habana_frameworks.torch.core as htcore  # noqa: F401\n\nclass Trainer:\n    def sync(self):\n        torch.hpu.synchronize()\n",
+        "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\nclass Trainer:\n    def sync(self):\n        torch.hpu.synchronize()\n",
         id="method",
     ),
     pytest.param(
@@ -31,12 +31,12 @@ IMPORT_FORMS = [
     ),
     pytest.param(
         "from torch.cuda import synchronize\nhooks = [synchronize]\n",
-        "import torch\nimport habana_frameworks.torch.core as htcore  # noqa: F401\n\nhooks = [torch.hpu.synchronize]\n",
+        "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\nhooks = [torch.hpu.synchronize]\n",
         id="name-as-value",
     ),
     pytest.param(
         "import torch\nfrom torch.cuda import amp, synchronize\nsynchronize()\nx = amp\n",
-        "import torch\nfrom torch.cuda import amp\nimport habana_frameworks.torch.core as htcore  # noqa: F401\n\ntorch.hpu.synchronize()\nx = amp\n",
+        "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\nfrom torch.cuda import amp\n\ntorch.hpu.synchronize()\nx = amp\n",
         id="partial-from-import",
     ),
 ]

@@ -48,3 +48,11 @@ def test_two_words_in_a_row_of_the_name_count_as_one(tmp_path):
 
 def test_the_words_of_the_files_own_folder_count(tmp_path):
     assert {"ascend_npu", "ascend", "npu"} <= path_words(str(tmp_path / "recipes" / "ascend_npu" / "train.py"), frozenset())
+
+
+def test_a_generic_folder_speaks_for_the_folder_above(tmp_path):
+    # `runtime/triton_trtllm/scripts/export.py`: TensorRT-LLM's scripts.
+    words = path_words(str(tmp_path / "runtime" / "triton_trtllm" / "scripts" / "export.py"), frozenset())
+    assert {"scripts", "triton_trtllm", "trtllm"} <= words
+    assert "runtime" not in words
+    assert "runtime" not in path_words(str(tmp_path / "runtime" / "models" / "net.py"), frozenset())

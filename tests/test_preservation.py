@@ -14,7 +14,7 @@ def run(source: bytes):
 
 def test_crlf_line_endings_are_kept():
     source = b'import torch\r\n\r\nx = t.to("cuda")  # move\r\n'
-    assert run(source) == b'import torch\r\nimport habana_frameworks.torch.core as htcore  # noqa: F401\r\n\r\nx = t.to("hpu")  # move\r\n'
+    assert run(source) == b'import habana_frameworks.torch.core as htcore  # noqa: F401\r\nimport torch\r\n\r\nx = t.to("hpu")  # move\r\n'
 
 
 def test_mixed_line_endings_outside_edits_are_kept():
@@ -25,7 +25,7 @@ def test_mixed_line_endings_outside_edits_are_kept():
 def test_utf8_bom_is_kept():
     source = b'\xef\xbb\xbfimport torch\ndevice = "cuda"\n'
     out = run(source)
-    assert out.startswith(b"\xef\xbb\xbfimport torch\n")
+    assert out.startswith(b"\xef\xbb\xbfimport habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n")
     assert out.endswith(b'device = "hpu"\n')
 
 
@@ -38,7 +38,7 @@ def test_latin1_encoding_cookie_is_kept():
 
 def test_no_final_newline_and_tabs():
     source = b'import torch\nif x:\n\ty = t.cuda()'
-    assert run(source) == b'import torch\nimport habana_frameworks.torch.core as htcore  # noqa: F401\n\nif x:\n\ty = t.to("hpu")'
+    assert run(source) == b'import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\nif x:\n\ty = t.to("hpu")'
 
 
 def test_comments_quotes_and_layout_are_kept():
@@ -48,8 +48,8 @@ def test_comments_quotes_and_layout_are_kept():
 device   =   'cuda'   # single quotes stay
 values = [ 1,2 ,3 ]  # odd spacing stays
 """
-    assert run(source) == b"""import torch  # the framework
-import habana_frameworks.torch.core as htcore  # noqa: F401
+    assert run(source) == b"""import habana_frameworks.torch.core as htcore  # noqa: F401
+import torch  # the framework
 
 # Pick a device.
 device   =   'hpu'   # single quotes stay
@@ -81,7 +81,7 @@ def test_files_without_matches_are_untouched(source):
         ),
         pytest.param(
             b'import torch\rx = t.cuda()\r',
-            b'import torch\rimport habana_frameworks.torch.core as htcore  # noqa: F401\r\rx = t.to("hpu")\r',
+            b'import habana_frameworks.torch.core as htcore  # noqa: F401\rimport torch\r\rx = t.to("hpu")\r',
             id="lone-cr-after-the-changed-last-line",
         ),
         pytest.param(

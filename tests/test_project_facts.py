@@ -180,10 +180,7 @@ def test_a_package_serves_several_devices_when_one_of_its_modules_probes_another
         "single/ops.py": b"import torch\nuse = torch.cuda.is_available()\n",
         "script.py": b"import torch\nuse = torch.backends.mps.is_available()\n",
     }
-    for name, data in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_bytes(data)
-    facts = find_facts({str(tmp_path / n): d for n, d in files.items()}, LIBRARIES, ["xpu", "mps"])
+    facts = _facts_of(tmp_path, files, ["xpu", "mps"])
     assert facts.shared_among_devices(str(tmp_path / "multi" / "sub" / "ops.py"))
     assert not facts.shared_among_devices(str(tmp_path / "single" / "ops.py"))
     assert not facts.shared_among_devices(str(tmp_path / "script.py"))  # a script is not shared
@@ -472,3 +469,30 @@ def test_the_buffers_a_cuda_kernel_is_handed_stay_on_the_cuda_device(tmp_path):
     check = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
     assert "HPU615 `forward` is not ported: it uses `wkv_cuda`" in check
     assert "HPU615 `RUN_CUDA` is not ported: it calls `WKV.apply`" in check
+
+
+def test_a_package_a_multi_device_script_imports_serves_those_devices(tmp_path):
+    # nanoVLM-style: train.py picks CUDA, MPS or the CPU and runs data/'s code on each.
+    files = {
+        "train.py": b"import torch\nfrom data.loaders import step\nuse = torch.backends.mps.is_available()\n",
+        "data/__init__.py": b"",
+        "data/loaders.py": b"import torch\nx = torch.tensor(1, device=torch.cuda.current_device())\n",
+        "other/__init__.py": b"",
+        "other/ops.py": b"x = 1\n",
+        "src/app/cli.py": b"import torch\nimport app.models.net\nuse = torch.xpu.is_available()\n",
+        "src/app/models/__init__.py": b"",
+        "src/app/models/net.py": b"x = 1\n",
+    }
+    facts = _facts_of(tmp_path, files, ["xpu", "mps"])
+    assert facts.shared_among_devices(str(tmp_path / "data" / "loaders.py"))
+    assert not facts.shared_among_devices(str(tmp_path / "other" / "ops.py"))
+    # A namespace package without `__init__.py` above its packages (a `src/` layout).
+    assert facts.shared_among_devices(str(tmp_path / "src" / "app" / "models" / "net.py"))
+
+
+def _facts_of(tmp_path, files: dict, other_devices):
+    """The project facts of ``files`` (relative name: bytes), written under ``tmp_path``."""
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    return find_facts({str(tmp_path / n): d for n, d in files.items()}, LIBRARIES, other_devices)

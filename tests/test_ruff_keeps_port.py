@@ -3,9 +3,11 @@
 ruff (like flake8) reports an import nothing reads (F401) and `--fix`
 deletes it: a Gaudi import kept only for what importing it does (it
 registers the HPU device and its collectives) would go, and with it the
-device. Every bundled example, fixture and rule example is ported and
-linted before and after: the port adds no unused-import or unused-variable
-violation, and `ruff check --fix` leaves its Gaudi imports in place.
+device. isort's order (ruff's `I` rules) places each import in its section:
+a Gaudi import appended after a sorted block breaks it. Every bundled
+example, fixture and rule example is ported and linted before and after:
+the port adds no import-order, unused-import or unused-variable violation,
+and `ruff check --fix` leaves its Gaudi imports in place.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from hpu_port.examples import example_file, example_source
 from hpu_port.rules import load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
-CHECKS = "F401,F841"
+CHECKS = "I,F401,F841"
 
 
 def _ruff() -> str:

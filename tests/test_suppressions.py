@@ -66,7 +66,7 @@ def test_text_in_a_string_is_not_a_suppression():
 def test_a_suppressed_use_keeps_its_import():
     code = "from torch.cuda import synchronize as sync\nsync()  # hpu-port: ignore\nsync()\n"
     out, _ = run(code, select=["HPU101"])
-    assert out.startswith("from torch.cuda import synchronize as sync\n")
+    assert out.startswith("import torch\nfrom torch.cuda import synchronize as sync\n")
     assert "sync()  # hpu-port: ignore\ntorch.hpu.synchronize()\n" in out
 
 

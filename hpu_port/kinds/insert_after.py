@@ -45,6 +45,7 @@ class InsertAfter(Kind):
         "not-step-names": (str, False),
         "unsure-message": (str, False),
         "not-in-subclasses-of": (list, False),
+        "not-in-script-subclasses-of": (list, False),
         "not-in-functions-taking": (str, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "call", "what"})
@@ -60,6 +61,7 @@ class InsertAfter(Kind):
             "not-step-constructors": [_constructor(p) for p in string_list(table.get("not-step-constructors", []), "not-step-constructors")],
             "unsure-message": table.get("unsure-message", ""),
             "not-in-subclasses-of": string_list(table.get("not-in-subclasses-of", []), "not-in-subclasses-of"),
+            "not-in-script-subclasses-of": string_list(table.get("not-in-script-subclasses-of", []), "not-in-script-subclasses-of"),
             "not-in-functions-taking": table.get("not-in-functions-taking"),
         }
         for key in ("step-names", "not-step-names"):

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import fnmatch
+import re
 from functools import cached_property
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
-from hpu_port.branches import Held
+from hpu_port.branches import LIGHTNING_GPU_TEST, Held
 from hpu_port.context import FileContext
 from hpu_port.device.evidence import by_name, of_options
 from hpu_port.kinds.device_string import name_parts
 from hpu_port.model import Rule
+from hpu_port.patterns import matches_any
 from hpu_port.visitors._device_string_parts import (
     CudaCalls,
     KeptTest,
@@ -28,7 +29,6 @@ from hpu_port.visitors._device_string_parts import (
 )
 from hpu_port.visitors._device_tables import device_table
 from hpu_port.visitors._guards import (
-    nvidia_name_in,
     Surroundings,
     cuda_branch,
     guarded_by,
@@ -36,17 +36,25 @@ from hpu_port.visitors._guards import (
     library_switch,
     negated,
     nvidia_evidence,
+    nvidia_name_in,
     nvidia_only_use,
     own_hpu_path,
     passed_as,
 )
-from hpu_port.visitors._references import last_name, literal_value, shown_briefly, written
+from hpu_port.visitors._references import (
+    last_name,
+    literal_value,
+    shown_briefly,
+    written,
+)
 from hpu_port.walk import contains, descendants, walk
 
 ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 # Keywords of an argparse-like call that hold values of the option it names.
 OPTION_VALUES = frozenset({"default", "choices", "const"})
 STRING_TESTS = frozenset({"startswith", "endswith"})
+# String methods that take a device's name apart (`str(device).strip("cuda:")`).
+NAME_PARSERS = frozenset({"strip", "lstrip", "rstrip", "replace", "split", "rsplit", "removeprefix", "removesuffix", "partition", "rpartition"})
 # Methods whose second argument is the default of the entry the first names
 # (`cfg.get("device", "cuda")`, `os.getenv("DEVICE", "cuda")`).
 KEYED_DEFAULTS = frozenset({"get", "setdefault", "pop", "getenv"})
@@ -65,6 +73,9 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         self.rule = rule
         self.params = rule.params
         self.templates: set[cst.SimpleString] = set()
+        # `torch.device("cuda", local_rank)`: the device string, and the call
+        # whose index goes with the rename (one Gaudi per process).
+        self.indexed: dict[cst.SimpleString, tuple[cst.CSTNode, Callable]] = {}
         self.dict_keys: set[cst.BaseExpression] = set()
         # Strings that look like devices but are kept, with the reason.
         self.kept: dict[cst.CSTNode, Held] = {}
@@ -96,6 +107,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         self.kept_checks = by_name(evidence.kept_checks, device)
         self.taken_by = by_name(evidence.taken_by, replacement)
         self.registers_code = evidence.registers_code
+        self.has_own_devices = evidence.has_own_devices
         self.accelerators = frozenset(evidence.other)
         # Keywords that switch a library's CUDA code on (`gpu=`, `cuda=`).
         self.switch_words = frozenset(word.lower() for word in evidence.switch_keywords)
@@ -163,6 +175,18 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
                 key = literal_value(written(element.key)) if isinstance(element.key, cst.SimpleString) else None
                 if isinstance(key, str) and self._role(key):
                     self._mark(element.value)
+                self._keep_device_of_a_backend(element)
+
+    def _keep_device_of_a_backend(self, element: cst.DictElement) -> None:
+        """`{torch.device("cuda"): dist.Backend.NCCL, ...}`: renamed alone,
+        the HPU's entry would start NCCL, which Gaudi lacks."""
+        hit = self.ctx.qualify(element.value) if isinstance(element.value, (cst.Name, cst.Attribute)) else None
+        if self.params["device"] != "cuda" or hit is None or hit[0] != "torch.distributed.Backend.NCCL":
+            return
+        reason = Held("by-hand", f"this entry gives the device `{shown_briefly(written(element.value))}`, the NCCL backend Gaudi lacks: map \"hpu\" to \"hccl\" by hand")
+        for string in descendants(element.key):
+            if isinstance(string, cst.SimpleString):
+                self.kept.setdefault(string, reason)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if any(self._names_a_role(target.target) for target in node.targets):
@@ -225,6 +249,12 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         parts = [node.left, *(target.comparator for target in node.comparisons)]
         if not any(isinstance(target.operator, COMPARISONS) for target in node.comparisons):
             return
+        if LIGHTNING_GPU_TEST.search(written(node)):
+            # A test of the accelerator the user chose picks NVIDIA's arm;
+            # the chain gains Gaudi's ("hpu") beside it (HPU620).
+            for string in strings_in(node):
+                self.ctx.claim(string)
+            return
         query = next(filter(None, (self._accelerator_query(part) for part in parts)), None)
         if query is not None:
             for part in parts:
@@ -246,7 +276,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         accelerators and answers for the one in use."""
         if isinstance(expr, cst.Call) and not expr.args:
             called = written(expr.func)
-            if any(fnmatch.fnmatchcase(called, pattern) for pattern in self.accelerator_queries):
+            if matches_any(called, self.accelerator_queries):
                 return shown_briefly(written(expr))
         return None
 
@@ -330,8 +360,11 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         self._keep_device_generator(node)
         self._keep_unsupported_dtype(node)
         self._keep_nvidia_switches(node)
+        self._keep_parsed_name(node)
+        self._note_device_index(node)
         if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, cst.SimpleString):
             self.templates.add(func.value)
+            self._note_indexed_template(func.value, node)
         if isinstance(func, cst.Attribute) and func.attr.value in LIST_ADDS and written(func.value) in self.device_lists:
             for arg in node.args:
                 self._mark(arg.value)
@@ -346,6 +379,9 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             return  # no string for it to keep
         hit = self.ctx.qualify(node.func)
         called = hit[0] if hit is not None else written(node.func)
+        if hit is not None and self.has_own_devices(called):
+            reason = Held("nvidia-only", f"`{shown_briefly(written(node.func))}` runs its own kernels and knows only \"cpu\" and {self.params['device']!r}: on Gaudi give it \"cpu\"")
+            return self._keep_arguments(node, reason)
         if not self.registers_code(called):
             return
         reason = Held("nvidia-only", f"`{shown_briefly(written(node.func))}` registers code written for {self.params['device']!r}, not for {self.params['replacement']!r}")
@@ -395,6 +431,42 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
                 if isinstance(string, (cst.SimpleString, cst.FormattedString)) and string not in going:
                     self.kept.setdefault(string, reason)
 
+    def _note_device_index(self, node: cst.Call) -> None:
+        """`torch.device("cuda", local_rank)`: each process drives one Gaudi,
+        device 0 of its own (the bridge has one device in play): the index of
+        a GPU among several becomes 0, `torch.device("hpu", 0)`, the device a
+        tensor placed there reports (so comparisons with `x.device` hold)."""
+        if self.params["device"] != "cuda" or len(node.args) != 2 or not isinstance(node.args[0].value, cst.SimpleString):
+            return
+        if node.args[0].keyword is not None or node.args[1].star or _current_device(node.args[1].value):
+            return
+        hit = self.ctx.qualify(node.func)
+        if hit is not None and hit[0] == "torch.device" and node.args[0].value.raw_value == self.params["device"]:
+            self.indexed[node.args[0].value] = (node, _without_index)
+
+    def _note_indexed_template(self, template: cst.SimpleString, built_by: cst.CSTNode) -> None:
+        """`"cuda:{}".format(rank)`, `"cuda:%d" % rank`, `"cuda:" + str(rank)`: a GPU's index among
+        several; on Gaudi the process's one device is `"hpu:0"` (see ``_note_device_index``)."""
+        device = self.params["device"]
+        built = isinstance(built_by, cst.BinaryOperation) and isinstance(built_by.operator, cst.Add)
+        index = r":" if built else r":(\{\w*\}|%[dsi])"
+        if device == "cuda" and re.fullmatch(device + index, template.raw_value) and not _current_device(built_by):
+            self.indexed[template] = (built_by, _as_plain_string)
+
+    def _keep_parsed_name(self, node: cst.Call) -> None:
+        """`int(str(self.device).strip("cuda:"))`: the code reads the index out
+        of the device's name. Renamed, it breaks where the replacement's
+        device is written without an index (`str(torch.device("hpu"))` is
+        `hpu`), so a person writes it for both devices."""
+        func = node.func
+        if self.params["device"] != "cuda" or not isinstance(func, cst.Attribute) or func.attr.value not in NAME_PARSERS or not node.args:
+            return
+        first = node.args[0].value
+        if not isinstance(first, cst.SimpleString) or not self.params["exact"].fullmatch(first.raw_value):
+            return
+        reason = Held("by-hand", f"`{shown_briefly(written(node))}` takes a device's name apart: on Gaudi the name may have no index (`hpu`), so read the index with `torch.hpu.current_device()` or write it for both devices")
+        self.kept.setdefault(first, reason)
+
     def _mark_arguments(self, node: cst.Call) -> None:
         positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
         option = any(self._names_a_role_string(arg.value) for arg in positional)
@@ -443,6 +515,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, (cst.Modulo, cst.Add)) and isinstance(node.left, cst.SimpleString):
             self.templates.add(node.left)
+            self._note_indexed_template(node.left, node)
 
     # -- the strings --------------------------------------------------------------
 
@@ -472,7 +545,10 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         params, text = self.params, first.value
         exact = params["exact"].fullmatch(text) and not rest and (text != params["device"] or self._bare_word_counts(node))
         built = text == params["device"] + ":" and len(rest) == 1 and isinstance(rest[0], cst.FormattedStringExpression)
-        if exact or built:
+        if built and params["device"] == "cuda" and not _current_device(rest[0]):
+            # `f"cuda:{local_rank}"`: one Gaudi per process, its device 0.
+            self._report(node, _plain_string(params["replacement"] + ":0"))
+        elif exact or built:
             self._report(node, replace_first_part(params["replacement"] + text[len(params["device"]):]))
 
     def _keep_inside_text(self, node: cst.FormattedString) -> None:
@@ -503,6 +579,10 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
             self.ctx.report(rule, node, message, kept=kept)
             return
         self.renamed.add(node)
+        if node in self.indexed:
+            whole, edit_of_whole = self.indexed[node]
+            self.ctx.report(rule, node, message, self.ctx.replace(whole, edit_of_whole(edit, node)))
+            return
         self.ctx.report(rule, node, message, self.ctx.replace(node, edit))
 
     def _why_kept(self, node) -> Optional[Held]:
@@ -510,6 +590,8 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if node in self.kept:
             return self.kept[node]
         replacement = self.params["replacement"]
+        if self.params["device"] == "cuda" and _second_gpu(node):
+            return Held("by-hand", f"a process drives one Gaudi, `\"{replacement}:0\"`: a second device of the same process has no Gaudi counterpart; place this on \"{replacement}:0\" or give the work its own process")
         if self.taken is not None:
             return Held("name-taken", f"this module tests for \"{replacement}\" and uses `{self.taken}`, whose backend has that name too: renamed, this code would take that branch")
         if self.device_table is not None:
@@ -592,6 +674,52 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if used:
             hold_guarded_body(guard, self.ctx, used)
         return used
+
+
+def _plain_string(text: str):
+    """An edit that puts the plain string ``text`` in place of an f-string, in its quotes."""
+
+    def edit(updated: cst.FormattedString) -> cst.SimpleString:
+        return cst.SimpleString(value=f"{updated.end}{text}{updated.end}", lpar=updated.lpar, rpar=updated.rpar)
+
+    return edit
+
+
+def _without_index(rename, string: cst.SimpleString):
+    """An edit of `torch.device(<device>, <index>)` that renames the device
+    (through ``rename``) and makes the index 0."""
+
+    def edit(updated: cst.Call) -> cst.Call:
+        first, second = updated.args
+        return updated.with_changes(args=[first.with_changes(value=rename(first.value)), second.with_changes(value=cst.Integer("0"))])
+
+    return edit
+
+
+def _second_gpu(node: cst.CSTNode) -> bool:
+    """Whether ``node`` is a literal device with an index above 0 (`"cuda:1"`)."""
+    if not isinstance(node, cst.SimpleString):
+        return False
+    _, _, index = node.raw_value.partition(":")
+    return index.isdigit() and int(index) > 0
+
+
+def _current_device(node: cst.CSTNode) -> bool:
+    """Whether ``node`` reads the current device's index (`torch.cuda.current_device()`),
+    which on Gaudi is already the process's one device."""
+    return any(isinstance(n, cst.Name) and n.value == "current_device" for n in descendants(node))
+
+
+def _as_plain_string(rename, template: cst.SimpleString):
+    """An edit of a device string built from a template and an index that
+    puts the template's device, renamed and without the index, in its place."""
+    renamed = rename(template)
+    device = renamed.evaluated_value.split(":")[0] + ":0"
+
+    def edit(updated: cst.CSTNode) -> cst.SimpleString:
+        return cst.SimpleString(value=f"{renamed.prefix}{renamed.quote}{device}{renamed.quote}", lpar=updated.lpar, rpar=updated.rpar)
+
+    return edit
 
 
 def _added_after(string: cst.SimpleString, word: str):

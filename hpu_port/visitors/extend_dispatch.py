@@ -10,6 +10,7 @@ import libcst as cst
 
 from hpu_port.branches import (
     CUDA_PROBE,
+    LIGHTNING_GPU_TEST,
     chain_arms,
     cuda_arm_of_dispatch,
     cuda_case_of_dispatch,
@@ -201,7 +202,10 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
     def _extend(self, arm: cst.If, optional: bool, beside: bool = False) -> None:
         """Add the HPU twin of ``arm``; ``optional``: nothing runs when no arm
         is taken, so an arm that would do nothing on Gaudi is not added."""
-        code = self.ctx.module.code_for_node(arm.with_changes(orelse=None, leading_lines=[]))
+        lightning = _lightning_hpu_test(arm.test)
+        # The test names Lightning's accelerator, not a device the port knows: only the body is ported.
+        tested = arm.with_changes(test=cst.Name("True")) if lightning is not None else arm
+        code = self.ctx.module.code_for_node(tested.with_changes(orelse=None, leading_lines=[]))
         ported = self.ctx.port_snippet(self._in_function(code))
         if self._missing(arm, ported):
             return
@@ -212,7 +216,7 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
             return  # what the CUDA arm does has no counterpart to do on Gaudi
         if self.ctx.module.code_for_node(last.body) == self.ctx.module.code_for_node(arm.body):
             return self._report_missing(arm, "its arm holds nothing the port changes for Gaudi; if Gaudi should take it, write the HPU arm by hand")
-        probe, probe_imports = self._probe(last.test)
+        probe, probe_imports = (lightning, ()) if lightning is not None else self._probe(last.test)
         if probe is None:
             return self._report_missing(arm, "its test has no HPU counterpart the port can write")
         body, backend_imports = _gaudi_backend(last.body)
@@ -306,6 +310,8 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
 
     def _dispatch(self, head) -> bool:
         tests = "\n".join(self.ctx.module.code_for_node(a.test) for a in chain_arms(head))
+        if LIGHTNING_GPU_TEST.search(tests):
+            return True
         return "cuda" in tests.lower() and self.ctx.branches.other_probe.search(tests) is not None
 
     def _probe(self, test: cst.BaseExpression) -> tuple[Optional[cst.BaseExpression], tuple]:
@@ -547,6 +553,22 @@ class _ProbeReplacer(cst.CSTTransformer):
             # Inside `and`/`or`/`not`: kept apart from what is around it.
             return self.probe.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return updated
+
+
+def _lightning_hpu_test(test: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`args.accelerator.upper() == "GPU"` as Gaudi's arm tests it (`== "HPU"`,
+    in the same case); None for a test that is not of Lightning's accelerator."""
+    if not LIGHTNING_GPU_TEST.search(written(test)):
+        return None
+    return test.visit(_GpuNameReplacer())
+
+
+class _GpuNameReplacer(cst.CSTTransformer):
+    def leave_SimpleString(self, original, updated):
+        if str(updated.evaluated_value).lower() != "gpu":
+            return updated
+        name = "HPU" if updated.raw_value.isupper() else "hpu"
+        return updated.with_changes(value=f"{updated.prefix}{updated.quote}{name}{updated.quote}")
 
 
 def _last_statement(module: Optional[cst.Module], inside_function: bool):

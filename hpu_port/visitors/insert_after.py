@@ -54,7 +54,7 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
     # -- autograd functions -------------------------------------------------------
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.inside_autograd.append(any(self._is_autograd_base(base.value) for base in node.bases))
+        self.inside_autograd.append(any(self._is_autograd_base(base.value) for base in node.bases) or self._steps_for_its_caller(node))
         self.classes.append(node)
         self.instances.append(self._project_instances(node, "self."))
 
@@ -108,6 +108,21 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
             if name in scope:
                 return f"{scope[name]}.{func.attr.value}" in self.ctx.facts.syncing_methods
         return False
+
+    def _steps_for_its_caller(self, node: cst.ClassDef) -> bool:
+        """An optimizer class of a script (`class Lookahead(torch.optim.Optimizer)`)
+        whose `step` steps the optimizers it wraps: the script's loop calls its
+        `step`, which gets the mark_step. A library's is stepped by code the
+        port does not see, so its own steps keep theirs."""
+        if self.ctx.gaudi_optional or not self.params["not-in-script-subclasses-of"]:
+            return False
+        return any(
+            _name_matches(qualified, pattern)
+            for base in node.bases
+            for qualified in [func_qualified(self.ctx, base.value)]
+            if qualified is not None
+            for pattern in self.params["not-in-script-subclasses-of"]
+        )
 
     def _is_autograd_base(self, expr) -> bool:
         qualified = func_qualified(self.ctx, expr)

@@ -180,6 +180,11 @@ def _identity(added_line: str) -> str:
     return added_line
 
 
+def is_import_insertion(removed: list, added: list) -> bool:
+    """Whether a change only adds Gaudi's imports at the top level of a module."""
+    return not removed and bool(added) and all(line.startswith(GAUDI_IMPORTS) for line in added)
+
+
 def _digest(parts) -> str:
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
@@ -246,7 +251,11 @@ def file_hunks(package: Package, config: str, path: str, diff: str, original: li
         index = start - 1
         before = original[max(0, index - CONTEXT) : index]
         after = original[index + len(removed) : index + len(removed) + CONTEXT]
-        content = [package.name, package.version, path, before, removed, [_identity(line) for line in added], after]
+        # Where Gaudi's import lands follows the module's import order: the
+        # same change wherever it goes, so its place is not its identity.
+        placed = not is_import_insertion(removed, added)
+        content = [package.name, package.version, path, before if placed else [], removed,
+                   [_identity(line) for line in added], after if placed else []]
         occurrence = seen.get(_digest(content), 0)
         seen[_digest(content)] = occurrence + 1
         change = _digest(content + [occurrence])
