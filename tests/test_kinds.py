@@ -10,6 +10,10 @@ DEVICE_STRINGS = [
     pytest.param('x.to("cuda")', 'x.to("hpu")', id="argument"),
     pytest.param("x.to('cuda:0')", "x.to('hpu:0')", id="single-quoted-index"),
     pytest.param('import torch\ntorch.device("cuda", i)', 'import torch\ntorch.device("hpu", 0)', id="device-with-index"),
+    pytest.param(
+        'import torch\ntorch.device("cuda" if ok else "cpu", rank)', 'import torch\ntorch.device("hpu" if ok else "cpu", 0)',
+        id="chosen-device-with-index",
+    ),
     pytest.param('x.to(f"cuda:{rank}")', 'x.to("hpu:0")', id="f-string"),
     pytest.param("x.to(F'cuda')", "x.to(F'hpu')", id="f-string-exact"),
     pytest.param('y = torch.zeros(3, device=r"cuda")', 'y = torch.zeros(3, device=r"hpu")', id="raw-prefix"),

@@ -436,13 +436,17 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         device 0 of its own (the bridge has one device in play): the index of
         a GPU among several becomes 0, `torch.device("hpu", 0)`, the device a
         tensor placed there reports (so comparisons with `x.device` hold)."""
-        if self.params["device"] != "cuda" or len(node.args) != 2 or not isinstance(node.args[0].value, cst.SimpleString):
+        if self.params["device"] != "cuda" or len(node.args) != 2:
             return
         if node.args[0].keyword is not None or node.args[1].star or _current_device(node.args[1].value):
             return
-        hit = self.ctx.qualify(node.func)
-        if hit is not None and hit[0] == "torch.device" and node.args[0].value.raw_value == self.params["device"]:
-            self.indexed[node.args[0].value] = (node, _without_index)
+        # `torch.device("cuda" if torch.cuda.is_available() else "cpu", local_rank)` too.
+        first = node.args[0].value
+        strings = [first.body, first.orelse] if isinstance(first, cst.IfExp) else [first]
+        named = [string for string in strings if isinstance(string, cst.SimpleString) and string.raw_value == self.params["device"]]
+        hit = self.ctx.qualify(node.func) if len(named) == 1 else None
+        if hit is not None and hit[0] == "torch.device":
+            self.indexed[named[0]] = (node, _without_index)
 
     def _note_indexed_template(self, template: cst.SimpleString, built_by: cst.CSTNode) -> None:
         """`"cuda:{}".format(rank)`, `"cuda:%d" % rank`, `"cuda:" + str(rank)`: a GPU's index among
@@ -691,7 +695,13 @@ def _without_index(rename, string: cst.SimpleString):
 
     def edit(updated: cst.Call) -> cst.Call:
         first, second = updated.args
-        return updated.with_changes(args=[first.with_changes(value=rename(first.value)), second.with_changes(value=cst.Integer("0"))])
+        value = first.value
+        if isinstance(value, cst.IfExp):
+            arm = "body" if written(value.body) == written(string) else "orelse"
+            value = value.with_changes(**{arm: rename(getattr(value, arm))})
+        else:
+            value = rename(value)
+        return updated.with_changes(args=[first.with_changes(value=value), second.with_changes(value=cst.Integer("0"))])
 
     return edit
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -181,8 +182,20 @@ def _identity(added_line: str) -> str:
 
 
 def is_import_insertion(removed: list, added: list) -> bool:
-    """Whether a change only adds Gaudi's imports at the top level of a module."""
-    return not removed and bool(added) and all(line.startswith(GAUDI_IMPORTS) for line in added)
+    """Whether a change only adds Gaudi's imports at the top level of a
+    module, plain or in a `try` block that makes them optional."""
+    lines = [line for line in added if line.strip()]
+    return not removed and bool(lines) and not lines[0][:1].isspace() and all(map(_belongs_to_gaudi_import, lines))
+
+
+def _belongs_to_gaudi_import(line: str) -> bool:
+    text = line.strip()
+    return (
+        text.startswith(GAUDI_IMPORTS)
+        or text in ("try:", "pass")
+        or text.startswith("except ImportError")
+        or re.fullmatch(r"\w+ = None", text) is not None
+    )
 
 
 def _digest(parts) -> str:
@@ -254,8 +267,10 @@ def file_hunks(package: Package, config: str, path: str, diff: str, original: li
         # Where Gaudi's import lands follows the module's import order: the
         # same change wherever it goes, so its place is not its identity.
         placed = not is_import_insertion(removed, added)
+        # Nor are the blank lines that set it apart from its neighbours.
+        kept = added if placed else [line for line in added if line.strip()]
         content = [package.name, package.version, path, before if placed else [], removed,
-                   [_identity(line) for line in added], after if placed else []]
+                   [_identity(line) for line in kept], after if placed else []]
         occurrence = seen.get(_digest(content), 0)
         seen[_digest(content)] = occurrence + 1
         change = _digest(content + [occurrence])
