@@ -381,9 +381,9 @@ def _serving_several(sources: dict, facts: ProjectFacts, other_devices: Iterable
     CUDA, MPS and the CPU runs its `data/` package's code on each)."""
     tops = set()
     for path, source in sources.items():
-        if not isinstance(source, bytes) or not probed_in(source, other_devices):
-            continue
         top = facts.top_package(path)
+        if (top and top in tops) or not isinstance(source, bytes) or not probed_in(source, other_devices):
+            continue
         if top:
             tops.add(top)
             continue
