@@ -496,3 +496,60 @@ def _facts_of(tmp_path, files: dict, other_devices):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes(data)
     return find_facts({str(tmp_path / n): d for n, d in files.items()}, LIBRARIES, other_devices)
+
+
+TRITON_TESTS = {
+    # mamba-style: every test runs a fixture that skips unless Triton imports.
+    "tests/test_kernels.py": b'''import pytest
+import torch
+
+
+def _require_kernels():
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA is required")
+    pytest.importorskip("triton")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _deps():
+    _require_kernels()
+
+
+def test_step():
+    x = torch.ones(2, device="cuda")
+    assert x.sum() == 2
+''',
+    # A fixture that loads Triton modules, the tests that take it and their helpers.
+    "tests/test_ops.py": b'''import pytest
+import torch
+
+
+@pytest.fixture(scope="module")
+def mods():
+    import triton
+    return triton
+
+
+def build_inputs(*, mods, n):
+    return torch.randn(n, device="cuda")
+
+
+def test_forward(mods):
+    assert build_inputs(mods=mods, n=2).shape == (2,)
+
+
+def test_reference():
+    assert torch.ones(2, device="cuda").sum() == 2
+''',
+}
+
+
+def test_tests_of_code_only_nvidia_runs_are_kept_with_their_fixtures_and_helpers(tmp_path):
+    _facts_of(tmp_path, TRITON_TESTS, [])
+    check = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
+    assert "every test in it runs the fixture `_deps`, which calls `test_kernels._require_kernels`, which needs `triton`" in check
+    assert "`build_inputs` is not ported" in check
+    diff = CliRunner().invoke(main, ["rewrite", "--dry-run", "--no-cache", str(tmp_path)]).stdout
+    assert "test_kernels.py" not in diff
+    # A test that needs no Triton is ported as usual.
+    assert '+    assert torch.ones(2, device="hpu").sum() == 2' in diff

@@ -138,7 +138,7 @@ class ModuleJudge:
         heads = set(self.built)
         internal_heads = set()
         for local, qualified in self.imports.items():
-            if qualified in prefixes or is_library(qualified, libraries) or qualified.startswith(INTERNALS):
+            if qualified in prefixes or is_library(qualified, libraries) or qualified.startswith(INTERNALS) or qualified in SKIP_UNLESS_IMPORTED:
                 heads.add(local)
             elif any(internal.startswith(qualified + ".") for internal in INTERNALS):
                 internal_heads.add(local)
@@ -160,6 +160,9 @@ class ModuleJudge:
         looked = False
         for kind, node, value, unconditional in self._walked(definition):
             if kind == "call":
+                needed = _needed_library(node, value, libraries)
+                if needed is not None:
+                    return f"needs `{needed}` (it skips unless it imports), which only runs on NVIDIA GPUs", False
                 if value in EXTENSION_BUILDERS or value in self.builders:
                     # `sources = ["k.cpp", "k.cu"]` ... `load(name, sources=sources)`:
                     # the CUDA source may be named anywhere in the function.
@@ -253,6 +256,20 @@ def _unconditional(definition: ast.AST) -> set:
         reached.add(node)
         pending.extend(ast.iter_child_nodes(node))
     return reached
+
+
+# `pytest.importorskip("triton")`: what follows runs only where the module imports.
+SKIP_UNLESS_IMPORTED = frozenset({"pytest", "pytest.importorskip"})
+
+
+def _needed_library(node: ast.AST, callee: str, libraries: frozenset) -> Optional[str]:
+    """The NVIDIA-only library a `pytest.importorskip(...)` call asks for, if it does."""
+    if callee != "pytest.importorskip" or not isinstance(node, ast.Call) or not node.args:
+        return None
+    first = node.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str) and is_library(first.value, libraries):
+        return first.value
+    return None
 
 
 def _same_definition(qualified: str, module: str, definition: ast.AST) -> bool:

@@ -38,16 +38,32 @@ def mark_helpers_of_held_code(ctx: FileContext) -> None:
     changed = True
     while changed:
         changed = False
+        held = lambda statement: statement in units or statement in helpers
+        fixtures = {f.name.value for f in statements if isinstance(f, cst.FunctionDef) and held(f) and _is_fixture(f)}
         for node in statements:
             if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node not in units and node not in helpers:
-                user = _only_user(node, statements, in_file, lambda s: s in units or s in helpers)
+                user = _only_user(node, statements, in_file, held)
+                taken = _fixture_taken(node, fixtures)
                 if user is not None:
-                    helpers[node] = user
-                    changed = True
-    for node, user in helpers.items():
-        ctx.other_backend.mark(
-            node, f"only `{user}`, which is not ported, uses it: ported alone, it would hand the HPU's values to that CUDA code"
-        )
+                    helpers[node] = f"only `{user}`, which is not ported, uses it: ported alone, it would hand the HPU's values to that CUDA code"
+                elif taken is not None:
+                    helpers[node] = f"it takes the fixture `{taken}`, which is not ported: it tests that CUDA code"
+                changed = changed or node in helpers
+    for node, why in helpers.items():
+        ctx.other_backend.mark(node, why)
+
+
+def _is_fixture(function: cst.FunctionDef) -> bool:
+    """`@pytest.fixture` (or `@fixture(scope=...)`)."""
+    return any(written(d.decorator).split("(")[0].split(".")[-1] == "fixture" for d in function.decorators)
+
+
+def _fixture_taken(node, fixtures: set) -> Optional[str]:
+    """The held fixture a test function asks for by its parameter's name."""
+    if not isinstance(node, cst.FunctionDef) or not fixtures:
+        return None
+    params = (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)
+    return next((p.name.value for p in params if p.name.value in fixtures), None)
 
 
 # A name as code mentions it: not an attribute (`x.name`), not part of a longer word.

@@ -87,7 +87,10 @@ class _MethodCallVisitor(Fp16Choices, Surroundings, cst.BatchableCSTVisitor):
         if kept:
             self.ctx.report(rule, node, message, kept=kept)
             return
-        self.ctx.report(rule, node, message, self.ctx.replace(node, self._edit(params, first)), spelling)
+        by_keyword = "device" in params and _a_storage(func.value)
+        if by_keyword:
+            message = message.replace(f'("{params["device"]}")', f'(device="{params["device"]}")')
+        self.ctx.report(rule, node, message, self.ctx.replace(node, self._edit(params, first, by_keyword)), spelling)
 
     def _called_before(self, patterns) -> Optional[str]:
         """Why the receiver is another object: its statement, or the one
@@ -112,7 +115,7 @@ class _MethodCallVisitor(Fp16Choices, Surroundings, cst.BatchableCSTVisitor):
             self._first_calls[key] = finder.found
         return self._first_calls[key]
 
-    def _edit(self, params, first_code):
+    def _edit(self, params, first_code, by_keyword: bool = False):
         def edit(updated: cst.Call) -> cst.Call:
             kept = [
                 arg
@@ -123,6 +126,9 @@ class _MethodCallVisitor(Fp16Choices, Surroundings, cst.BatchableCSTVisitor):
                 # Decided when applying, once the whole file's quote style is known.
                 quote = self.ctx.string_quote()
                 device = cst.Arg(cst.SimpleString(f'{quote}{params["device"]}{quote}'))
+                if by_keyword:
+                    device = device.with_changes(keyword=cst.Name("device"), equal=cst.AssignEqual(
+                        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
             else:
                 device = cst.Arg(cst.parse_expression(first_code))
             args = [device, *kept]
@@ -170,3 +176,8 @@ def _is_device_arg(arg: cst.Arg, index: int, keyword: str) -> bool:
 def _keeps_some(params) -> bool:
     return bool(params["keep-beside"] or params["keep-inside"] or params["keep-under-tests-of"])
 
+
+def _a_storage(receiver: cst.BaseExpression) -> bool:
+    """`storage.cuda()` in `torch.load(..., map_location=lambda storage, loc: ...)`:
+    a storage's `to` takes the device by keyword only."""
+    return isinstance(receiver, cst.Name) and receiver.value.lower().endswith("storage")

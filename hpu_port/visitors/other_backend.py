@@ -6,6 +6,7 @@ them are held as the walk reaches them (``FileContext.other_backend``).
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from typing import Iterator, Optional
@@ -94,16 +95,22 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
 
 def _mark_kernel_code(ctx: FileContext) -> None:
     """The module's functions and methods that the project facts found
-    to be CUDA kernel code (they build a CUDA extension or call one, or call
+    to be CUDA kernel code (in a test module: NVIDIA-only code of any kind) (they build a CUDA extension or call one, or call
     such code on every path, through any module of the project): kept
     whole, so that the buffers they hand a CUDA kernel stay on the CUDA
     device."""
     facts = ctx.facts
-    if facts is None or not facts.kernel_code or not ctx.path:
+    if facts is None or not ctx.path:
+        return
+    # A test of code that only runs on NVIDIA GPUs (it calls Triton kernels)
+    # tests that code: it is kept whole, as kernel code is, with its helpers.
+    testing = is_test_path(ctx.path)
+    if not facts.kernel_code and not (testing and facts.nvidia_only):
         return
     module = facts.module_name(ctx.path)
     for node, local in _top_definitions(ctx.module.body):
-        why = facts.why_kernel_code(f"{module}.{local}" if module else local)
+        qualified = f"{module}.{local}" if module else local
+        why = facts.why_kernel_code(qualified) or (facts.why_nvidia_only(qualified) if testing else None)
         if why is not None:
             ctx.other_backend.mark(node, f"it {why}")
 
@@ -316,6 +323,9 @@ def _module_reason(ctx: FileContext, evidence: Evidence) -> Optional[str]:
     imported = _imported_nvidia_module(ctx)
     if imported is not None:
         return imported
+    fixture = _nvidia_only_autouse_fixture(ctx)
+    if fixture is not None:
+        return fixture
     for function in functions(ctx.module.body):
         decorator = _kernel_decorator(ctx, function, evidence.kernel_decorators)
         if decorator is not None:
@@ -326,6 +336,32 @@ def _module_reason(ctx: FileContext, evidence: Evidence) -> Optional[str]:
             if base is not None:
                 return _implements(node, base)
     return None
+
+
+def _nvidia_only_autouse_fixture(ctx: FileContext) -> Optional[str]:
+    """`@pytest.fixture(autouse=True)` whose code only runs on NVIDIA GPUs
+    (it skips unless Triton imports): every test of the module runs it."""
+    if not ctx.facts.nvidia_only or ctx.tree is None or b"autouse" not in (ctx.source or b""):
+        return None
+    module = ctx.facts.module_name(ctx.path) if ctx.path else ""
+    # The file as read: `check` leaves out definitions no rule acts on, a fixture among them.
+    for function in ctx.tree.body:
+        if not isinstance(function, ast.FunctionDef) or not any(map(_autouse_fixture, function.decorator_list)):
+            continue
+        why = ctx.facts.why_nvidia_only(f"{module}.{function.name}" if module else function.name)
+        if why:
+            return f"every test in it runs the fixture `{function.name}`, which {why}"
+    return None
+
+
+def _autouse_fixture(decorator: ast.expr) -> bool:
+    """`@pytest.fixture(autouse=True)`, `@fixture(scope="module", autouse=True)`."""
+    if not isinstance(decorator, ast.Call):
+        return False
+    name = decorator.func.attr if isinstance(decorator.func, ast.Attribute) else getattr(decorator.func, "id", "")
+    return name == "fixture" and any(
+        k.arg == "autouse" and isinstance(k.value, ast.Constant) and k.value.value is True for k in decorator.keywords
+    )
 
 
 def _imported_cuda_extension(ctx: FileContext) -> Optional[str]:
