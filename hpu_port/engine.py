@@ -137,12 +137,16 @@ def port_module(
 
 def _library_module(path: str, module: cst.Module, facts) -> bool:
     """A module of a package (a demonstration under its `__main__` test
-    included): others import it, on machines with and without Gaudi's
-    software, so its Gaudi imports must not fail there (a script outside any
-    package, and a package's `__main__.py`, keep the plain import)."""
+    included, and a module in a folder without `__init__.py` under one):
+    others import it, on machines with and without Gaudi's software, so its
+    Gaudi imports must not fail there (a script outside any package, and a
+    package's `__main__.py`, keep the plain import)."""
     if not path or os.path.basename(path) == "__main__.py":
         return False
-    return os.path.dirname(os.path.abspath(path)) in facts.packages
+    # Through a folder or two without `__init__.py` (a namespace package,
+    # `modules/cnet_modules/face_id/arcface.py` imported as `.cnet_modules.face_id.arcface`).
+    folder = os.path.dirname(os.path.abspath(path))
+    return any(candidate in facts.packages for candidate in (folder, os.path.dirname(folder), os.path.dirname(os.path.dirname(folder))))
 
 
 def _port_snippet(module: cst.Module, code: str, ruleset: RuleSet, path: str) -> PortedSnippet:

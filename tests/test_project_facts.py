@@ -553,3 +553,20 @@ def test_tests_of_code_only_nvidia_runs_are_kept_with_their_fixtures_and_helpers
     assert "test_kernels.py" not in diff
     # A test that needs no Triton is ported as usual.
     assert '+    assert torch.ones(2, device="hpu").sum() == 2' in diff
+
+
+def test_a_module_under_a_package_through_a_namespace_folder_imports_gaudi_optionally(tmp_path):
+    # StableCascade-style: modules/cnet_modules/face_id/arcface.py, imported by modules/controlnet.py.
+    files = {
+        "modules/__init__.py": b"",
+        "modules/controlnet.py": b"from .cnet_modules.face_id.arcface import Detector\n",
+        "modules/cnet_modules/face_id/arcface.py": b'import torch\n\n\nclass Detector:\n    def __init__(self, device="cuda"):\n        self.device = device\n',
+        "train.py": b"import torch\n\nx = torch.zeros(2).cuda()\n",
+    }
+    _facts_of(tmp_path, files, [])
+    assert CliRunner().invoke(main, ["rewrite", "--no-cache", str(tmp_path)]).exit_code == 0
+    module = (tmp_path / "modules" / "cnet_modules" / "face_id" / "arcface.py").read_text()
+    assert "try:\n    import habana_frameworks.torch.core as htcore" in module
+    assert "except ImportError" in module
+    # A script outside any package keeps the plain import.
+    assert (tmp_path / "train.py").read_text().startswith("import habana_frameworks.torch.core as htcore")
