@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from functools import cached_property
 from typing import Callable, Optional
 
@@ -14,6 +13,12 @@ from hpu_port.device.evidence import by_name, of_options
 from hpu_port.kinds.device_string import name_parts
 from hpu_port.model import Rule
 from hpu_port.patterns import matches_any
+from hpu_port.visitors._device_string_index import (
+    IndexedDevices,
+    current_device,
+    plain_string,
+    second_gpu,
+)
 from hpu_port.visitors._device_string_parts import (
     CudaCalls,
     KeptTest,
@@ -66,7 +71,7 @@ def visitor_for_rule(rule: Rule, ctx: FileContext) -> cst.BatchableCSTVisitor:
     return _DeviceStringVisitor(ctx, rule)
 
 
-class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
+class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor):
     def __init__(self, ctx, rule) -> None:
         super().__init__()
         self.ctx = ctx
@@ -431,32 +436,6 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
                 if isinstance(string, (cst.SimpleString, cst.FormattedString)) and string not in going:
                     self.kept.setdefault(string, reason)
 
-    def _note_device_index(self, node: cst.Call) -> None:
-        """`torch.device("cuda", local_rank)`: each process drives one Gaudi,
-        device 0 of its own (the bridge has one device in play): the index of
-        a GPU among several becomes 0, `torch.device("hpu", 0)`, the device a
-        tensor placed there reports (so comparisons with `x.device` hold)."""
-        if self.params["device"] != "cuda" or len(node.args) != 2:
-            return
-        if node.args[0].keyword is not None or node.args[1].star or _current_device(node.args[1].value):
-            return
-        # `torch.device("cuda" if torch.cuda.is_available() else "cpu", local_rank)` too.
-        first = node.args[0].value
-        strings = [first.body, first.orelse] if isinstance(first, cst.IfExp) else [first]
-        named = [string for string in strings if isinstance(string, cst.SimpleString) and string.raw_value == self.params["device"]]
-        hit = self.ctx.qualify(node.func) if len(named) == 1 else None
-        if hit is not None and hit[0] == "torch.device":
-            self.indexed[named[0]] = (node, _without_index)
-
-    def _note_indexed_template(self, template: cst.SimpleString, built_by: cst.CSTNode) -> None:
-        """`"cuda:{}".format(rank)`, `"cuda:%d" % rank`, `"cuda:" + str(rank)`: a GPU's index among
-        several; on Gaudi the process's one device is `"hpu:0"` (see ``_note_device_index``)."""
-        device = self.params["device"]
-        built = isinstance(built_by, cst.BinaryOperation) and isinstance(built_by.operator, cst.Add)
-        index = r":" if built else r":(\{\w*\}|%[dsi])"
-        if device == "cuda" and re.fullmatch(device + index, template.raw_value) and not _current_device(built_by):
-            self.indexed[template] = (built_by, _as_plain_string)
-
     def _keep_parsed_name(self, node: cst.Call) -> None:
         """`int(str(self.device).strip("cuda:"))`: the code reads the index out
         of the device's name. Renamed, it breaks where the replacement's
@@ -549,9 +528,9 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         params, text = self.params, first.value
         exact = params["exact"].fullmatch(text) and not rest and (text != params["device"] or self._bare_word_counts(node))
         built = text == params["device"] + ":" and len(rest) == 1 and isinstance(rest[0], cst.FormattedStringExpression)
-        if built and params["device"] == "cuda" and not _current_device(rest[0]):
+        if built and params["device"] == "cuda" and not current_device(rest[0]):
             # `f"cuda:{local_rank}"`: one Gaudi per process, its device 0.
-            self._report(node, _plain_string(params["replacement"] + ":0"))
+            self._report(node, plain_string(params["replacement"] + ":0"))
         elif exact or built:
             self._report(node, replace_first_part(params["replacement"] + text[len(params["device"]):]))
 
@@ -594,7 +573,7 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if node in self.kept:
             return self.kept[node]
         replacement = self.params["replacement"]
-        if self.params["device"] == "cuda" and _second_gpu(node):
+        if self.params["device"] == "cuda" and second_gpu(node):
             return Held("by-hand", f"a process drives one Gaudi, `\"{replacement}:0\"`: a second device of the same process has no Gaudi counterpart; place this on \"{replacement}:0\" or give the work its own process")
         if self.taken is not None:
             return Held("name-taken", f"this module tests for \"{replacement}\" and uses `{self.taken}`, whose backend has that name too: renamed, this code would take that branch")
@@ -678,58 +657,6 @@ class _DeviceStringVisitor(Surroundings, cst.BatchableCSTVisitor):
         if used:
             hold_guarded_body(guard, self.ctx, used)
         return used
-
-
-def _plain_string(text: str):
-    """An edit that puts the plain string ``text`` in place of an f-string, in its quotes."""
-
-    def edit(updated: cst.FormattedString) -> cst.SimpleString:
-        return cst.SimpleString(value=f"{updated.end}{text}{updated.end}", lpar=updated.lpar, rpar=updated.rpar)
-
-    return edit
-
-
-def _without_index(rename, string: cst.SimpleString):
-    """An edit of `torch.device(<device>, <index>)` that renames the device
-    (through ``rename``) and makes the index 0."""
-
-    def edit(updated: cst.Call) -> cst.Call:
-        first, second = updated.args
-        value = first.value
-        if isinstance(value, cst.IfExp):
-            arm = "body" if written(value.body) == written(string) else "orelse"
-            value = value.with_changes(**{arm: rename(getattr(value, arm))})
-        else:
-            value = rename(value)
-        return updated.with_changes(args=[first.with_changes(value=value), second.with_changes(value=cst.Integer("0"))])
-
-    return edit
-
-
-def _second_gpu(node: cst.CSTNode) -> bool:
-    """Whether ``node`` is a literal device with an index above 0 (`"cuda:1"`)."""
-    if not isinstance(node, cst.SimpleString):
-        return False
-    _, _, index = node.raw_value.partition(":")
-    return index.isdigit() and int(index) > 0
-
-
-def _current_device(node: cst.CSTNode) -> bool:
-    """Whether ``node`` reads the current device's index (`torch.cuda.current_device()`),
-    which on Gaudi is already the process's one device."""
-    return any(isinstance(n, cst.Name) and n.value == "current_device" for n in descendants(node))
-
-
-def _as_plain_string(rename, template: cst.SimpleString):
-    """An edit of a device string built from a template and an index that
-    puts the template's device, renamed and without the index, in its place."""
-    renamed = rename(template)
-    device = renamed.evaluated_value.split(":")[0] + ":0"
-
-    def edit(updated: cst.CSTNode) -> cst.SimpleString:
-        return cst.SimpleString(value=f"{renamed.prefix}{renamed.quote}{device}{renamed.quote}", lpar=updated.lpar, rpar=updated.rpar)
-
-    return edit
 
 
 def _added_after(string: cst.SimpleString, word: str):
