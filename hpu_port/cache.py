@@ -21,6 +21,7 @@ from typing import Optional
 
 from hpu_port import __version__, filetypes, sealed
 from hpu_port._compat import blake2b
+from hpu_port.project import facts_data, facts_from_data
 from hpu_port.results import FileResult, Finding
 
 CACHE_ENV = "HPU_PORT_CACHE_DIR"
@@ -30,6 +31,8 @@ KEEP_DAYS = 30
 # A table larger than this is not read (it would be someone else's file).
 MAX_TABLE_BYTES = 1 << 30
 _CLEAN = 0  # the entry of a file with no finding, no change and no error
+# The project facts of each tree, one entry per tree (its files' common folder).
+FACTS_SUBDIRECTORY = "facts"
 
 
 def default_directory() -> Path:
@@ -76,6 +79,42 @@ class Cache:
         table, key, digest = self._place(ruleset, apply, result.path, result.source)
         self._table(table)[key] = [self._today, digest, _encode(result)]
         self._dirty.add(table)
+
+    def project_facts(self, key: str, name: str):
+        """The project facts stored under ``name`` when they were found for
+        ``key`` (the digest of everything they depend on); None otherwise."""
+        secret = sealed.key()
+        if secret is None:
+            return None
+        with sealed.Folder(self.directory / FACTS_SUBDIRECTORY, create=False) as folder:
+            data = folder.read(f"facts-{name}.json", MAX_TABLE_BYTES) if folder is not None else None
+        body = sealed.unseal(f"facts-{name}", data, secret) if data is not None else None
+        if body is None:
+            return None
+        try:
+            stored = json.loads(body)
+            if not isinstance(stored, dict) or stored.get("format") != FORMAT or stored.get("key") != key:
+                return None
+            return facts_from_data(stored["facts"])
+        except (KeyError, TypeError, ValueError):
+            return None  # damaged, or written by another version: find them again
+
+    def store_project_facts(self, key: str, name: str, facts) -> None:
+        """Keep ``facts`` for the next run over the same files (one entry per project)."""
+        secret = sealed.key()
+        if secret is None:
+            return
+        body = json.dumps({"format": FORMAT, "key": key, "facts": facts_data(facts)}, separators=(",", ":")).encode()
+        try:
+            with sealed.Folder(self.directory, create=True) as cache:
+                if cache is None:
+                    return
+                cache.ensure_tag()
+            with sealed.Folder(self.directory / FACTS_SUBDIRECTORY, create=True) as folder:
+                if folder is not None:
+                    folder.write(f"facts-{name}.json", sealed.seal(f"facts-{name}", body, secret))
+        except OSError:
+            return  # a cache that cannot be written is skipped
 
     def save(self) -> None:
         """Write the changed tables; a cache that cannot be written is skipped."""

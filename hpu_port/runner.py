@@ -9,9 +9,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Union
 
-from hpu_port import filetypes, parallel
+from hpu_port import __version__, filetypes, parallel
+from hpu_port._compat import blake2b
 from hpu_port.cache import Cache
-from hpu_port.files import NotWritten, discover, read_source, replace_file, shown_path, text_problem, write_into
+from hpu_port.files import (
+    NotWritten,
+    discover,
+    read_source,
+    replace_file,
+    shown_path,
+    text_problem,
+    write_into,
+)
 from hpu_port.results import FileResult
 from hpu_port.settings import RuleSet
 from hpu_port.suppressions import code_problems
@@ -122,7 +131,7 @@ def run(
             progress(done, len(planned), result.path)
 
     sources = [_read_planned(entry) for entry, _ in planned]
-    _attach_project_facts(planned, sources)
+    _attach_project_facts(planned, sources, cache)
     for index, ((entry, ruleset), source) in enumerate(zip(planned, sources)):
         result = _answer(entry, source, ruleset, apply, cache)
         if isinstance(result, FileResult):
@@ -215,9 +224,11 @@ def _read_planned(entry) -> Union[FileResult, bytes]:
     return _read(entry.path)
 
 
-def _attach_project_facts(planned: list, sources: list) -> None:
+def _attach_project_facts(planned: list, sources: list, cache: Optional[Cache] = None) -> None:
     """Find the project facts once, from the Python files as read, and give
-    them to every rule set of the run (they are part of each file's result)."""
+    them to every rule set of the run (they are part of each file's result).
+    With a cache, facts found for the same files and settings are reused:
+    finding them is most of a warm run."""
     from hpu_port.project import find_facts
 
     python = {
@@ -234,9 +245,32 @@ def _attach_project_facts(planned: list, sources: list) -> None:
         for rule in (ruleset.analysis or ruleset.rules)
         if rule.project_hold is not None
     }
-    facts = find_facts(python, _nvidia_only_libraries(rulesets), _other_devices(rulesets), holds)
+    libraries, devices = _nvidia_only_libraries(rulesets), _other_devices(rulesets)
+    key, name = _facts_key(python, libraries, devices, holds)
+    facts = cache.project_facts(key, name) if cache is not None else None
+    if facts is None:
+        facts = find_facts(python, libraries, devices, holds)
+        if cache is not None:
+            cache.store_project_facts(key, name, facts)
     for ruleset in rulesets:
         ruleset.facts = facts
+
+
+def _facts_key(python: dict, libraries: set, devices: set, holds: dict) -> tuple[str, str]:
+    """(the digest of everything the project facts depend on: hpu-port's
+    code, the evidence and each Python file's path and bytes; a name for the
+    set of files, under which one entry is kept)."""
+    from hpu_port.cache import code_stamp
+
+    digest = blake2b(f"{__version__}\n{code_stamp()}\n{sorted(libraries)}\n{sorted(devices)}\n".encode())
+    digest.update(repr(sorted((code, repr(hold)) for code, hold in holds.items())).encode())
+    paths = sorted(python)
+    for path in paths:
+        digest.update(f"{os.path.abspath(path)}\0".encode())
+        digest.update(blake2b(python[path], digest_size=16).digest())
+    root = os.path.commonpath([os.path.abspath(path) for path in paths]) if paths else ""
+    name = blake2b(root.encode(), digest_size=8).hexdigest()
+    return digest.hexdigest()[:32], name
 
 
 def _nvidia_only_libraries(rulesets: list) -> set:
