@@ -43,6 +43,9 @@ Each entry of ``[rewrites."<qualified name>"]`` may give:
   the rule's names that is left as it is (``torch.amp.GradScaler(device=device)
   if new else torch.cuda.amp.GradScaler()``) is reported: ported alone, the
   arms would disagree.
+- ``done-when-set = true``: a call that already passes every ``set`` value
+  (``GradScaler(enabled=False)``) is left as it is: it already does what the
+  rewrite would make it do.
 
 A bare decorator (``@torch.cuda.amp.custom_fwd``) becomes a call. A use that is
 not a call (passing the function around) is reported for a person.
@@ -56,7 +59,7 @@ from hpu_port.kinds import Kind, register_kind, string_list, string_table
 from hpu_port.triggers import name_trigger
 
 ENTRY_KEYS = {
-    "to", "positional", "keep-positional", "prepend", "prepend-positional", "as-positional", "set", "defaults",
+    "to", "positional", "keep-positional", "prepend", "prepend-positional", "as-positional", "set", "defaults", "done-when-set",
     "drop", "require", "report-unless", "sequence", "fallback-of", "switch-keyword", "switch", "arms-agree",
 }
 
@@ -126,6 +129,7 @@ def _entry(name: str, entry: dict) -> dict:
         "switch-keyword": entry.get("switch-keyword"),
         "switch": entry.get("switch", {}),
         "arms-agree": _flag(entry, "arms-agree", where),
+        "done-when-set": _flag(entry, "done-when-set", where),
     }
 
 

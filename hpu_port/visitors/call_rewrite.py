@@ -50,7 +50,7 @@ class _CallRewriteVisitor(Choices, Functions, ReferenceVisitor):
             return
         rule, entry = self.table[hit[0]]
         arguments = _arguments(node, entry["positional"])
-        if arguments is None or not _required(arguments, entry["require"]) or self._is_fallback(entry):
+        if arguments is None or not _required(arguments, entry["require"]) or self._is_fallback(entry) or _already_set(arguments, entry):
             self.left_alone.add(node)
             return
         target = _target(arguments, entry)
@@ -177,6 +177,16 @@ def _arguments(call: cst.Call, positional: list[str]) -> Optional[dict[str, cst.
         else:
             named[arg.keyword.value] = arg
     return named
+
+
+def _already_set(arguments, entry) -> bool:
+    """With ``done-when-set``: the call already passes what the rewrite sets
+    (`GradScaler(enabled=False)`), so it already does on Gaudi what the
+    rewrite would make it do."""
+    wanted = entry["set"]
+    return entry["done-when-set"] and bool(wanted) and all(
+        name in arguments and written(arguments[name].value) == value for name, value in wanted.items()
+    )
 
 
 def _required(arguments, require) -> bool:
