@@ -21,7 +21,7 @@ from typing import Optional
 
 from hpu_port import __version__, filetypes, sealed
 from hpu_port._compat import blake2b
-from hpu_port.project import facts_data, facts_from_data
+from hpu_port.project import ProjectFacts
 from hpu_port.results import FileResult, Finding
 
 CACHE_ENV = "HPU_PORT_CACHE_DIR"
@@ -301,3 +301,36 @@ def remove(directory: Path) -> bool:
         raise NotACache(f"{directory} holds no CACHEDIR.TAG written by hpu-port; nothing deleted")
     shutil.rmtree(directory)
     return True
+
+
+# The project facts as JSON data: each field's value, sets in sorted order.
+def facts_data(facts: ProjectFacts) -> dict:
+    """``facts`` as JSON data: each field's value, sets in sorted order."""
+    return {f.name: _plain(getattr(facts, f.name)) for f in fields(facts) if f.compare}
+
+
+def facts_from_data(data: dict) -> ProjectFacts:
+    """The facts ``facts_data`` wrote; ValueError for anything else."""
+    values = {}
+    for f in fields(ProjectFacts):
+        if not f.compare:
+            continue
+        if not isinstance(data.get(f.name), list):
+            raise ValueError(f"project facts without {f.name}")
+        items = tuple(_frozen(item) for item in data[f.name])
+        values[f.name] = frozenset(items) if isinstance(f.default, frozenset) else items
+    return ProjectFacts(**values)
+
+
+def _plain(value):
+    if isinstance(value, (set, frozenset)):
+        return sorted((_plain(item) for item in value), key=repr)
+    if isinstance(value, (tuple, list)):
+        return [_plain(item) for item in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"a project fact holds a {type(value).__name__}")
+
+
+def _frozen(value):
+    return tuple(_frozen(item) for item in value) if isinstance(value, list) else value

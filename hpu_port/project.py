@@ -27,7 +27,6 @@ judged is ``hpu_port.device.judging``'s; the rounds across modules are here.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
@@ -215,38 +214,6 @@ def find_facts(
         cli_flags(sources.values()),
         frozenset(kernel),
     )
-
-
-def facts_data(facts: ProjectFacts) -> dict:
-    """``facts`` as JSON data: each field's value, sets in sorted order."""
-    return {f.name: _plain(getattr(facts, f.name)) for f in dataclasses.fields(facts) if f.compare}
-
-
-def facts_from_data(data: dict) -> ProjectFacts:
-    """The facts ``facts_data`` wrote; ValueError for anything else."""
-    values = {}
-    for f in dataclasses.fields(ProjectFacts):
-        if not f.compare:
-            continue
-        if not isinstance(data.get(f.name), list):
-            raise ValueError(f"project facts without {f.name}")
-        items = tuple(_frozen(item) for item in data[f.name])
-        values[f.name] = frozenset(items) if isinstance(f.default, frozenset) else items
-    return ProjectFacts(**values)
-
-
-def _plain(value):
-    if isinstance(value, (set, frozenset)):
-        return sorted((_plain(item) for item in value), key=repr)
-    if isinstance(value, (tuple, list)):
-        return [_plain(item) for item in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    raise TypeError(f"a project fact holds a {type(value).__name__}")
-
-
-def _frozen(value):
-    return tuple(_frozen(item) for item in value) if isinstance(value, list) else value
 
 
 def _nvidia_modules(sources: dict, facts: ProjectFacts, libraries: frozenset, trees: "_Trees") -> tuple:

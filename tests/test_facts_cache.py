@@ -1,8 +1,7 @@
 """The project facts are kept between runs: a warm run finds them without parsing the project."""
 
 from hpu_port import project
-from hpu_port.cache import Cache
-from hpu_port.project import facts_data, facts_from_data
+from hpu_port.cache import Cache, facts_data, facts_from_data
 from hpu_port.runner import run
 from tests.conftest import make_ruleset
 from tests.test_project_facts import KERNEL_MODULE, _facts, _write
