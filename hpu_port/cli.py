@@ -181,14 +181,22 @@ def _finish_rewrite(summary, writing: bool, verbosity: int, exit_zero: bool = Fa
     "--toolkit-log", "toolkit_logs", multiple=True, type=click.Path(), metavar="LOG",
     help="A GPU Migration Toolkit log (or a directory of *.log): match its intercepted calls to the findings; repeatable.",
 )
+@click.option(
+    "--baseline", "baseline_file", type=click.Path(dir_okay=False), metavar="FILE", default=None,
+    help="Leave out the findings FILE lists (see --write-baseline): only new findings are reported and fail.",
+)
+@click.option(
+    "--write-baseline", is_flag=True,
+    help="Write every finding to the --baseline FILE, to accept them for now, and exit 0.",
+)
 @exit_zero_option
 @show_fixes_option
 @stdin_option
 @porting_options
 @execution_options
 def check(
-    paths, output_format, output, statistics, rule_docs_url, toolkit_logs, exit_zero, show_fixes, stdin_filename,
-    no_color, **kwargs,
+    paths, output_format, output, statistics, rule_docs_url, toolkit_logs, baseline_file, write_baseline, exit_zero,
+    show_fixes, stdin_filename, no_color, **kwargs,
 ):
     """Report every finding under PATHS (default: the current directory): what
     rewrite would change and what needs a person."""
@@ -196,6 +204,8 @@ def check(
 
     if statistics and output_format not in ("text", "json"):
         raise click.UsageError("--statistics is printed as text or json")
+    if write_baseline and not baseline_file:
+        raise click.UsageError("--write-baseline needs --baseline FILE: the file to write")
     paths = paths_or_here(paths)
     verbosity = kwargs.get("verbosity") or 0
     execution = execution_kwargs(kwargs)
@@ -204,6 +214,14 @@ def check(
         paths, porting(kwargs), output_format == "json" and not statistics, execution,
         stdin_filename=stdin_filename, verbosity=verbosity,
     )
+    if baseline_file:
+        from hpu_port.baseline import without_baseline_file
+
+        summary.results = without_baseline_file(summary.results, baseline_file)
+    if write_baseline:
+        _write_baseline(summary, baseline_file)
+    if baseline_file:
+        _leave_out_known(summary, baseline_file, verbosity)
     toolkit = _match_toolkit_logs(summary, toolkit_logs) if toolkit_logs else None
     rules = {rule.code: rule for result in summary.results for rule in result.rules}
     rules = [rules[code] for code in sorted(rules)]
@@ -233,6 +251,36 @@ def check(
     if summary.failed or (toolkit is not None and toolkit.errors):
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FOUND if summary.blocking and not exit_zero else EXIT_OK)
+
+
+def _write_baseline(summary, path: str) -> None:
+    """Accept every finding of this run: write them to ``path`` and stop (exit 0,
+    or 2 when a file could not be examined, since its findings are missing)."""
+    from hpu_port import baseline
+
+    try:
+        count = baseline.write(path, summary.results)
+    except OSError as exc:
+        click.echo(f"hpu-port: error: {path}: cannot write the baseline: {exc.strerror or exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    terminal.report_errors(summary.results)
+    click.echo(f"hpu-port: wrote {terminal.plural(count, 'finding')} to the baseline {path}", err=True)
+    sys.exit(EXIT_ERROR if summary.failed else EXIT_OK)
+
+
+def _leave_out_known(summary, path: str, verbosity: int) -> None:
+    """Keep only the findings the baseline at ``path`` does not list."""
+    from hpu_port import baseline
+
+    try:
+        filtered = baseline.without_known(summary.results, baseline.read(path))
+    except baseline.BaselineError as exc:
+        _fail(exc)
+    summary.results = filtered.results
+    if verbosity < 0:
+        return
+    fixed = f"; {terminal.plural(filtered.stale, 'finding')} of it fixed since (--write-baseline drops them)" if filtered.stale else ""
+    click.echo(f"hpu-port: baseline {path}: {terminal.plural(filtered.known, 'known finding')} left out{fixed}", err=True)
 
 
 def _match_toolkit_logs(summary, logs):
@@ -341,9 +389,6 @@ def explain(code, rules_files, no_color):
         click.echo(page, nl=False)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
-
 
 @main.command()
 def clean():
@@ -360,3 +405,7 @@ def clean():
         click.echo(f"hpu-port: removed {directory}", err=True)
     else:
         click.echo(f"hpu-port: no cache at {directory}", err=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
