@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from hpu_port._compat import toml
 from hpu_port.device.evidence import Evidence, EvidenceError, parse as parse_evidence
+from hpu_port.lint_config import DEFAULT_STYLE, ImportStyle, import_style_for_directory
 
 TABLE = "tool.hpu-port"
 
@@ -53,6 +54,8 @@ class Settings:
     source: Optional[str] = None  # the pyproject.toml the settings came from
     # Patterns of the configurations this one extends, each relative to its own file.
     inherited: tuple["Inherited", ...] = ()
+    # The import order the project's ruff or isort configuration asks for.
+    import_style: ImportStyle = DEFAULT_STYLE
 
     def excluded(self, path: Path) -> bool:
         """Whether ``path`` matches `exclude` / `extend-exclude` (relative to the config)."""
@@ -210,8 +213,8 @@ def settings_for_directory(directory: str) -> Settings:
                 values, problems = _load(candidate.resolve(), table, ())
                 if problems:
                     raise ConfigError(problems)
-                return Settings(**values)
-    return Settings()
+                return Settings(**values, import_style=import_style_for_directory(directory))
+    return Settings(import_style=import_style_for_directory(directory))
 
 
 # Keys whose patterns are relative to their own file: an extending file keeps

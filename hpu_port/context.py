@@ -15,6 +15,7 @@ import libcst as cst
 
 from hpu_port.edits import EditPlan, NodeEdit
 from hpu_port.intervals import Reach
+from hpu_port.lint_config import DEFAULT_STYLE
 from hpu_port.branches import DeviceBranches, Held, OtherBackendCode
 from hpu_port.device.evidence import of_options
 from hpu_port.model import Options, Rule
@@ -41,7 +42,7 @@ class FileContext:
         self.apply = apply
         self.scopes = ScopeIndex(module)
         self.scope: Scope = self.scopes.module
-        self.plan = EditPlan()
+        self.plan = EditPlan(import_style=options.import_style or DEFAULT_STYLE)
         self.non_references: set[cst.Name] = set()
         self.docstring_depth = 0
         self.quotes = {'"': 0, "'": 0}

@@ -17,6 +17,7 @@ from typing import Callable, Union
 import libcst as cst
 
 from hpu_port.import_order import imports_torch, in_sorted_order, is_import_line, place_at, sorted_place
+from hpu_port.lint_config import DEFAULT_STYLE, ImportStyle
 
 NodeEdit = Callable[[cst.CSTNode], cst.CSTNode]
 
@@ -31,6 +32,8 @@ class EditPlan:
     # The file serves several devices: Gaudi's imports must not make it fail
     # to import where Gaudi's software is not installed.
     guard_imports: bool = False
+    # The import order the project's ruff or isort configuration asks for.
+    import_style: ImportStyle = DEFAULT_STYLE
 
     def replace(self, node: cst.CSTNode, edit: NodeEdit) -> None:
         self.node_edits.setdefault(node, []).append(edit)
@@ -173,7 +176,7 @@ class _ApplyPlan(cst.CSTTransformer):
     def leave_Module(self, original, updated):
         body = self._rebuild_statements(updated.body)
         if self.plan.new_imports:
-            body = _insert_imports(body, self.plan.new_imports, self.config, self.plan.guard_imports)
+            body = _insert_imports(body, self.plan.new_imports, self.config, self.plan.guard_imports, self.plan.import_style)
         return updated.with_changes(body=body)
 
     def _rebuild_small(self, statements):
@@ -221,7 +224,7 @@ def _merge_leading_lines(carried: list, own: list, at_start: bool) -> list:
     return lines
 
 
-def _insert_imports(body, imports: list[str], config, guarded: bool = False) -> list:
+def _insert_imports(body, imports: list[str], config, guarded: bool = False, style: ImportStyle = DEFAULT_STYLE) -> list:
     """Insert after the docstring, `__future__` imports and the leading import
     block; or, where torch is first imported further down (after code that
     must run before it: environment set-up, `import comet_ml`) and nothing
@@ -243,7 +246,7 @@ def _insert_imports(body, imports: list[str], config, guarded: bool = False) -> 
             index += 1
     imports = _exempt_unused_gaudi_imports(imports, cst.Module(body=body).code)
     if not guarded:
-        body, index, imports = _place_sorted(body, index, imports, config)
+        body, index, imports = _place_sorted(body, index, imports, config, style)
     new = [cst.parse_statement(code, config=config) for code in (_guarded(imports, config) if guarded else imports)]
     if guarded and new and 0 < index and is_import_line(body[index - 1]) and not is_import_line(new[0]):
         # A `try` block is code to isort: set apart from the imports above, as it sets imports apart from code.
@@ -255,13 +258,13 @@ def _insert_imports(body, imports: list[str], config, guarded: bool = False) -> 
     return [*body[:index], *new, *rest]
 
 
-def _place_sorted(body: list, index: int, imports: list[str], config) -> tuple[list, int, list[str]]:
+def _place_sorted(body: list, index: int, imports: list[str], config, style: ImportStyle) -> tuple[list, int, list[str]]:
     """Put each import that has a place in the module's sorted imports there
     (isort's order, see ``import_order``); the others are left to go at
     ``index``, in that order among themselves."""
     left = []
     for code in in_sorted_order(imports):
-        place = sorted_place(body, index, code)
+        place = sorted_place(body, index, code, style)
         if place is None:
             left.append(code)
             continue

@@ -16,27 +16,35 @@ from typing import Optional
 
 import libcst as cst
 
+from hpu_port.lint_config import DEFAULT_STYLE, ImportStyle
 
-def sorted_place(body: list, end: int, statement: str) -> Optional[tuple[int, bool]]:
-    """The index in ``body`` at which the plain one-line import ``statement``
-    keeps the imports of ``body[:end]`` sorted, and whether it starts its
-    section there; None if there is none."""
-    run = _third_party_section(body, end)
-    if run is None or not statement.startswith("import "):
+Place = tuple  # (index in the body, starts an existing section there, is a section of its own)
+
+
+def sorted_place(body: list, end: int, statement: str, style: ImportStyle = DEFAULT_STYLE) -> Optional[Place]:
+    """Where in ``body`` the plain one-line import ``statement`` keeps the
+    imports of ``body[:end]`` sorted; None if there is no such place."""
+    if not statement.startswith("import "):
         return None
+    run = _third_party_section(body, end, style)
+    if run is None:
+        section_after = _section_after_third_party(body, end, style)
+        return None if section_after is None else (section_after, False, True)
     first, last = run
     keys = [_key(body[i]) for i in range(first, last)]
     if None in keys:
         return None
     new = _statement_key(statement)
-    if keys == sorted(keys):
+    by_type = keys == sorted(keys)
+    by_module = [module for _, module in keys] == sorted(module for _, module in keys)
+    if by_type and style.force_sort is not True:
         # `import x` before `from x import y`, each kind by module.
         before = sum(key < new for key in keys)
-    elif [module for _, module in keys] == sorted(module for _, module in keys):
+    elif by_module and style.force_sort is not False:
         before = sum(module < new[1] for _, module in keys)
     else:
         return None
-    return first + before, before == 0
+    return first + before, before == 0, False
 
 
 def in_sorted_order(statements: list[str]) -> list[str]:
@@ -55,10 +63,17 @@ def _statement_key(code: str) -> Optional[tuple[bool, str]]:
     return None
 
 
-def place_at(body: list, place: tuple[int, bool], new: list) -> list:
+def place_at(body: list, place: Place, new: list) -> list:
     """``body`` with ``new`` statements at ``place`` (``sorted_place``); a
-    section's first statement hands its blank lines above to the new first one."""
-    index, starts_section = place
+    section's first statement hands its blank lines above to the new first
+    one, and a section of their own is set apart by blank lines."""
+    index, starts_section, own_section = place
+    if own_section and new:
+        if index > 0:
+            new = [new[0].with_changes(leading_lines=[cst.EmptyLine()]), *new[1:]]
+        if not body[index].leading_lines:
+            body = [*body[:index], body[index].with_changes(leading_lines=[cst.EmptyLine()]), *body[index + 1:]]
+        return [*body[:index], *new, *body[index:]]
     if starts_section and index < len(body) and new and body[index].leading_lines:
         lines = body[index].leading_lines
         new = [new[0].with_changes(leading_lines=lines), *new[1:]]
@@ -66,7 +81,7 @@ def place_at(body: list, place: tuple[int, bool], new: list) -> list:
     return [*body[:index], *new, *body[index:]]
 
 
-def _third_party_section(body: list, end: int) -> Optional[tuple[int, int]]:
+def _third_party_section(body: list, end: int, style: ImportStyle = DEFAULT_STYLE) -> Optional[tuple[int, int]]:
     """(first, last) of the run of import lines in ``body[:end]`` where a
     third-party import goes: the one that imports torch, else the first of
     absolute imports outside the standard library. A run is what blank lines
@@ -79,13 +94,19 @@ def _third_party_section(body: list, end: int) -> Optional[tuple[int, int]]:
         if not is_import_line(statement):
             runs.append([])
             continue
-        if not runs or not runs[-1] or _blank_above(statement):
+        if not runs or not runs[-1] or (_blank_above(statement) and not _types_apart(body, index, style)):
             runs.append([])
         runs[-1].append(index)
     runs = [run for run in runs if run]
-    chosen = next((run for run in runs if any(imports_torch(body[i]) for i in run)), None)
+    chosen = None
+    if not style.torch_own_section:
+        chosen = next((run for run in runs if any(imports_torch(body[i]) for i in run)), None)
     if chosen is None:
-        chosen = next((run for run in runs if all(_third_party(body[i]) for i in run)), None)
+        # torch's own section (when it has one) is not where a third-party import goes.
+        third_party = [run for run in runs if all(_third_party(body[i], style) for i in run)]
+        if style.torch_own_section:
+            third_party = [run for run in third_party if not any(imports_torch(body[i]) for i in run)]
+        chosen = next(iter(third_party), None)
     if chosen is None:
         return None
     first, last = chosen[0], chosen[-1] + 1
@@ -94,9 +115,44 @@ def _third_party_section(body: list, end: int) -> Optional[tuple[int, int]]:
     return first, last
 
 
-def _third_party(statement) -> bool:
+def _section_after_third_party(body: list, end: int, style: ImportStyle) -> Optional[int]:
+    """Where a new third-party section goes when the module has none: before
+    the first section isort puts after third-party (the project's own modules,
+    torch's own section), if only imports follow up to ``end``."""
+    if not (style.first_party or style.torch_own_section):
+        return None
+    first_party = _lowered(style.first_party)
+    for index in range(end):
+        statement = body[index]
+        key = _key(statement) if is_import_line(statement) else None
+        if key is not None and (
+            key[1].split(".")[0] in first_party or (style.torch_own_section and imports_torch(statement))
+        ):
+            return index if all(is_import_line(body[i]) for i in range(index, end)) else None
+    return None
+
+
+def _third_party(statement, style: ImportStyle = DEFAULT_STYLE) -> bool:
     key = _key(statement)
-    return key is not None and key[1].split(".")[0] not in sys.stdlib_module_names and key[1] != "__future__"
+    if key is None:
+        return False
+    top = key[1].split(".")[0]
+    return top not in sys.stdlib_module_names and top != "__future__" and top not in _lowered(style.first_party)
+
+
+def _lowered(modules: tuple) -> set:
+    return {module.split(".")[0].lower() for module in modules}
+
+
+def _types_apart(body: list, index: int, style: ImportStyle) -> bool:
+    """Whether the blank lines above ``body[index]`` are the ones
+    `lines-between-types` puts between a section's plain and `from` imports."""
+    if not style.lines_between_types or index == 0:
+        return False
+    above, here = _key(body[index - 1]), _key(body[index])
+    if above is None or here is None or above[0] or not here[0]:
+        return False
+    return _third_party(body[index - 1], style) == _third_party(body[index], style)
 
 
 def _key(statement) -> Optional[tuple[bool, str]]:

@@ -122,6 +122,9 @@ class Options:
     # an ``hpu_port.device.evidence.Evidence``); None: the bundled table alone.
     # Carried here so that each file's result, and the cache, depend on them.
     device: Any = None
+    # The import order of the project's ruff or isort configuration (an
+    # ``hpu_port.lint_config.ImportStyle``); None: as each module shows it.
+    import_style: Any = None
 
     def fix_enabled(self, rule: "Rule") -> bool:
         """Whether ``rule``'s fix is applied under these options."""

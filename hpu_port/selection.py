@@ -88,5 +88,6 @@ class RuleSetResolver:
             include_generated=settings.include_generated,
             port_shared_code=settings.port_shared_code,
             device=settings.device,
+            import_style=settings.import_style,
         )
         return RuleSet(sorted(chosen, key=lambda r: r.code), options, analysis=rules)

@@ -35,6 +35,8 @@ FLOORS = [
     ["intervals", "diffing"],
     # Where isort would put a new import.
     ["import_order"],
+    # What the project's ruff or isort configuration says of import order.
+    ["lint_config"],
     # The device evidence: data every floor above may read (frameworks too).
     ["device"],
     # Name patterns answered without a regular expression per pattern.
@@ -51,7 +53,7 @@ WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runn
                   "report_ci", "report_html", "planning", "toolkit_log", "baseline",
                   "cli", "terminal", "options", "rule_listing", "suppressions", "notebooks", "gitignore", "_compat", "documents",
                   "formats", "filetypes", "deep_stack", "tempfiles", "sealed", "device", "frameworks", "project",
-                  "nesting", "intervals", "diffing"]
+                  "nesting", "intervals", "diffing", "lint_config"]
 
 
 def modules():
