@@ -479,16 +479,18 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
         result.error = str(exc)
         return result
     module_text = notebooks.to_module(notebook)
-    shell_findings, shell_cells = _port_notebook_shell(path, notebook, ruleset, apply, result)
+    ported = FileResult(path=path)
+    if python_rules is not None:
+        ported = port_source(path, module_text.encode("utf-8"), ruleset, apply)
+    # A notebook kept whole for NVIDIA (it drives TensorRT) keeps its shell lines too.
+    apply_shell = apply and not _kept_whole(ported, module_text)
+    shell_findings, shell_cells = _port_notebook_shell(path, notebook, ruleset, apply_shell, result)
     if not result.error:
-        written_findings, written_cells = _port_written_files(notebook, ruleset, apply, result)
+        written_findings, written_cells = _port_written_files(notebook, ruleset, apply_shell, result)
         shell_findings += written_findings
         shell_cells.update(written_cells)
     if result.error:
         return result
-    ported = FileResult(path=path)
-    if python_rules is not None:
-        ported = port_source(path, module_text.encode("utf-8"), ruleset, apply)
 
     def place(line: int, text: str = module_text) -> tuple[int, int]:
         number, within = notebooks.cell_of_line(notebook, text, line)
@@ -525,6 +527,12 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
         result.new_source = notebooks.dumps(notebook, changed)
         result.cell_changes = {i + 1: (old[i], changed[i]) for i in changed}
     return result
+
+
+def _kept_whole(ported: FileResult, text: str) -> bool:
+    """Whether the port kept every line of ``text`` as it is, for another device or NVIDIA."""
+    lines = text.count("\n") + 1
+    return any(action == "keep" and first <= 1 and last >= lines - 1 for action, first, last in ported.regions)
 
 
 def _port_written_files(notebook, ruleset: RuleSet, apply: bool, result: FileResult) -> tuple[list, dict]:

@@ -50,6 +50,8 @@ class Evidence:
     each means); what the rules ask of them is answered below."""
 
     libraries: tuple = _entry("nvidia-only", "libraries")
+    runtimes: tuple = _entry("nvidia-only", "runtimes")
+    extension_loaders: tuple = _entry("nvidia-only", "extension-loaders")
     ported_libraries: tuple = _entry("nvidia-only", "ported-libraries")
     library_names: tuple = _entry("nvidia-only", "library-names")
     flags: tuple = _entry("nvidia-only", "flags")
@@ -142,6 +144,10 @@ class Evidence:
         return library_patterns(self.libraries + self.ported_libraries)
 
     # -- code that is not ported: another device's or an NVIDIA-only library's --
+
+    def is_runtime(self, module: str) -> bool:
+        """Whether ``module`` (or the package it is in) is an NVIDIA runtime a file is written around."""
+        return _matches_any(module, self.runtimes) or _matches_any(module.split(".")[0], self.runtimes)
 
     def unit_library(self, module: str) -> Optional[str]:
         """What ``module`` is, when code built on it is not ported: an

@@ -46,6 +46,10 @@ Each entry of ``[rewrites."<qualified name>"]`` may give:
 - ``done-when-set = true``: a call that already passes every ``set`` value
   (``GradScaler(enabled=False)``) is left as it is: it already does what the
   rewrite would make it do.
+- ``kept-in-fp16-arm = true``: a call made only when the code picks float16
+  over its own bfloat16 path (under a test that elsewhere chooses
+  ``torch.float16 if fp16 else torch.bfloat16``) is reported, not rewritten:
+  that arm still computes in float16 (a loss scaler it needs).
 
 A bare decorator (``@torch.cuda.amp.custom_fwd``) becomes a call. A use that is
 not a call (passing the function around) is reported for a person.
@@ -61,6 +65,7 @@ from hpu_port.triggers import name_trigger
 ENTRY_KEYS = {
     "to", "positional", "keep-positional", "prepend", "prepend-positional", "as-positional", "set", "defaults", "done-when-set",
     "drop", "require", "report-unless", "sequence", "fallback-of", "switch-keyword", "switch", "arms-agree",
+    "kept-in-fp16-arm",
 }
 
 
@@ -130,6 +135,7 @@ def _entry(name: str, entry: dict) -> dict:
         "switch": entry.get("switch", {}),
         "arms-agree": _flag(entry, "arms-agree", where),
         "done-when-set": _flag(entry, "done-when-set", where),
+        "kept-in-fp16-arm": _flag(entry, "kept-in-fp16-arm", where),
     }
 
 

@@ -19,6 +19,9 @@ Nothing is anchored inside a class deriving from one of the
 ``not-in-subclasses-of`` (``torch.autograd.Function``) or inside a function
 whose first parameter is named ``not-in-functions-taking`` (``ctx``): a
 backward pass there runs inside autograd's own, not at a step boundary.
+Nor inside a function that calls one of the methods ``not-in-functions-calling``
+(``manual_backward``: Lightning's manual optimization, whose strategy
+already ends each optimizer step on Gaudi).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class InsertAfter(Kind):
         "not-in-subclasses-of": (list, False),
         "not-in-script-subclasses-of": (list, False),
         "not-in-functions-taking": (str, False),
+        "not-in-functions-calling": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "call", "what"})
 
@@ -63,6 +67,7 @@ class InsertAfter(Kind):
             "not-in-subclasses-of": string_list(table.get("not-in-subclasses-of", []), "not-in-subclasses-of"),
             "not-in-script-subclasses-of": string_list(table.get("not-in-script-subclasses-of", []), "not-in-script-subclasses-of"),
             "not-in-functions-taking": table.get("not-in-functions-taking"),
+            "not-in-functions-calling": string_list(table.get("not-in-functions-calling", []), "not-in-functions-calling"),
         }
         for key in ("step-names", "not-step-names"):
             try:

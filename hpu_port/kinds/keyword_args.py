@@ -11,7 +11,10 @@ limits the rule to calls passing the given values (``pin_memory = ["True"]``;
 (``pin_memory = ["False"]`` beside ``only-if = { pin_memory = ["*"] }``);
 ``report-when`` reports calls passing the given values, without a fix
 (``sparse = ["True"]``; ``"<not-literal>"``: a value the code computes, a
-variable or an option, which a person checks). With ``subclasses = true``, calls of the classes the
+variable or an option, which a person checks). ``report-calls`` maps
+patterns of callables to why their keywords must stay: such calls are
+reported with that reason, never changed (a wrapper that uses the
+keyword itself). With ``subclasses = true``, calls of the classes the
 file itself defines on top of one of ``calls`` named exactly (``class
 Wrapper(DDP)``, or on top of another such class) match too. A matched callable used as a
 bare decorator (``@torch.compile``) becomes a call with the ``set`` keywords.
@@ -40,6 +43,7 @@ class KeywordArgs(Kind):
         "skip-when": (dict, False),
         "report-when": (dict, False),
         "subclasses": (bool, False),
+        "report-calls": (dict, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "keywords"})
 
@@ -75,6 +79,7 @@ class KeywordArgs(Kind):
             "skip-when": table.get("skip-when", {}),
             "report-when": report_when,
             "subclasses": table.get("subclasses", False),
+            "report-calls": string_table(table.get("report-calls", {}), "report-calls"),
         }
 
     def context_words(self, rule):

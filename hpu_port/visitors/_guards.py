@@ -454,6 +454,15 @@ def _test_and_body(guard: cst.CSTNode) -> list:
     return [guard]
 
 
+def tensor_cuda_test(guard: Optional[cst.CSTNode]) -> Optional[str]:
+    """`x.is_cuda` read in the guard's own test (not its body), as written."""
+    test = getattr(guard, "test", None)
+    if test is None:
+        return None
+    found = next((n for n in descendants(test) if isinstance(n, cst.Attribute) and n.attr.value == "is_cuda"), None)
+    return written(found) if found is not None else None
+
+
 def passed_as(guard: cst.CSTNode, around: list, patterns: Guard) -> Optional[str]:
     """``keyword=`` when the guard (a conditional expression) is the value of
     one of the evidence's keyword arguments (`map_location=...`)."""

@@ -43,6 +43,8 @@ class _CallRewriteVisitor(Choices, Functions, ReferenceVisitor):
         # an arm of a choice, judged once every arm has been seen.
         self.left_alone: set[cst.Call] = set()
         self.in_arms: list[tuple] = []
+        # Tests of conditional expressions that pick float16 or bfloat16 (found when first needed).
+        self.fp16_tests: Optional[set[str]] = None
 
     def visit_Call(self, node: cst.Call) -> None:
         hit = self.ctx.qualify(node.func)
@@ -65,6 +67,11 @@ class _CallRewriteVisitor(Choices, Functions, ReferenceVisitor):
             return
         if target is None:
             self.ctx.report(rule, node, message, kept=Held("unclear", f"`{entry['switch-keyword']}` is not a literal"))
+            return
+        fp16_test = self._fp16_arm(entry)
+        if fp16_test is not None:
+            why = f"it is made only when the code picks float16 over its own bfloat16 path (`{fp16_test}`); on Gaudi pick bfloat16, where it is not made"
+            self.ctx.report(rule, node, message, kept=Held("dtype-role", why))
             return
         unplaced = _without_position(arguments, entry)
         if unplaced is not None:
@@ -95,6 +102,19 @@ class _CallRewriteVisitor(Choices, Functions, ReferenceVisitor):
                 self.ctx.report(rule, call, message, kept=Held("other-device", f"another arm calls `{written(other.func)}`, which stays as it is"))
             else:
                 self._apply(rule, call, message, spelling, binding, edit)
+
+    def _fp16_arm(self, entry) -> Optional[str]:
+        """The test, as written, of the choice around the call when that test
+        elsewhere picks float16 over bfloat16 (`torch.float16 if fp16 else
+        torch.bfloat16`); None otherwise."""
+        if not entry["kept-in-fp16-arm"] or not self.choices:
+            return None
+        tests = [written(c.test) for c in reversed(self.choices) if isinstance(c, (cst.If, cst.IfExp))]
+        if not tests:
+            return None
+        if self.fp16_tests is None:
+            self.fp16_tests = _tests_choosing_float16(self.ctx.module)
+        return next((test for test in tests if test in self.fp16_tests), None)
 
     def _is_fallback(self, entry) -> bool:
         """Whether the code around the call also calls the device-generic form
@@ -306,3 +326,25 @@ def _fix_commas(args: list, last_comma) -> list:
         else:
             fixed.append(arg)
     return fixed
+
+
+_FLOAT16 = {"torch.float16", "torch.half", "float16", "half"}
+_BFLOAT16 = {"torch.bfloat16", "bfloat16"}
+
+
+def _tests_choosing_float16(module: cst.Module) -> set[str]:
+    """The tests, as written, of `a if test else b` whose arms are float16 and
+    bfloat16 (either way round)."""
+    found = _DtypeChoices()
+    walk(module, [found])
+    return found.tests
+
+
+class _DtypeChoices:
+    def __init__(self) -> None:
+        self.tests: set[str] = set()
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        arms = {written(node.body), written(node.orelse)}
+        if arms & _FLOAT16 and arms & _BFLOAT16:
+            self.tests.add(written(node.test))

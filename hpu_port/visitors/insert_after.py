@@ -11,7 +11,7 @@ from hpu_port.context import FileContext
 from hpu_port.model import Rule
 from hpu_port.names import dotted_name
 from hpu_port.visitors._references import last_name, written
-from hpu_port.walk import children
+from hpu_port.walk import children, descendants
 
 
 def visitor_for_rule(rule: Rule, ctx: FileContext) -> cst.BatchableCSTVisitor:
@@ -66,8 +66,20 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         params = node.params.params
         first = params[0].name.value if params else None
-        self.inside_autograd.append(first is not None and first == self.params["not-in-functions-taking"])
+        self.inside_autograd.append(
+            (first is not None and first == self.params["not-in-functions-taking"]) or self._calls_excluded_method(node)
+        )
         self.instances.append(self._project_instances(node.body, ""))
+
+    def _calls_excluded_method(self, node: cst.FunctionDef) -> bool:
+        """`self.manual_backward(loss)` in the function (``not-in-functions-calling``)."""
+        names = self.params["not-in-functions-calling"]
+        if not names or not any(name.encode() in (self.ctx.source or b"") for name in names):
+            return False
+        return any(
+            isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in names
+            for call in descendants(node.body)
+        )
 
     def leave_FunctionDef(self, node) -> None:
         self.inside_autograd.pop()

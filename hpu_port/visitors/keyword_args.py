@@ -153,6 +153,11 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
         changed = _changed_keywords(node, rule.params)
         if not changed:
             return
+        kept = self._kept_by_the_callable(rule, node)
+        if kept is not None:
+            keywords = ", ".join(f"`{k}`" for k in changed)
+            self.ctx.report(rule, node, f"{rule.message.format(name=written(node.func), keywords=keywords)} (not removed: {kept})")
+            return
         for keyword in changed:
             if keyword in present:
                 # `Trainer(accelerator="cuda")`: this rule speaks for the value.
@@ -180,6 +185,15 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
                 report_at, lambda d: d.with_changes(decorator=edit_keywords(cst.Call(func=d.decorator), params))
             )
         self.ctx.report(rule, report_at or node, message, fix)
+
+    def _kept_by_the_callable(self, rule, node: cst.Call) -> Optional[str]:
+        """Why the callable needs the keywords it is given (`report-calls`), if it does."""
+        if not rule.params["report-calls"]:
+            return None
+        hit = self.ctx.qualify(node.func)
+        if hit is None:
+            return None
+        return next((why for pattern, why in rule.params["report-calls"].items() if fnmatch.fnmatchcase(hit[0], pattern)), None)
 
 
 def _partial_of(node: cst.Call, ctx) -> Optional[cst.Call]:

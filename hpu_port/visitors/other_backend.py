@@ -323,6 +323,12 @@ def _module_reason(ctx: FileContext, evidence: Evidence) -> Optional[str]:
     imported = _imported_nvidia_module(ctx)
     if imported is not None:
         return imported
+    loaded = _loaded_extension(ctx, evidence)
+    if loaded is not None:
+        return f"it loads a compiled extension at its top (`{loaded}`) and wraps its kernels, which Gaudi does not have"
+    runtime = _imported_runtime(ctx, evidence)
+    if runtime is not None:
+        return f"it imports `{runtime}` at its top, an NVIDIA runtime the file is written around: it only runs where NVIDIA's software is"
     fixture = _nvidia_only_autouse_fixture(ctx)
     if fixture is not None:
         return fixture
@@ -400,6 +406,38 @@ def _imported_nvidia_module(ctx: FileContext) -> Optional[str]:
                 why = ctx.facts.why_nvidia_module(module)
                 if why is not None:
                     return f"it imports `{module}`, which only loads where NVIDIA's software is ({why})"
+    return None
+
+
+def _loaded_extension(ctx: FileContext, evidence: Evidence) -> Optional[str]:
+    """The call, as written, by which the module loads a compiled extension
+    at its top (`ext_loader.load_ext('_ext', [...])`)."""
+    if not evidence.extension_loaders or b"load" not in (ctx.source or b""):
+        return None
+    for statement in ctx.module.body:
+        smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
+        for small in smalls:
+            value = getattr(small, "value", None)
+            if not isinstance(value, cst.Call):
+                continue
+            hit = ctx.qualify(value.func)
+            names = [written(value.func)] + ([hit[0]] if hit is not None else [])
+            if any(matches_any(name, evidence.extension_loaders) for name in names):
+                return shown_briefly(written(value))
+    return None
+
+
+def _imported_runtime(ctx: FileContext, evidence: Evidence) -> Optional[str]:
+    """The first NVIDIA runtime (`tensorrt`, `pycuda.driver`) the module
+    imports at its top, outside any `try` or `if`."""
+    if not evidence.runtimes:
+        return None
+    for statement in ctx.module.body:
+        smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
+        for small in smalls:
+            runtime = next((module for module in _imported_modules(small) if evidence.is_runtime(module)), None)
+            if runtime is not None:
+                return runtime
     return None
 
 

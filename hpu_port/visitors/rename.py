@@ -27,6 +27,7 @@ from hpu_port.visitors._guards import (
     nvidia_only_use,
     own_hpu_path,
     passed_as,
+    tensor_cuda_test,
 )
 from hpu_port.visitors._references import (
     ReferenceVisitor,
@@ -285,6 +286,11 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         if used:
             hold_guarded_body(guard, self.ctx, used)
             return Held("nvidia-only", f"the code it guards uses `{used}`, which has no Gaudi equivalent", guard)
+        tensor_test = tensor_cuda_test(guard)
+        if tensor_test is not None:
+            # `if not data.is_cuda and torch.cuda.is_available(): raise ...`:
+            # the tensor's answer stays CUDA's, so the pair would disagree on Gaudi.
+            return Held("by-hand", f"the same test reads `{tensor_test}`, which the port cannot change: the two change together", guard)
         if isinstance(guard, cst.Assert) and guard.msg is not None and NAMES_CUDA.search(written(guard.msg)):
             # `assert has_apex and torch.cuda.is_available(), "APEX and CUDA required"`
             return Held("nvidia-only", f"the assertion says CUDA is required ({shown_briefly(written(guard.msg))}): the code after it needs NVIDIA")
