@@ -454,6 +454,19 @@ def _test_and_body(guard: cst.CSTNode) -> list:
     return [guard]
 
 
+def cuda_ordinal_arm(guard: Optional[cst.CSTNode], check: cst.CSTNode) -> Optional[str]:
+    """The arm, as written, that a conditional expression picks when the CUDA
+    ``check`` says yes, when that arm is a string of device ordinals (`'0'`,
+    `'0,1'`): CUDA's numbering, which code hands to CUDA_VISIBLE_DEVICES."""
+    if not isinstance(guard, cst.IfExp):
+        return None
+    arm = guard.orelse if negated_at(guard.test, check) else guard.body
+    value = literal_value(written(arm)) if isinstance(arm, cst.SimpleString) else None
+    if isinstance(value, str) and value and all(part.strip().isdigit() for part in value.split(",")):
+        return written(arm)
+    return None
+
+
 def tensor_cuda_test(guard: Optional[cst.CSTNode]) -> Optional[str]:
     """`x.is_cuda` read in the guard's own test (not its body), as written."""
     test = getattr(guard, "test", None)

@@ -196,6 +196,8 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
     def visit_Assign(self, node: cst.Assign) -> None:
         if any(self._names_a_role(target.target) for target in node.targets):
             self._mark(node.value)
+        for target in node.targets:
+            self._keep_profiler_activities(written(target.target), node.value)
         if self._lists_a_sibling(node.value):
             # `available = ["cpu"]`: what is appended to it later is a device too.
             self.device_lists.update(written(target.target) for target in node.targets)
@@ -216,6 +218,15 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         if self._role(node.name.value):
             self._mark(node.default)
         self._keep_outside_literal(node.name.value, node.annotation, node.default)
+        self._keep_profiler_activities(node.name.value, node.default)
+
+    def _keep_profiler_activities(self, name: str, value) -> None:
+        """`activities=['cpu', 'cuda']`: profiler activity names, which code maps
+        to `ProfilerActivity.CUDA` by name (and rejects what it does not know)."""
+        if value is None or "activit" not in name.lower():
+            return
+        for string in strings_in(value):
+            self.kept.setdefault(string, Held("not-a-device", f"`{name}` lists profiler activities, which the code maps by name"))
 
     def _literal(self, annotation: Optional[cst.Annotation]) -> Optional[tuple[str, frozenset]]:
         """(the type as written, its values) when ``annotation`` is a Literal

@@ -17,6 +17,7 @@ from hpu_port.visitors._device_positions import device_values, used_as_a_device
 from hpu_port.visitors._fp16 import Fp16Choices, hold_split_casts
 from hpu_port.visitors._guards import (
     Surroundings,
+    cuda_ordinal_arm,
     flag_guards_nvidia_code,
     guarded_by,
     hold_guarded_body,
@@ -286,6 +287,11 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         if used:
             hold_guarded_body(guard, self.ctx, used)
             return Held("nvidia-only", f"the code it guards uses `{used}`, which has no Gaudi equivalent", guard)
+        ordinal = cuda_ordinal_arm(guard, node)
+        if ordinal is not None:
+            # `select_device('0' if torch.cuda.is_available() else 'cpu')`: "0" is
+            # CUDA's device ordinal (a CUDA_VISIBLE_DEVICES value), not a Gaudi device.
+            return Held("not-a-device", f"the value it picks for CUDA, {ordinal}, is CUDA's device ordinal, not a device name Gaudi reads", guard)
         tensor_test = tensor_cuda_test(guard)
         if tensor_test is not None:
             # `if not data.is_cuda and torch.cuda.is_available(): raise ...`:
