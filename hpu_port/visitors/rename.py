@@ -87,6 +87,15 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         # The f-strings the walk is in, innermost last; how deep in type hints it is.
         self.fstrings: list[cst.FormattedString] = []
         self.annotations = 0
+        # (scope, name) of dtype names assigned a float16 (`dtype = torch.float16 if fp16 else torch.float32`).
+        self.float16_names: set[tuple] = set()
+        self.dtype_positions = next(
+            (rule.params["positions"] for rule, _ in self.table.values() if rule.params.get("positions") is not None), None
+        )
+
+    def _dtype_name(self, name: str) -> bool:
+        positions = self.dtype_positions
+        return positions is not None and _matches(name, positions["names"]) and not _matches(name, positions["not-names"])
 
     def visit_Annotation(self, node) -> None:
         self.annotations += 1
@@ -101,6 +110,13 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         self.fstrings.pop()
 
     def visit_Comparison(self, node) -> None:
+        compared = self._compute_dtype_compared(node)
+        if compared is not None:
+            # `if dtype == torch.float16:` after `dtype = torch.float16 if fp16 else
+            # torch.float32`: the test follows the value it tests, converted or not.
+            for target in node.comparisons:
+                self._slot(target.comparator, ("name", compared))
+            return
         self.looked_at.add(node.left)
         self.looked_at.update(target.comparator for target in node.comparisons)
         for target in node.comparisons:
@@ -135,9 +151,23 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             elif not arg.star:
                 self._slot(arg.value, ("rounded", callee) if node in self.rounded else ("argument", callee))
 
+    def _compute_dtype_compared(self, node: cst.Comparison) -> Optional[str]:
+        """The name a comparison tests with `==`/`!=` when this scope assigned it a
+        float16 in a dtype's place (`dtype = torch.float16 if fp16 else ...`)."""
+        if not isinstance(node.left, cst.Name) or len(node.comparisons) != 1:
+            return None
+        if not isinstance(node.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+            return None
+        name = node.left.value
+        return name if (self.ctx.scope.node, name) in self.float16_names else None
+
     def visit_Assign(self, node) -> None:
-        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and isinstance(node.value, cst.Call):
-            self.named_calls[node.value] = node.targets[0].target.value
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            name = node.targets[0].target.value
+            if isinstance(node.value, cst.Call):
+                self.named_calls[node.value] = name
+            if "float16" in written(node.value) and self._dtype_name(name):
+                self.float16_names.add((self.ctx.scope.node, name))
         for target in node.targets:
             name = last_name(target.target) or _string_key(target.target)
             if name:
