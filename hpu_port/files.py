@@ -59,6 +59,9 @@ class Discovery(list):
 
     passed_over: Counter
     links_not_followed: list
+    # Files of a type hpu-port reads that `.gitignore` patterns hid, outside a
+    # git checkout (inside one, git's own list decides, and says nothing is hidden).
+    hidden_by_gitignore: int = 0
 
 
 NAME_NOT_UTF8 = "its name is not valid UTF-8; not read (rename it to port it)"
@@ -216,6 +219,8 @@ def _walk(root: Path, respect_gitignore: bool, discovery: Discovery) -> Iterator
         for name in sorted(filenames):
             path = Path(directory) / name
             if ignore and ignore.ignored(path, is_dir=False):
+                if not getattr(ignore, "AUTHORITATIVE", False) and filetypes.detect(str(path)) is not None:
+                    discovery.hidden_by_gitignore += 1
                 continue
             source = _file_source(path, discovery.passed_over)
             if source is not None:

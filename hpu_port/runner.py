@@ -34,6 +34,8 @@ class RunSummary:
     # Files found but not examined: of a type no selected rule reads (by
     # type), or of a type hpu-port does not read at all (by suffix).
     not_examined: Counter = field(default_factory=Counter)
+    # Readable files that `.gitignore` patterns hid outside a git checkout.
+    hidden_by_gitignore: int = 0
 
     @property
     def examined(self) -> Counter:
@@ -168,6 +170,7 @@ def run(
         cache.save()
     summary = RunSummary(
         not_examined=not_examined,
+        hidden_by_gitignore=found.hidden_by_gitignore,
         empty_paths=paths_with_nothing(paths, [s.path for s in found], [s.path for s, _ in planned]),
         warnings=list(found.links_not_followed),
         roots=roots,

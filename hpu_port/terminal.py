@@ -116,6 +116,13 @@ def file_types(summary) -> None:
         rest = sum(summary.not_examined.values()) - sum(count for _, count in top)
         shown = ", ".join(f"{kind} {count}" for kind, count in top) + (f", other {rest}" if rest else "")
         click.echo(f"hpu-port: not examined: {shown}", err=True)
+    if summary.hidden_by_gitignore:
+        count = plural(summary.hidden_by_gitignore, "file")
+        click.echo(
+            f"hpu-port: not examined: {count} of types hpu-port reads that .gitignore lists "
+            "(outside a git checkout its patterns decide; name a file to examine it)",
+            err=True,
+        )
 
 
 def print_modes(summary) -> None:

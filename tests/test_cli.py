@@ -408,3 +408,14 @@ def test_a_utf16_config_is_shown_and_written_in_its_own_encoding(runner, tmp_pat
     assert '+  "distributed_backend": "hccl"' in shown.stdout.splitlines()
     assert invoke(runner, "rewrite", path).exit_code == 0
     assert path.read_bytes() == codecs.BOM_UTF16_LE + text.replace("nccl", "hccl").encode("utf-16-le")
+
+
+def test_files_hidden_by_gitignore_outside_git_are_counted(runner, tmp_path):
+    (tmp_path / ".gitignore").write_text("*.ipynb\nnotes.txt\n")
+    (tmp_path / "demo.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    (tmp_path / "notes.txt").write_text("cuda\n")
+    (tmp_path / "train.py").write_text(CUDA_CODE)
+    result = invoke(runner, "check", "--no-cache", tmp_path)
+    assert "1 file of types hpu-port reads that .gitignore lists" in result.stderr
+    named = invoke(runner, "check", "--no-cache", tmp_path / "demo.ipynb")
+    assert ".gitignore lists" not in named.stderr and named.exit_code == 0
