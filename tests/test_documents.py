@@ -88,6 +88,17 @@ def test_a_script_whose_last_line_continues_into_the_end_is_read_as_the_shell_re
         assert [f.code for f in result.findings] == ["HPU801", "HPU816", "HPU815"]
 
 
+def test_a_heredoc_without_a_command_is_a_block_comment():
+    # `<<com ... com` as a block comment (`bash -n` accepts it), then a launch
+    # line continued to the end of the file: both at once.
+    source = (b"#!/bin/bash\n<<com\nExample script. Notes:\n- run it on 8 GPUs (nvidia-smi)\ncom\n\n"
+              b"export CUDA_VISIBLE_DEVICES=0\ntorchrun --nproc_per_node 8 train.py \\\n    --lr 1e-4 \\")
+    result = port_bytes("run.sh", source, ruleset(), True)
+    assert result.error is None
+    assert [f.code for f in result.findings] == ["HPU801", "HPU816", "HPU815"]
+    assert result.new_source is None or result.new_source.startswith(source[:70])
+
+
 def test_heredoc_bodies_are_data_not_commands():
     source = b"cat > cfg.txt <<EOF\nnvidia-smi\nCUDA_VISIBLE_DEVICES=1\nEOF\n"
     assert port_bytes("run.sh", source, ruleset(), True).findings == []

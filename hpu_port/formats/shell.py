@@ -295,16 +295,31 @@ def parse(text: str, path: str = "", file_type: str = "shell", directives: bool 
     if _PARSER is None:
         _PARSER = _parser()
     data = text.encode("utf-8")
-    tree = _PARSER.parse(data)
-    if tree.root_node.has_error and _CONTINUED_AT_END.search(data):
+    read = data
+    tree = _PARSER.parse(read)
+    if tree.root_node.has_error and _CONTINUED_AT_END.search(read):
         # The shell reads a line continuation at the end of the file as the
         # end of the command; the parser needs the backslash gone (a space
         # in its place keeps every offset).
-        end = _CONTINUED_AT_END.search(data).start()
-        tree = _PARSER.parse(data[:end] + b" " + data[end + 1:])
+        end = _CONTINUED_AT_END.search(read).start()
+        read = read[:end] + b" " + read[end + 1:]
+        tree = _PARSER.parse(read)
+    if tree.root_node.has_error and _BARE_HEREDOC.search(read):
+        # `<<com ... com` with no command: bash reads it as a block comment,
+        # the parser does not; blanked (newlines kept), every offset stays.
+        read = _BARE_HEREDOC.sub(_blanked, read)
+        tree = _PARSER.parse(read)
     if tree.root_node.has_error:
         raise FormatError("syntax the shell parser does not understand", _first_error_line(tree.root_node))
     return ShellDocument(text, path, tree.root_node, data, directives)
+
+
+# A here-document with no command before it, up to its closing word.
+_BARE_HEREDOC = re.compile(rb"^[ \t]*<<(-?)[ \t]*(['\"]?)(\w+)\2[ \t]*\r?\n.*?^\t*\3[ \t]*\r?$", re.M | re.S)
+
+
+def _blanked(match: "re.Match[bytes]") -> bytes:
+    return re.sub(rb"[^\r\n]", b" ", match.group(0))
 
 
 def _first_error_line(root) -> Optional[int]:
