@@ -391,6 +391,55 @@ def explain(code, rules_files, no_color):
 
 
 @main.command()
+@click.argument("path", required=False, default=".", type=click.Path(exists=True, file_okay=False))
+@click.option("--mode", "chosen", type=click.Choice(["lazy", "eager"]), default=None,
+              help="Write this mode into [tool.hpu-port] without asking.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache of per-file results.")
+@color_option
+def init(path, chosen, no_cache, no_color):
+    """Choose the execution mode for the tree at PATH before the first rewrite:
+    what lazy and eager mode each do to its diff, which Gaudi release it
+    targets, and whether it already holds a port; the choice is written into
+    PATH/pyproject.toml ([tool.hpu-port] mode)."""
+    from hpu_port import mode_choice
+
+    root = Path(path)
+    pyproject = root / "pyproject.toml"
+    summaries = {}
+    for mode in mode_choice.MODES:
+        options = dict(mode=mode, fp16=None, unsafe=None, select=(), ignore=(), extend_select=(), rules_files=(),
+                       max_size_mb=None, exclude=(), include_generated=None, shared=None)
+        summaries[mode] = _run([path], options, False, dict(jobs=0, no_cache=no_cache, cache_dir=None), verbosity=-1)
+    found = mode_choice.effects(summaries)
+    existing = mode_choice.existing_port(root)
+    release = mode_choice.targeted_release(root)
+    advice = mode_choice.advise(found, release, existing)
+    current = mode_choice.configured_mode(pyproject)
+    for line in terminal.mode_choice_lines(found, summaries, existing, release, advice, current):
+        click.echo(line)
+    if chosen is None and current is None and sys.stdin.isatty():
+        chosen = click.prompt("Mode to write", type=click.Choice(list(mode_choice.MODES)), default=advice.mode)
+    if chosen is None:
+        if current is None:
+            click.echo(f"Nothing written: run `hpu-port init --mode {advice.mode}` (or --mode {_other(advice.mode)}) to record the choice.")
+        return
+    for line in terminal.switching_lines(chosen, current, existing):
+        click.echo(line)
+    if chosen == current:
+        click.echo(f"{pyproject} already sets mode = \"{chosen}\".")
+        return
+    try:
+        click.echo(mode_choice.write_mode(pyproject, chosen).capitalize() + ".")
+    except mode_choice.ConfigWriteError as exc:
+        click.echo(f"hpu-port: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+
+
+def _other(mode: str) -> str:
+    return "eager" if mode == "lazy" else "lazy"
+
+
+@main.command()
 def clean():
     """Delete the cache of per-file results (the default one, or $HPU_PORT_CACHE_DIR)."""
     from hpu_port.cache import NotACache, default_directory, remove

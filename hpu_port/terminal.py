@@ -170,3 +170,58 @@ def emit_report(text: str, output: Optional[str], colored: bool) -> None:
         print_findings(text)
     else:
         click.echo(text, nl=False)
+
+
+_MODE_SETTING = {"lazy": "PT_HPU_LAZY_MODE=1", "eager": "PT_HPU_LAZY_MODE=0"}
+
+
+def mode_choice_lines(found, summaries, existing, release, advice, current) -> list[str]:
+    """`hpu-port init`: what each mode does to this tree, what it targets and
+    already holds, and the advice."""
+    rules = {rule.code: rule for summary in summaries.values() for result in summary.results for rule in result.rules}
+    lines = [f"Execution mode for this tree ({plural(found.files, 'file')} examined):", ""]
+    for mode in ("lazy", "eager"):
+        counts = getattr(found, mode)
+        lines.append(f"  {mode} ({_MODE_SETTING[mode]}):")
+        if not counts:
+            lines.append("    nothing of this mode's own in the code (its port is the common one)")
+        for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+            summary = rules[code].summary if code in rules else ""
+            lines.append(f"    {count:>4} × {code} {summary}")
+    lines.append("")
+    if release is not None:
+        lines.append(f"Gaudi software the project names: {release[0]}.{release[1]}")
+    else:
+        lines.append("Gaudi software the project names: none (no Gaudi Docker image or PyTorch plug-in pin found)")
+    if existing.mark_step_files or existing.hpu_backend_files:
+        lines.append(
+            f"Already in the tree: mark_step() in {plural(len(existing.mark_step_files), 'file')}, "
+            f"hpu_backend in {plural(len(existing.hpu_backend_files), 'file')}"
+        )
+    if current is not None:
+        lines.append(f"Configured now: mode = \"{current}\"")
+    lines.append(f"Recommended: {advice.mode}, because {advice.why}.")
+    lines.append("Choose before the first rewrite: switching later means reverting the port and porting again.")
+    return lines
+
+
+def switching_lines(chosen: str, current, existing) -> list[str]:
+    """What choosing ``chosen`` means for a tree configured or ported for the other mode."""
+    ported = existing.mode
+    if ported is None or ported == chosen:
+        if current is not None and current != chosen:
+            return [f"Switching the configured mode from {current} to {chosen}: files not yet rewritten follow the new mode."]
+        return []
+    if ported == "lazy":
+        return [
+            f"This tree holds a lazy-mode port: mark_step() in {plural(len(existing.mark_step_files), 'file')}"
+            + (f", PT_HPU_LAZY_MODE set in {plural(len(existing.lazy_env_files), 'file')}" if existing.lazy_env_files else "")
+            + ".",
+            "In eager mode the mark_step() calls do nothing, but the lazy port reported torch.compile instead of giving it "
+            "backend=\"hpu_backend\", and launch lines set lazy mode: revert the port (its commit) and run `hpu-port rewrite` again.",
+        ]
+    return [
+        f"This tree holds an eager-mode port: hpu_backend in {plural(len(existing.hpu_backend_files), 'file')}.",
+        "Lazy mode does not support torch.compile and needs mark_step() after each backward pass and optimizer step: "
+        "revert the port (its commit) and run `hpu-port rewrite` again.",
+    ]

@@ -20,7 +20,7 @@ FLOORS = [
     ["cli"],
     ["terminal"],
     ["runner", "selection", "report", "docs", "options", "rule_listing"],
-    ["parallel", "examples", "report_sarif", "report_markdown", "report_ci", "report_html", "baseline"],
+    ["parallel", "examples", "report_sarif", "report_markdown", "report_ci", "report_html", "baseline", "mode_choice"],
     ["engine", "planning", "toolkit_log"],
     ["narrow", "nesting", "visitors", "documents"],
     ["settings", "rules"],
@@ -50,7 +50,7 @@ FLOOR = {name: number for number, names in enumerate(FLOORS) for name in names}
 # of it may import libcst, whose import costs more than the rest of such a run.
 WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runner", "parallel", "cache", "files",
                   "config", "results", "model", "triggers", "narrow", "report", "report_sarif", "report_markdown",
-                  "report_ci", "report_html", "planning", "toolkit_log", "baseline",
+                  "report_ci", "report_html", "planning", "toolkit_log", "baseline", "mode_choice",
                   "cli", "terminal", "options", "rule_listing", "suppressions", "notebooks", "gitignore", "_compat", "documents",
                   "formats", "filetypes", "deep_stack", "tempfiles", "sealed", "device", "frameworks", "project",
                   "nesting", "intervals", "diffing", "lint_config"]

@@ -1,0 +1,92 @@
+"""`hpu-port init`: the execution mode is chosen for the tree before the first
+rewrite, explained from what each mode does to it, and written into
+[tool.hpu-port] without touching any other byte of pyproject.toml."""
+
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from hpu_port._compat import toml
+from hpu_port.cli import main
+from hpu_port.mode_choice import write_mode
+
+TRAIN = textwrap.dedent("""
+    import torch
+
+    model = torch.nn.Linear(2, 2).cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+""").lstrip()
+
+
+def init(*args):
+    return CliRunner().invoke(main, ["init", "--no-cache", *map(str, args)], catch_exceptions=False)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "train.py").write_text(TRAIN)
+    return tmp_path
+
+
+def test_it_explains_both_modes_and_writes_nothing_unasked(tree):
+    result = init(tree)
+    assert result.exit_code == 0
+    assert "lazy (PT_HPU_LAZY_MODE=1)" in result.output and "eager (PT_HPU_LAZY_MODE=0)" in result.output
+    assert "2 × HPU201" in result.output  # the two mark_step() a lazy port adds
+    assert "Recommended: eager" in result.output and "Nothing written" in result.output
+    assert not (tree / "pyproject.toml").exists()
+
+
+def test_the_choice_is_written_and_read_back(tree):
+    result = init(tree, "--mode", "lazy")
+    assert result.exit_code == 0
+    data = toml().loads((tree / "pyproject.toml").read_text())
+    assert data["tool"]["hpu-port"]["mode"] == "lazy"
+    again = init(tree, "--mode", "lazy")
+    assert "already sets mode" in again.output
+
+
+def test_a_gaudi_release_that_defaults_to_lazy_mode_is_recommended_lazy(tree):
+    (tree / "Dockerfile").write_text("FROM vault.habana.ai/gaudi-docker/1.17.0/ubuntu22.04/habanalabs/pytorch-installer-2.3.1:latest\n")
+    assert "Recommended: lazy, because the project targets Gaudi software 1.17" in init(tree).output
+
+
+def test_torch_compile_makes_eager_the_advice(tree):
+    (tree / "train.py").write_text(TRAIN.replace("model = torch", "model = torch.compile(torch") + "\n")
+    (tree / "train.py").write_text(TRAIN + "model = torch.compile(model)\n")
+    assert "which lazy mode does not support" in init(tree).output
+
+
+def test_a_lazy_port_is_detected_and_switching_is_explained(tree):
+    (tree / "train.py").write_text(TRAIN.replace("optimizer.step()", "optimizer.step()\n        htcore.mark_step()"))
+    result = init(tree, "--mode", "eager")
+    assert "Recommended: lazy, because the tree already holds a port made for lazy mode" in result.output
+    assert "This tree holds a lazy-mode port" in result.output and "revert the port" in result.output
+    assert toml().loads((tree / "pyproject.toml").read_text())["tool"]["hpu-port"]["mode"] == "eager"
+
+
+@pytest.mark.parametrize("before, after", [
+    (b'[project]\r\nname = "x"\r\n', b'[project]\r\nname = "x"\r\n\r\n[tool.hpu-port]\r\nmode = "eager"\r\n'),
+    (b'[project]\nname = "x"', b'[project]\nname = "x"\n\n[tool.hpu-port]\nmode = "eager"\n'),
+    (b'[tool.hpu-port]\nignore = ["HPU190"]  # noisy\n\n[tool.ruff]\n',
+     b'[tool.hpu-port]\nmode = "eager"\nignore = ["HPU190"]  # noisy\n\n[tool.ruff]\n'),
+    (b'[tool.hpu-port]\nmode = "lazy"  # first try\n', b'[tool.hpu-port]\nmode = "eager"  # first try\n'),
+])
+def test_writing_keeps_every_other_byte(tmp_path, before, after):
+    path = tmp_path / "pyproject.toml"
+    path.write_bytes(before)
+    write_mode(path, "eager")
+    assert path.read_bytes() == after
+
+
+def test_a_broken_pyproject_is_one_error_and_stays_as_it_was(tree):
+    (tree / "pyproject.toml").write_bytes(b"[project\nname = 1\n")
+    result = init(tree, "--mode", "eager")
+    assert result.exit_code == 2
+    assert (tree / "pyproject.toml").read_bytes() == b"[project\nname = 1\n"
