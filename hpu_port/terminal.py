@@ -129,6 +129,26 @@ def print_modes(summary) -> None:
     from hpu_port.report import mode_summary
 
     click.echo(mode_summary(summary.results), nl=False, err=True)
+    for line in mode_mismatches(summary.results):
+        click.echo(f"hpu-port: warning: {line}", err=True)
+
+
+# What a port made for each mode leaves in the code.
+_PORT_MARKS = {"lazy": b"mark_step(", "eager": b"hpu_backend"}
+
+
+def mode_mismatches(results) -> list[str]:
+    """Files ported before for the other mode than this run's: a switch of
+    mode that `hpu-port init` explains."""
+    lines = []
+    for mode, other in (("eager", "lazy"), ("lazy", "eager")):
+        marked = [r.path for r in results if r.mode == mode and _PORT_MARKS[other] in (r.source or b"")]
+        if marked:
+            lines.append(
+                f"{plural(len(marked), 'file')} ({marked[0]}{', ...' if len(marked) > 1 else ''}) {'holds' if len(marked) == 1 else 'hold'} a port made for "
+                f"{other} mode, and this run is in {mode} mode: revert that port and rewrite again (see `hpu-port init`)"
+            )
+    return lines
 
 
 def summary_table(summary) -> None:

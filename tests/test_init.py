@@ -90,3 +90,11 @@ def test_a_broken_pyproject_is_one_error_and_stays_as_it_was(tree):
     result = init(tree, "--mode", "eager")
     assert result.exit_code == 2
     assert (tree / "pyproject.toml").read_bytes() == b"[project\nname = 1\n"
+
+
+def test_a_run_in_the_other_mode_than_the_trees_port_warns(tree):
+    (tree / "train.py").write_text(TRAIN.replace("optimizer.step()", "optimizer.step()\n        htcore.mark_step()"))
+    eager = CliRunner().invoke(main, ["check", "--no-cache", "--mode", "eager", str(tree)], catch_exceptions=False)
+    assert "1 file (" in eager.stderr and "holds a port made for lazy mode" in eager.stderr
+    lazy = CliRunner().invoke(main, ["check", "--no-cache", str(tree)], catch_exceptions=False)
+    assert "a port made for" not in lazy.stderr
