@@ -175,7 +175,7 @@ def _finish_rewrite(summary, writing: bool, verbosity: int, exit_zero: bool = Fa
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule (with --format json: as JSON) instead of the findings.")
 @click.option(
     "--rule-docs-url", metavar="URL", default=None,
-    help="html: link each finding to URL/CODE.md [default: the relative docs/rules/CODE.md].",
+    help="html: link each finding to URL/CODE.md [default: the rule's page, embedded in the report].",
 )
 @click.option(
     "--toolkit-log", "toolkit_logs", multiple=True, type=click.Path(), metavar="LOG",

@@ -194,6 +194,40 @@ def make_plan(results: list[FileResult]) -> Plan:
     return Plan(total, ordered, every_item)
 
 
+@dataclass(frozen=True)
+class WorkPackage:
+    """The manual blocker items one rule leads: a piece of work to plan."""
+
+    code: str
+    items: int
+    effort: str
+    files: int
+
+    @property
+    def points(self) -> int:
+        return EFFORT_POINTS[self.effort] * self.items
+
+
+def work_packages(plan: Plan) -> list[WorkPackage]:
+    """Manual blocker items grouped by the rule that names them, the most
+    work first; lines that only mention CUDA are no work package."""
+    grouped: dict[str, list[Item]] = {}
+    for item in plan.items:
+        if item.needs_person and not item.advice and not item.only_review:
+            grouped.setdefault(item.lead.code, []).append(item)
+    packages = [
+        # The costliest effort among the package's items sets its level.
+        WorkPackage(code, len(items), min((i.effort for i in items), key=EFFORT_ORDER.index), len({i.path for i in items}))
+        for code, items in grouped.items()
+    ]
+    return sorted(packages, key=lambda p: (-p.points, -p.items, p.code))
+
+
+def has_work(tally: Tally) -> bool:
+    """Whether a directory's tally holds any item (blocker or advice)."""
+    return bool(sum(tally.items.values()))
+
+
 def rule_names(rules) -> dict[str, str]:
     return {rule.code: rule.name for rule in rules}
 

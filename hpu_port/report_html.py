@@ -12,21 +12,23 @@ from html import escape
 from typing import Optional
 
 from hpu_port import __version__
-from hpu_port.planning import Plan, Tally, make_plan, numbered_findings, rule_names
-from hpu_port.results import FileResult, Finding
+from hpu_port.planning import Plan, Tally, has_work, make_plan, numbered_findings, rule_names, work_packages
+from hpu_port.results import FileResult, Finding, modes_in
 
-DEFAULT_RULE_DOCS = "docs/rules"
 POLICY = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}
-table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}
+table{border-collapse:collapse;max-width:100%}td{overflow-wrap:anywhere}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}
 th.sortable{cursor:pointer;background:#f3f3f3}th.sortable[aria-sort]::after{content:" \\2195"}
 td.num{text-align:right}.blocker{color:#a40000}.advice{color:#075985}
 #filters{margin:.6em 0}#filters input,#filters select{margin-right:1em}
 .legend span{display:inline-block;width:.9em;height:.9em;margin:0 .3em 0 1em;vertical-align:middle}
 code{font-size:.95em}
+#plan{border:1px solid #ccc;padding:.2em 1em 1em;background:#fafafa;max-width:60em}
+#plan dt{font-weight:600;margin-top:.5em}#plan dd{margin-left:1.2em}
+#rules details{margin:.4em 0}#rules summary{cursor:pointer}#rules pre{background:#f6f6f6;padding:.5em;overflow:auto}
 """
 
 SCRIPT = """
@@ -84,6 +86,48 @@ SUMMARY_ROWS = (
 )
 
 
+MODE_MEANING = {
+    "lazy": "mark_step() after each backward pass and optimizer step; run with PT_HPU_LAZY_MODE=1",
+    "eager": "no mark_step(); torch.compile with backend=\"hpu_backend\"; PT_HPU_LAZY_MODE=0",
+}
+
+
+def _plan(plan: Plan, results: list[FileResult], names: dict, base: Optional[str]) -> list[str]:
+    """The first screen: the mode, what the rewrite changes, and the work a
+    person is left with, the five largest work packages first."""
+    modes = modes_in(results)
+    mode_text = "; ".join(
+        f"<strong>{escape(mode)}</strong> ({files} files): {escape(MODE_MEANING.get(mode, ''))}" for mode, files in modes.items()
+    ) or "no file was ported"
+    changing = sorted({r.path for r in results if any(f.fixable for f in r.findings) and not r.failed})
+    packages = work_packages(plan)
+    total = plan.total
+    rows = "".join(
+        f'<tr><td><a href="{escape(_rule_link(p.code, base))}">{p.code}</a> {escape(names.get(p.code, ""))}</td>'
+        f"<td class=num>{p.items}</td><td class=num>{p.files}</td><td>{p.effort}</td></tr>"
+        for p in packages[:5]
+    )
+    more = f"<p>{len(packages) - 5} more work packages are in the findings below.</p>" if len(packages) > 5 else ""
+    table = (
+        '<table id="work-packages"><thead><tr><th>work package (rule)</th><th>items</th><th>files</th><th>effort</th>'
+        f"</tr></thead><tbody>{rows}</tbody></table>{more}"
+        if packages else "<p>Nothing is left for a person.</p>"
+    )
+    return [
+        '<section id="plan"><h2>Plan</h2><dl>',
+        f'<dt>Mode</dt><dd id="plan-mode">{mode_text}</dd>',
+        f'<dt>Done by <code>hpu-port rewrite</code></dt><dd id="plan-rewrite">'
+        f'<span data-plan="files_to_change">{len(changing)}</span> files change; '
+        f'<span data-plan="fixed_items">{total.fixed["blocker"]}</span> blocker items are fixed by the rewrite.</dd>',
+        f'<dt>Left for a person</dt><dd id="plan-manual"><span data-plan="manual_items">{total.manual["blocker"]}</span> '
+        f'blocker items ({total.effort_points} effort points), '
+        f'<span data-plan="advice_items">{total.items["advice"]}</span> items of optional advice.</dd>',
+        "</dl>",
+        table,
+        "</section>",
+    ]
+
+
 def _summary(total: Tally) -> list[str]:
     """The numbers of the JSON report's summary, each marked with its key."""
     html = [
@@ -120,7 +164,7 @@ SERIES = (
 def _chart(plan: Plan) -> list[str]:
     """Per directory, a stacked bar of blocker items (needing a person, then
     fixed by rewrite) and advice items, in the rollup's order."""
-    rows = plan.directories
+    rows = [(path, tally) for path, tally in plan.directories if has_work(tally)]
     largest = max((sum(value(t) for _, _, value in SERIES) for _, t in rows), default=0) or 1
     height = BAR_HEIGHT * len(rows) + 10
     parts = [
@@ -151,11 +195,14 @@ def _short(path: str, limit: int = 40) -> str:
 
 
 def _directories(plan: Plan) -> list[str]:
+    """Directories with something to do, most manual work first."""
     html = [
         '<table id="directories"><thead><tr><th>directory</th><th>files</th><th>blockers: need a person</th>'
         "<th>manual effort</th><th>blockers fixed by rewrite</th><th>advice items</th></tr></thead><tbody>"
     ]
     for path, tally in plan.directories:
+        if not has_work(tally):
+            continue
         effort = ", ".join(f"{n} {level}" for level, n in tally.effort.items() if n) or "none"
         html.append(
             f"<tr><td><code>{escape(path)}</code></td><td class=num>{tally.files}</td>"
@@ -165,11 +212,39 @@ def _directories(plan: Plan) -> list[str]:
     return html + ["</tbody></table>"]
 
 
-def _rule_link(code: str, base: str) -> str:
-    return f"{base.rstrip('/')}/{code}.md"
+def _rule_link(code: str, base: Optional[str]) -> str:
+    """The rule's page: embedded in the report, or at ``base`` when given."""
+    return f"{base.rstrip('/')}/{code}.md" if base else f"#rule-{code}"
 
 
-def _finding_row(path: str, finding: Finding, item: int, names: dict, base: str) -> str:
+def _rule_pages(rules, codes: set) -> list[str]:
+    """Each reported rule's documentation, in the page: what it does, why,
+    its fix safety and its examples (no link leads out of the report)."""
+    shown = [rule for rule in rules if rule.code in codes]
+    if not shown:
+        return []
+    html = ['<section id="rules"><h2>Rules</h2>']
+    for rule in shown:
+        fix = "no fix: reported for a person" if rule.fix == "none" else f"{rule.fix} fix"
+        paragraphs = "".join(f"<p>{escape(' '.join(part.split()))}</p>" for part in rule.why.strip().split("\n\n") if part.strip())
+        examples = "".join(_example(example) for example in rule.examples[:2])
+        html.append(
+            f'<details id="rule-{rule.code}"><summary><strong>{rule.code}</strong> {escape(rule.name)}: '
+            f"{escape(rule.summary)}</summary><p><em>{escape(fix)}</em></p>{paragraphs}{examples}</details>"
+        )
+    return html + ["</section>"]
+
+
+def _example(example) -> str:
+    before = f"<pre>{escape(example.before.strip())}</pre>"
+    if example.valid:
+        return f"<p>Left as it is:</p>{before}"
+    if example.after is None:
+        return f"<p>Reported:</p>{before}"
+    return f"<p>Before:</p>{before}<p>After:</p><pre>{escape(example.after.strip())}</pre>"
+
+
+def _finding_row(path: str, finding: Finding, item: int, names: dict, base: Optional[str]) -> str:
     place = f"cell {finding.cell}:{finding.line}" if finding.cell is not None else str(finding.line)
     sort_line = (finding.cell or 0) * 1_000_000 + finding.line
     return (
@@ -186,7 +261,7 @@ HEADERS = (("file", "text"), ("line", "number"), ("code", "text"), ("rule", "tex
            ("fixed by rewrite", "text"), ("what to do", "text"), ("item", "number"), ("action", "text"))
 
 
-def _findings(results: list[FileResult], names: dict, base: str) -> list[str]:
+def _findings(results: list[FileResult], names: dict, base: Optional[str]) -> list[str]:
     rows = [_finding_row(path, f, item, names, base) for path, f, item in numbered_findings(results)]
     head = "".join(f'<th class="sortable" data-type="{kind}">{label}</th>' for label, kind in HEADERS)
     return [
@@ -236,15 +311,18 @@ def render_html(
 ) -> str:
     names = rule_names(rules)
     plan = make_plan(results)
-    base = rule_docs_url or DEFAULT_RULE_DOCS
+    base = rule_docs_url
+    reported = {f.code for r in results for f in r.findings}
     body = (
         [f"<h1>Migration report (hpu-port {escape(__version__)})</h1>"]
+        + _plan(plan, results, names, base)
         + _summary(plan.total)
         + _not_examined(not_examined)
         + _toolkit(toolkit)
         + (_chart(plan) + _directories(plan) if plan.directories else [])
         + _errors(results)
         + _findings(results, names, base)
+        + ([] if base else _rule_pages(rules, reported))
     )
     return "\n".join(
         [

@@ -65,7 +65,10 @@ def test_the_page_is_self_contained(project):
     assert "default-src 'none'" in page
     assert not re.search(r"<(link|script|img)[^>]+(src|href)=\"(?!data:)", page)
     assert "we&lt;ird&gt;.py" in page and "we<ird>" not in page  # text is escaped
-    assert 'href="docs/rules/HPU611.md"' in page
+    # Each rule's page is in the report: no link leads out of it.
+    assert 'href="#rule-HPU611"' in page and 'id="rule-HPU611"' in page
+    for anchor in set(re.findall(r'href="#(rule-HPU\d+)"', page)):
+        assert f'id="{anchor}"' in page
 
 
 def test_rule_links_follow_a_base_url(project):
@@ -133,8 +136,9 @@ def test_the_page_in_chromium(project, browser, tmp_path):
     assert len(browser.find_elements(By.CSS_SELECTOR, "#chart rect")) >= 2
     directories = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#directories tbody td:first-child")]
     assert directories == [d["path"] for d in data["directories"]]
-    link = browser.find_element(By.LINK_TEXT, "HPU609").get_attribute("href")
-    assert link.endswith("/docs/rules/HPU609.md")
+    link = browser.find_element(By.CSS_SELECTOR, "#findings a[href='#rule-HPU609']")
+    link.click()
+    assert browser.find_element(By.ID, "rule-HPU609").is_displayed()
 
     # The text filter.
     browser.find_element(By.ID, "filter-text").send_keys("HPU611")
@@ -162,4 +166,34 @@ def test_the_page_in_chromium(project, browser, tmp_path):
     assert codes == sorted(codes)
     header.click()
     assert [row[2] for row in _visible_rows(browser)] == sorted(codes, reverse=True)
+    assert browser.get_log("browser") == []
+
+
+@needs_chromium
+def test_the_first_screen_is_the_plan(project, browser, tmp_path):
+    """What a lead sees without scrolling: the mode, what the rewrite does and
+    the largest work packages (checked on the rendered page, and kept as a
+    screenshot beside it)."""
+    from selenium.webdriver.common.by import By
+
+    data = json.loads(report(project, "json"))
+    page = tmp_path / "report.html"
+    page.write_text(report(project, "html"), encoding="utf-8")
+    browser.set_window_size(1280, 800)
+    browser.get(page.as_uri())
+    browser.save_screenshot(str(tmp_path / "first-screen.png"))
+    first_screen = browser.execute_script(
+        "var h = window.innerHeight, out = [];"
+        "document.querySelectorAll('h1, h2, dt, dd, td, th').forEach(function (e) {"
+        "  var r = e.getBoundingClientRect(); if (r.bottom > 0 && r.bottom <= h && e.innerText) out.push(e.innerText); });"
+        "return out.join('\\n');"
+    )
+    assert "Plan" in first_screen and "Mode" in first_screen and "lazy" in first_screen
+    assert "files change" in first_screen and "Left for a person" in first_screen
+    shown = {e.get_attribute("data-plan"): int(e.text) for e in browser.find_elements(By.CSS_SELECTOR, "[data-plan]")}
+    assert shown["manual_items"] == data["summary"]["need_a_person"]["blockers"]
+    assert shown["fixed_items"] == data["summary"]["fixed_by_rewrite"]["blockers"]
+    packages = browser.find_elements(By.CSS_SELECTOR, "#work-packages tbody tr")
+    assert 1 <= len(packages) <= 5
+    assert packages[0].find_element(By.TAG_NAME, "a").text in first_screen
     assert browser.get_log("browser") == []
