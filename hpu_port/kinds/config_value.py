@@ -5,7 +5,7 @@ overrides that training commands pass in scripts (`trainer.device=cuda`).
 Matches a scalar whose key is one of ``keys`` (a key name, or a dotted tail
 of the path to it: `trainer.accelerator`; a key with a `/` is one name)
 and whose value is one of ``values``, a table from the value to its Gaudi
-spelling (`""`: report only; `"*"`: any value). ``documents`` lists keys of which the document must hold at least one
+spelling (`""`: report only, with ``report-message`` when given; `"*"`: any value). ``documents`` lists keys of which the document must hold at least one
 (anywhere) for the rule to read it, so that `precision: 16` is only read in
 a file that looks like a trainer config; ``unless`` lists keys that mark
 another framework's config, which the rule leaves to its own rules (a
@@ -33,7 +33,8 @@ from hpu_port.kinds import DocumentKind, Match, markdown_table, register_kind, s
 @register_kind
 class ConfigValue(DocumentKind):
     name = "config-value"
-    KEYS = {"keys": (list, True), "values": (dict, True), "documents": (list, False), "unless": (list, False), "rename-key": (str, False), "roles": (list, False)}
+    KEYS = {"keys": (list, True), "values": (dict, True), "documents": (list, False), "unless": (list, False), "rename-key": (str, False), "roles": (list, False),
+            "report-message": (str, False)}
     MESSAGE_FIELDS = frozenset({"name", "value", "replacement"})
     FORMATS = ("yaml", "json", "toml", "shell", "notebook", "makefile")
     EXAMPLE_FILE = "config.yaml"
@@ -46,6 +47,7 @@ class ConfigValue(DocumentKind):
             "unless": set(map(_joined, string_list(table.get("unless", []), "unless"))),
             "rename-key": table.get("rename-key", ""),
             "roles": frozenset(string_list(table.get("roles", []), "roles")),
+            "report-message": table.get("report-message", ""),
         }
 
     def needles(self, rule) -> tuple[str, ...]:
@@ -76,7 +78,8 @@ class ConfigValue(DocumentKind):
             if text not in rule.params["values"] and "*" not in rule.params["values"]:
                 continue
             replacement = rule.params["values"].get(text, rule.params["values"].get("*", ""))
-            message = rule.message.format(name=".".join(str(p) for p in entry.path), value=text, replacement=replacement)
+            template = rule.params["report-message"] if not replacement and rule.params["report-message"] else rule.message
+            message = template.format(name=".".join(str(p) for p in entry.path), value=text, replacement=replacement)
             if rule.params["rename-key"]:
                 yield Match(entry.key.span, message, _renamed(entries, entry, rule.params["rename-key"]))
             else:
