@@ -88,9 +88,18 @@ class Fp16Choices(
             return "a value of a dict this code saves (a checkpoint): float16 is the stored format"
         if function is not None and function.name.value.startswith("test") and (asserts or _any_match(calls, roles["checks"])):
             return "a value a test passes or checks: both keep float16 together; decide for Gaudi what the test compares"
-        if _any_match(calls, roles["loads"]) and _any_match(calls, roles["saves"]) and not _any_match(calls, roles["computes"]):
+        saves_only = _any_match(calls, roles["saves"]) and not _any_match(calls, roles["computes"])
+        if saves_only and _any_match(calls, roles["loads"]):
             return "code that loads and saves weights and computes nothing: float16 is the checkpoint's format"
+        if saves_only and self._moved_to_cpu():
+            return "moved to the CPU to be saved by code that computes nothing: float16 is the stored format"
         return None
+
+    def _moved_to_cpu(self) -> bool:
+        """`w.to("cpu").to(torch.float16)`, `w.cpu().half()`: the statement takes the value off the device."""
+        statement = self._statement()
+        text = written(statement) if statement is not None else ""
+        return ".cpu()" in text or '.to("cpu")' in text or ".to('cpu')" in text
 
     def _cast_straight_back(self, node: cst.CSTNode) -> bool:
         """`model.half().float()`: the float16 cast at once undone."""
