@@ -38,6 +38,7 @@ from hpu_port.visitors._guards import (
     cuda_branch,
     guarded_by,
     hold_guarded_body,
+    keep_guards_over_kept_cuda,
     library_switch,
     negated,
     nvidia_evidence,
@@ -98,6 +99,8 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         # The blocks enclosing the node being visited, and the strings renamed so far.
         self.blocks: list[cst.IndentedBlock] = []
         self.renamed: set[cst.CSTNode] = set()
+        # Device tests renamed to test for the HPU, with the branch they choose.
+        self.flipped: list = []
         # `RefitBackendName = Literal["nccl", "gloo"]`, and for each enclosing
         # function its parameters typed with such a Literal.
         self.literal_aliases: dict[str, tuple[str, frozenset]] = {}
@@ -577,7 +580,14 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
             whole, edit_of_whole = self.indexed[node]
             self.ctx.report(rule, node, message, self.ctx.replace(whole, edit_of_whole(edit, node)))
             return
-        self.ctx.report(rule, node, message, self.ctx.replace(node, edit))
+        hit = self.ctx.report(rule, node, message, self.ctx.replace(node, edit))
+        guard = next((g for g in reversed(self.around) if isinstance(g, (cst.If, cst.While)) and contains(g.test, node)), None)
+        if guard is not None and not negated(written(guard.test)):
+            # `if device.type == "cuda": torch.cuda.empty_cache()`: judged as a CUDA check is.
+            self.flipped.append((hit, guard))
+
+    def leave_Module(self, node) -> None:
+        keep_guards_over_kept_cuda(self.ctx, self.flipped)
 
     def _why_kept(self, node) -> Optional[Held]:
         """Why a device string is reported rather than renamed, if it is."""
