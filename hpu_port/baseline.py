@@ -1,8 +1,9 @@
 """A baseline: the findings a team has accepted for now, so that a gate fails
 only on new ones.
 
-A finding is known by its file, its rule, its message and the text of its
-line (stripped; none for a finding about the whole file), never by its line number: code added above it does not make
+A finding is known by its file (relative to the baseline's folder), its rule,
+its message (without numbers) and the text of its line (stripped; none for a
+finding about the whole file), never by its line number: code added above it does not make
 it new. Identical findings on identical lines are counted, so a second copy of
 a known line is new. The file is sorted JSON, one entry per finding kind, to
 review in a pull request like any other file.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +42,21 @@ class Filtered:
     stale: int  # entries for the files examined that match nothing any more (fixed since)
 
 
-def _posix(path: str) -> str:
-    return Path(path).as_posix()
+def base_of(baseline_path: str) -> str:
+    """The folder a baseline's paths are relative to: its own."""
+    return os.path.dirname(os.path.abspath(baseline_path))
+
+
+def _relative(path: str, base: str) -> str:
+    """``path`` relative to ``base``, as the baseline writes it (the same
+    from any working directory)."""
+    return Path(os.path.relpath(os.path.abspath(path), base)).as_posix()
+
+
+def _message_key(message: str) -> str:
+    """The message without its numbers: a line number of another file or a
+    count in it (`(b.py:4)`, `changes reported instead: 3`) is no new finding."""
+    return re.sub(r"\d+", "#", message)
 
 
 def _source_lines(result: FileResult, cell: Optional[int]) -> list[str]:
@@ -64,8 +79,10 @@ def without_baseline_file(results: Iterable[FileResult], path: str) -> list[File
     return [result for result in results if os.path.realpath(result.path) != target]
 
 
-def finding_keys(result: FileResult) -> list[tuple[Key, Finding]]:
-    """Each finding of ``result`` with the key a baseline knows it by."""
+def finding_keys(result: FileResult, base: str = ".") -> list[tuple[Key, Finding]]:
+    """Each finding of ``result`` with the key a baseline knows it by (its
+    path relative to ``base``, the baseline's folder)."""
+    path = _relative(result.path, os.path.abspath(base))
     lines_by_cell: dict = {}
     keyed = []
     for finding in result.findings:
@@ -75,13 +92,13 @@ def finding_keys(result: FileResult) -> list[tuple[Key, Finding]]:
         # A finding with no extent is about the file (an import it lacks), not its first line.
         about_file = (finding.line, finding.column) == (finding.end_line, finding.end_column)
         text = lines[finding.line - 1].strip() if 0 < finding.line <= len(lines) and not about_file else ""
-        keyed.append(((_posix(result.path), finding.code, text, finding.message), finding))
+        keyed.append(((path, finding.code, text, _message_key(finding.message)), finding))
     return keyed
 
 
-def build(results: Iterable[FileResult]) -> dict:
+def build(results: Iterable[FileResult], base: str = ".") -> dict:
     """The baseline of ``results``: every finding, counted by key."""
-    counts = Counter(key for result in results for key, _ in finding_keys(result))
+    counts = Counter(key for result in results for key, _ in finding_keys(result, base))
     entries = [
         {"path": path, "code": code, "line": text, "message": message, "count": count}
         for (path, code, text, message), count in sorted(counts.items())
@@ -96,14 +113,10 @@ def dumps(baseline: dict) -> str:
 def write(path: str, results: Iterable[FileResult]) -> int:
     """Write the baseline of ``results`` to ``path`` whole (a reader never sees
     half a file); returns how many findings it lists."""
-    baseline = build(results)
-    target = Path(path)
-    temporary = target.with_name(f".{target.name}.hpu-port-tmp")
-    try:
-        temporary.write_text(dumps(baseline), encoding="utf-8")
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
+    from hpu_port.files import write_whole
+
+    baseline = build(results, base_of(path))
+    write_whole(Path(path), dumps(baseline).encode("utf-8"))
     return sum(entry["count"] for entry in baseline["findings"])
 
 
@@ -127,24 +140,26 @@ def read_data(data, path: str = "<baseline>") -> Counter:
     known: Counter = Counter()
     for number, entry in enumerate(data["findings"], 1):
         try:
-            key = (entry["path"], entry["code"], entry["line"], entry["message"])
+            key = (entry["path"], entry["code"], entry["line"], _message_key(entry["message"]))
             count = int(entry.get("count", 1))
+            if not all(isinstance(part, str) for part in key):
+                raise TypeError
         except (TypeError, KeyError, ValueError, AttributeError):
             raise BaselineError(f"{path}: entry {number} is not a finding (path, code, line, message, count)") from None
         known[key] += max(count, 0)
     return known
 
 
-def without_known(results: Iterable[FileResult], known: Counter) -> Filtered:
+def without_known(results: Iterable[FileResult], known: Counter, base: str = ".") -> Filtered:
     """``results`` without the findings ``known`` lists, each key as many times
     as it is counted there; the results themselves are not changed."""
     left = Counter(known)
     filtered, matched, examined = [], 0, set()
     for result in results:
         if not result.failed:
-            examined.add(_posix(result.path))
+            examined.add(_relative(result.path, os.path.abspath(base)))
         kept = []
-        for key, finding in finding_keys(result):
+        for key, finding in finding_keys(result, base):
             if left[key] > 0:
                 left[key] -= 1
                 matched += 1

@@ -273,7 +273,7 @@ def _leave_out_known(summary, path: str, verbosity: int) -> None:
     from hpu_port import baseline
 
     try:
-        filtered = baseline.without_known(summary.results, baseline.read(path))
+        filtered = baseline.without_known(summary.results, baseline.read(path), baseline.base_of(path))
     except baseline.BaselineError as exc:
         _fail(exc)
     summary.results = filtered.results
@@ -400,11 +400,20 @@ def init(path, chosen, no_cache, no_color):
     """Choose the execution mode for the tree at PATH before the first rewrite:
     what lazy and eager mode each do to its diff, which Gaudi release it
     targets, and whether it already holds a port; the choice is written into
-    PATH/pyproject.toml ([tool.hpu-port] mode)."""
+    [tool.hpu-port] of the pyproject.toml that configures PATH (else
+    PATH/pyproject.toml)."""
     from hpu_port import mode_choice
 
+    from hpu_port.config import ConfigError, settings_for
+
     root = Path(path)
-    pyproject = root / "pyproject.toml"
+    try:
+        # The file whose [tool.hpu-port] rules here, when there is one: a new
+        # table nearer would hide it.
+        source = settings_for(root).source
+    except ConfigError as exc:
+        _fail(exc)
+    pyproject = Path(source) if source else root / "pyproject.toml"
     summaries = {}
     for mode in mode_choice.MODES:
         options = dict(mode=mode, fp16=None, unsafe=None, select=(), ignore=(), extend_select=(), rules_files=(),

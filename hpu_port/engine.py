@@ -482,13 +482,15 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
     ported = FileResult(path=path)
     if python_rules is not None:
         ported = port_source(path, module_text.encode("utf-8"), ruleset, apply)
-    # A notebook kept whole for NVIDIA (it drives TensorRT) keeps its shell lines too.
-    apply_shell = apply and not _kept_whole(ported, module_text)
-    shell_findings, shell_cells = _port_notebook_shell(path, notebook, ruleset, apply_shell, result)
-    if not result.error:
-        written_findings, written_cells = _port_written_files(notebook, ruleset, apply_shell, result)
-        shell_findings += written_findings
-        shell_cells.update(written_cells)
+    shell_findings, shell_cells = [], {}
+    # A notebook kept whole for NVIDIA (it drives TensorRT) keeps its shell
+    # lines too: its one finding says so, for `check` as for `rewrite`.
+    if not _kept_whole(ported, module_text):
+        shell_findings, shell_cells = _port_notebook_shell(path, notebook, ruleset, apply, result)
+        if not result.error:
+            written_findings, written_cells = _port_written_files(notebook, ruleset, apply, result)
+            shell_findings += written_findings
+            shell_cells.update(written_cells)
     if result.error:
         return result
 

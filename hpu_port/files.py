@@ -219,7 +219,8 @@ def _walk(root: Path, respect_gitignore: bool, discovery: Discovery) -> Iterator
         for name in sorted(filenames):
             path = Path(directory) / name
             if ignore and ignore.ignored(path, is_dir=False):
-                if not getattr(ignore, "AUTHORITATIVE", False) and filetypes.detect(str(path)) is not None:
+                # By its name alone: an ignored file is never opened (it may be a FIFO).
+                if not getattr(ignore, "AUTHORITATIVE", False) and filetypes.by_name(str(path)) is not None:
                     discovery.hidden_by_gitignore += 1
                 continue
             source = _file_source(path, discovery.passed_over)
@@ -576,6 +577,21 @@ def _keep_metadata(new: int, before: os.stat_result, attributes: dict[str, bytes
         except OSError as exc:
             raise NotWritten(f"its extended attribute {key} could not be kept: {exc.strerror or exc}") from None
     os.fchmod(new, stat.S_IMODE(before.st_mode))
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """Replace (or create) the file at ``path`` with ``data`` atomically: a
+    temporary file beside it, created exclusively, flushed and renamed over
+    it; an existing file keeps its permission bits. Raises OSError."""
+    folder = os.open(path.parent if str(path.parent) else ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        try:
+            mode = stat.S_IMODE(os.stat(path.name, dir_fd=folder, follow_symlinks=False).st_mode)
+        except FileNotFoundError:
+            mode = None
+        _write_replacement(folder, path.name, data, lambda fd: os.fchmod(fd, mode) if mode is not None else None)
+    finally:
+        os.close(folder)
 
 
 def _write_replacement(folder: int, name: str, data: bytes, finish: Callable[[int], None]) -> None:

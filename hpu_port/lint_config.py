@@ -48,15 +48,20 @@ _FORCE_SORT_PROFILES = {"google", "open_stack", "plone"}
 def import_style_for_directory(directory: str) -> ImportStyle:
     """The import style of the nearest ruff or isort configuration above ``directory``."""
     for folder in [Path(directory), *Path(directory).parents]:
-        style = _ruff_style(folder)
-        if style is None:
-            style = _isort_style(folder)
+        ruff = _ruff_style(folder)
+        if ruff is not None and ruff[1]:
+            return ruff[0]
+        # A ruff configuration without an isort table leaves isort's own, beside it, in charge of the order.
+        style = _isort_style(folder)
         if style is not None:
             return style
+        if ruff is not None:
+            return ruff[0]
     return ImportStyle()
 
 
-def _ruff_style(folder: Path) -> Optional[ImportStyle]:
+def _ruff_style(folder: Path) -> Optional[tuple[ImportStyle, bool]]:
+    """The style of a ruff configuration in ``folder``, and whether it has an isort table."""
     for name, prefix in ((".ruff.toml", ()), ("ruff.toml", ()), ("pyproject.toml", ("tool", "ruff"))):
         data = _toml_file(folder / name)
         if data is None:
@@ -67,8 +72,7 @@ def _ruff_style(folder: Path) -> Optional[ImportStyle]:
         isort = _dig(table, ("lint", "isort"))
         if isort is None:
             isort = _dig(table, ("isort",))
-        # A ruff configuration is the linter's, with or without an isort table.
-        return _from_ruff(isort or {})
+        return _from_ruff(isort or {}), isort is not None
     return None
 
 

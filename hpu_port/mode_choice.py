@@ -21,6 +21,8 @@ from typing import Optional
 from hpu_port._compat import toml
 
 MODES = ("lazy", "eager")
+# What a port made for each mode leaves in the code.
+PORT_MARKS = {"lazy": b"mark_step(", "eager": b"hpu_backend"}
 # The last release line whose bridge defaults to lazy mode (PT_HPU_LAZY_MODE=1
 # in its sources); Intel's current documentation makes eager mode with
 # torch.compile the default and calls lazy mode a legacy fallback.
@@ -34,7 +36,6 @@ _RELEASE = re.compile(
     rb"|habana[-_]frameworks\S*\s*[=~]=\s*(\d+)\.(\d+)"
 )
 _DEPENDENCY_NAMES = re.compile(r"(requirements.*\.(txt|in)|pyproject\.toml|setup\.(cfg|py)|.*[Dd]ockerfile.*|Containerfile|.*\.ya?ml)$")
-_SKIPPED = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", "build", "dist"}
 
 
 @dataclass
@@ -92,9 +93,9 @@ def existing_port(root: Path) -> Existing:
         except OSError:
             continue
         shown = str(path.relative_to(root))
-        if b"mark_step(" in data:
+        if PORT_MARKS["lazy"] in data:
             found.mark_step_files.append(shown)
-        if b"hpu_backend" in data:
+        if PORT_MARKS["eager"] in data:
             found.hpu_backend_files.append(shown)
         if b"PT_HPU_LAZY_MODE" in data:
             found.lazy_env_files.append(shown)
@@ -122,7 +123,8 @@ def advise(effects_found: ModeEffects, release: Optional[tuple[int, int]], exist
         return Advice(existing.mode, f"the tree already holds a port made for {existing.mode} mode")
     compiles = effects_found.lazy.get("HPU202", 0)
     if compiles:
-        return Advice("eager", f"the code uses torch.compile ({compiles} place(s)), which lazy mode does not support")
+        places = f"{compiles} place" + ("" if compiles == 1 else "s")
+        return Advice("eager", f"the code uses torch.compile ({places}), which lazy mode does not support")
     if release is not None and release <= LAST_LAZY_DEFAULT:
         shown = f"{release[0]}.{release[1]}"
         return Advice("lazy", f"the project targets Gaudi software {shown}, whose default is lazy mode")
@@ -185,17 +187,12 @@ def _with_mode(data: bytes, line: bytes, newline: bytes) -> bytes:
 
 
 def _write_whole(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.hpu-port-tmp")
+    from hpu_port.files import write_whole
+
     try:
-        temporary.write_bytes(data)
-        if path.exists():
-            os.chmod(temporary, path.stat().st_mode & 0o7777)
-        os.replace(temporary, path)
+        write_whole(path, data)
     except OSError as exc:
         raise ConfigWriteError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    finally:
-        if temporary.exists():
-            temporary.unlink()
 
 
 def _hpu_port_table(pyproject: Path) -> Optional[dict]:
@@ -215,8 +212,10 @@ def _hpu_port_table_of(data: bytes) -> dict:
 
 
 def _files(root: Path, wanted) -> list[Path]:
+    from hpu_port.files import SKIPPED_DIRS
+
     found = []
     for directory, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED and not d.startswith("."))
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS and not d.startswith("."))
         found += [Path(directory) / name for name in sorted(filenames) if wanted(name)]
     return found

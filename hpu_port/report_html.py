@@ -12,7 +12,7 @@ from html import escape
 from typing import Optional
 
 from hpu_port import __version__
-from hpu_port.planning import Plan, Tally, has_work, make_plan, numbered_findings, rule_names, work_packages
+from hpu_port.planning import Plan, Tally, has_work, make_plan, numbered_findings, plural, rule_names, work_packages
 from hpu_port.results import FileResult, Finding, modes_in
 
 POLICY = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -97,7 +97,7 @@ def _plan(plan: Plan, results: list[FileResult], names: dict, base: Optional[str
     person is left with, the five largest work packages first."""
     modes = modes_in(results)
     mode_text = "; ".join(
-        f"<strong>{escape(mode)}</strong> ({files} files): {escape(MODE_MEANING.get(mode, ''))}" for mode, files in modes.items()
+        f"<strong>{escape(mode)}</strong> ({plural(files, 'file')}): {escape(MODE_MEANING.get(mode, ''))}" for mode, files in modes.items()
     ) or "no file was ported"
     changing = sorted({r.path for r in results if any(f.fixable for f in r.findings) and not r.failed})
     packages = work_packages(plan)
@@ -107,7 +107,7 @@ def _plan(plan: Plan, results: list[FileResult], names: dict, base: Optional[str
         f"<td class=num>{p.items}</td><td class=num>{p.files}</td><td>{p.effort}</td></tr>"
         for p in packages[:5]
     )
-    more = f"<p>{len(packages) - 5} more work packages are in the findings below.</p>" if len(packages) > 5 else ""
+    more = f"<p>{plural(len(packages) - 5, 'more work package')} in the findings below.</p>" if len(packages) > 5 else ""
     table = (
         '<table id="work-packages"><thead><tr><th>work package (rule)</th><th>items</th><th>files</th><th>effort</th>'
         f"</tr></thead><tbody>{rows}</tbody></table>{more}"
@@ -117,7 +117,7 @@ def _plan(plan: Plan, results: list[FileResult], names: dict, base: Optional[str
         '<section id="plan"><h2>Plan</h2><dl>',
         f'<dt>Mode</dt><dd id="plan-mode">{mode_text}</dd>',
         f'<dt>Done by <code>hpu-port rewrite</code></dt><dd id="plan-rewrite">'
-        f'<span data-plan="files_to_change">{len(changing)}</span> files change; '
+        f'<span data-plan="files_to_change">{len(changing)}</span> {"file changes" if len(changing) == 1 else "files change"}; '
         f'<span data-plan="fixed_items">{total.fixed["blocker"]}</span> blocker items are fixed by the rewrite.</dd>',
         f'<dt>Left for a person</dt><dd id="plan-manual"><span data-plan="manual_items">{total.manual["blocker"]}</span> '
         f'blocker items ({total.effort_points} effort points), '

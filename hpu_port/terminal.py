@@ -133,16 +133,18 @@ def print_modes(summary) -> None:
         click.echo(f"hpu-port: warning: {line}", err=True)
 
 
-# What a port made for each mode leaves in the code.
-_PORT_MARKS = {"lazy": b"mark_step(", "eager": b"hpu_backend"}
-
-
 def mode_mismatches(results) -> list[str]:
     """Files ported before for the other mode than this run's: a switch of
     mode that `hpu-port init` explains."""
+    from hpu_port.mode_choice import PORT_MARKS
+
     lines = []
     for mode, other in (("eager", "lazy"), ("lazy", "eager")):
-        marked = [r.path for r in results if r.mode == mode and _PORT_MARKS[other] in (r.source or b"")]
+        # A file with both marks serves both modes already.
+        marked = [
+            r.path for r in results
+            if r.mode == mode and PORT_MARKS[other] in (r.source or b"") and PORT_MARKS[mode] not in (r.source or b"")
+        ]
         if marked:
             lines.append(
                 f"{plural(len(marked), 'file')} ({marked[0]}{', ...' if len(marked) > 1 else ''}) {'holds' if len(marked) == 1 else 'hold'} a port made for "

@@ -116,3 +116,27 @@ def test_notebook_findings_are_keyed_by_their_cells_line():
     finding = Finding("HPU111", "m", 2, 1, 2, 9, cell=2)
     [(key, _)] = baseline.finding_keys(FileResult("n.ipynb", source=raw, findings=[finding]))
     assert key[2] == "b.cuda()"
+
+
+def test_paths_are_relative_to_the_baseline_so_any_working_directory_matches(tree, monkeypatch):
+    check("--baseline", "base.json", "--write-baseline", ".")
+    monkeypatch.chdir(tree.parent)
+    for target in (tree.name, str(tree / "train.py")):
+        result = check("--baseline", f"{tree.name}/base.json", target)
+        assert result.exit_code == 0 and "train.py" not in result.stdout, target
+
+
+def test_numbers_in_a_message_do_not_make_a_finding_new():
+    a = Finding("HPU303", "held: the project reads it (b.py:4)", 1, 1, 1, 5)
+    b = Finding("HPU303", "held: the project reads it (b.py:6)", 1, 1, 1, 5)
+    source = b"scaler = torch.cuda.amp.GradScaler()\n"
+    known = baseline.read_data(baseline.build([FileResult("a.py", source=source, findings=[a])]))
+    assert baseline.without_known([FileResult("a.py", source=source, findings=[b])], known).known == 1
+
+
+def test_an_entry_that_is_not_text_is_one_error(tree):
+    (tree / "base.json").write_text(
+        '{"tool": "hpu-port", "version": 1, "findings": [{"path": "a", "code": "X", "line": ["x"], "message": "m"}]}'
+    )
+    result = check("--baseline", "base.json", ".")
+    assert result.exit_code == 2 and "entry 1 is not a finding" in result.stderr

@@ -98,3 +98,13 @@ def test_a_run_in_the_other_mode_than_the_trees_port_warns(tree):
     assert "1 file (" in eager.stderr and "holds a port made for lazy mode" in eager.stderr
     lazy = CliRunner().invoke(main, ["check", "--no-cache", str(tree)], catch_exceptions=False)
     assert "a port made for" not in lazy.stderr
+
+
+def test_the_choice_goes_to_the_configuration_that_rules_the_folder(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.hpu-port]\nselect = ["HPU1"]\n')
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "train.py").write_text(TRAIN)
+    result = init(tmp_path / "sub", "--mode", "eager")
+    assert result.exit_code == 0 and not (tmp_path / "sub" / "pyproject.toml").exists()
+    data = toml().loads((tmp_path / "pyproject.toml").read_text())["tool"]["hpu-port"]
+    assert data == {"select": ["HPU1"], "mode": "eager"}

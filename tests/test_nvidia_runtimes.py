@@ -72,3 +72,9 @@ def test_a_notebook_without_a_runtime_still_ports_its_shell_lines():
     raw = _notebook("!nvidia-smi\n", "import torch\n", 'x = torch.zeros(3, device="cuda:0")\n')
     result = port_notebook("train.ipynb", raw, make_ruleset())
     assert result.new_source is not None and b"hl-smi" in result.new_source
+
+
+def test_check_and_rewrite_agree_on_a_kept_notebooks_shell_lines():
+    raw = _notebook("!nvidia-smi\n", "import tensorrt as trt\nimport torch\n", 'x = torch.zeros(3, device="cuda:0")\n')
+    checked = port_notebook("trt.ipynb", raw, make_ruleset(), apply=False)
+    assert not [f for f in checked.findings if f.fixable]

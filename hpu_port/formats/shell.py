@@ -304,22 +304,42 @@ def parse(text: str, path: str = "", file_type: str = "shell", directives: bool 
         end = _CONTINUED_AT_END.search(read).start()
         read = read[:end] + b" " + read[end + 1:]
         tree = _PARSER.parse(read)
-    if tree.root_node.has_error and _BARE_HEREDOC.search(read):
+    if tree.root_node.has_error and b"<<" in read:
         # `<<com ... com` with no command: bash reads it as a block comment,
         # the parser does not; blanked (newlines kept), every offset stays.
-        read = _BARE_HEREDOC.sub(_blanked, read)
-        tree = _PARSER.parse(read)
+        blanked = _without_bare_heredocs(read)
+        if blanked != read:
+            read = blanked
+            tree = _PARSER.parse(read)
     if tree.root_node.has_error:
         raise FormatError("syntax the shell parser does not understand", _first_error_line(tree.root_node))
     return ShellDocument(text, path, tree.root_node, data, directives)
 
 
-# A here-document with no command before it, up to its closing word.
-_BARE_HEREDOC = re.compile(rb"^[ \t]*<<(-?)[ \t]*(['\"]?)(\w+)\2[ \t]*\r?\n.*?^\t*\3[ \t]*\r?$", re.M | re.S)
+# A line that opens a here-document with no command before it (`<<com`, `<<-'END'`).
+_BARE_HEREDOC_START = re.compile(rb"[ \t]*<<(-?)[ \t]*(['\"]?)(\w+)\2[ \t]*\r?\n?\Z")
 
 
-def _blanked(match: "re.Match[bytes]") -> bytes:
-    return re.sub(rb"[^\r\n]", b" ", match.group(0))
+def _without_bare_heredocs(data: bytes) -> bytes:
+    """``data`` with each command-less here-document, from its `<<word` line
+    to its closing word, blanked but for line ends; one pass over the lines.
+    An unclosed one is left as it is (the parser reports it)."""
+    lines = data.splitlines(keepends=True)
+    out, index = [], 0
+    while index < len(lines):
+        start = _BARE_HEREDOC_START.match(lines[index])
+        if start is None:
+            out.append(lines[index])
+            index += 1
+            continue
+        word = start.group(3)
+        end = next((i for i in range(index + 1, len(lines)) if lines[i].rstrip(b"\r\n").lstrip(b"\t").rstrip(b" \t") == word), None)
+        if end is None:
+            out.extend(lines[index:])
+            break
+        out.extend(re.sub(rb"[^\r\n]", b" ", line) for line in lines[index:end + 1])
+        index = end + 1
+    return b"".join(out)
 
 
 def _first_error_line(root) -> Optional[int]:

@@ -17,7 +17,7 @@ from hpu_port.visitors._references import (
     same_literal,
     written,
 )
-from hpu_port.walk import walk
+from hpu_port.walk import contains, walk
 from hpu_port.branches import Held
 
 Functions = enclosing("functions", "FunctionDef")
@@ -43,8 +43,9 @@ class _CallRewriteVisitor(Choices, Functions, ReferenceVisitor):
         # an arm of a choice, judged once every arm has been seen.
         self.left_alone: set[cst.Call] = set()
         self.in_arms: list[tuple] = []
-        # Tests of conditional expressions that pick float16 or bfloat16 (found when first needed).
-        self.fp16_tests: Optional[set[str]] = None
+        # Tests of conditional expressions that pick float16 or bfloat16, and
+        # whether float16 is their first arm (found when first needed).
+        self.fp16_tests: Optional[dict[str, bool]] = None
 
     def visit_Call(self, node: cst.Call) -> None:
         hit = self.ctx.qualify(node.func)
@@ -68,7 +69,7 @@ class _CallRewriteVisitor(Choices, Functions, ReferenceVisitor):
         if target is None:
             self.ctx.report(rule, node, message, kept=Held("unclear", f"`{entry['switch-keyword']}` is not a literal"))
             return
-        fp16_test = self._fp16_arm(entry)
+        fp16_test = self._fp16_arm(entry, node)
         if fp16_test is not None:
             why = f"it is made only when the code picks float16 over its own bfloat16 path (`{fp16_test}`); on Gaudi pick bfloat16, where it is not made"
             self.ctx.report(rule, node, message, kept=Held("dtype-role", why))
@@ -103,18 +104,23 @@ class _CallRewriteVisitor(Choices, Functions, ReferenceVisitor):
             else:
                 self._apply(rule, call, message, spelling, binding, edit)
 
-    def _fp16_arm(self, entry) -> Optional[str]:
+    def _fp16_arm(self, entry, call: cst.Call) -> Optional[str]:
         """The test, as written, of the choice around the call when that test
         elsewhere picks float16 over bfloat16 (`torch.float16 if fp16 else
-        torch.bfloat16`); None otherwise."""
+        torch.bfloat16`) and the call is in the same arm as float16 there;
+        None otherwise."""
         if not entry["kept-in-fp16-arm"] or not self.choices:
-            return None
-        tests = [written(c.test) for c in reversed(self.choices) if isinstance(c, (cst.If, cst.IfExp))]
-        if not tests:
             return None
         if self.fp16_tests is None:
             self.fp16_tests = _tests_choosing_float16(self.ctx.module)
-        return next((test for test in tests if test in self.fp16_tests), None)
+        for choice in reversed(self.choices):
+            if not isinstance(choice, (cst.If, cst.IfExp)):
+                continue
+            test = written(choice.test)
+            in_body = contains(choice.body, call)
+            if test in self.fp16_tests and self.fp16_tests[test] == in_body:
+                return test
+        return None
 
     def _is_fallback(self, entry) -> bool:
         """Whether the code around the call also calls the device-generic form
@@ -332,9 +338,9 @@ _FLOAT16 = {"torch.float16", "torch.half", "float16", "half"}
 _BFLOAT16 = {"torch.bfloat16", "bfloat16"}
 
 
-def _tests_choosing_float16(module: cst.Module) -> set[str]:
+def _tests_choosing_float16(module: cst.Module) -> dict[str, bool]:
     """The tests, as written, of `a if test else b` whose arms are float16 and
-    bfloat16 (either way round)."""
+    bfloat16 (either way round), with whether float16 is the first arm."""
     found = _DtypeChoices()
     walk(module, [found])
     return found.tests
@@ -342,9 +348,9 @@ def _tests_choosing_float16(module: cst.Module) -> set[str]:
 
 class _DtypeChoices:
     def __init__(self) -> None:
-        self.tests: set[str] = set()
+        self.tests: dict[str, bool] = {}
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         arms = {written(node.body), written(node.orelse)}
         if arms & _FLOAT16 and arms & _BFLOAT16:
-            self.tests.add(written(node.test))
+            self.tests[written(node.test)] = written(node.body) in _FLOAT16

@@ -166,7 +166,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             name = node.targets[0].target.value
             if isinstance(node.value, cst.Call):
                 self.named_calls[node.value] = name
-            if "float16" in written(node.value) and self._dtype_name(name):
+            if _picks_float16(node.value) and self._dtype_name(name):
                 self.float16_names.add((self.ctx.scope.node, name))
         for target in node.targets:
             name = last_name(target.target) or _string_key(target.target)
@@ -344,6 +344,17 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             hold_guarded_body(guard, self.ctx, used)
             return Held("nvidia-only", f"`{flag}` keeps the answer, and a test of `{flag}` guards `{used}`, which has no Gaudi equivalent")
         return None
+
+
+_FLOAT16_NAMES = ("torch.float16", "torch.half")
+
+
+def _picks_float16(value: cst.BaseExpression) -> bool:
+    """`torch.float16`, or a conditional expression with it as one arm: a
+    dtype the code computes in (not a table's entry, not bfloat16)."""
+    if isinstance(value, cst.IfExp):
+        return _picks_float16(value.body) or _picks_float16(value.orelse)
+    return written(value) in _FLOAT16_NAMES
 
 
 def _string_key(target: cst.BaseExpression) -> str:
