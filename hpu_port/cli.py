@@ -158,6 +158,7 @@ def _finish_rewrite(summary, writing: bool, verbosity: int, exit_zero: bool = Fa
         )
         terminal.file_types(summary)
         terminal.print_modes(summary)
+        _hint_init(summary)
         terminal.summary_table(summary)
     if summary.failed:
         sys.exit(EXIT_ERROR)
@@ -245,12 +246,30 @@ def check(
             click.echo(f"hpu-port: actions: {actions_summary(summary.results)}", err=True)
         terminal.file_types(summary)
         terminal.print_modes(summary)
+        _hint_init(summary)
         if toolkit is not None:
             terminal.toolkit_summary(toolkit, verbosity)
         terminal.summary_table(summary)
     if summary.failed or (toolkit is not None and toolkit.errors):
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FOUND if summary.blocking and not exit_zero else EXIT_OK)
+
+
+def _hint_init(summary) -> None:
+    """On a tree whose configuration chooses no mode, say how to choose one
+    before porting (the mode changes the diff)."""
+    if not summary.roots or not any(r.mode for r in summary.results):
+        return
+    from hpu_port.config import ConfigError, settings_for
+    from hpu_port.mode_choice import configured_mode
+
+    root = Path(summary.roots[0])
+    try:
+        source = settings_for(root).source
+    except ConfigError:
+        return
+    if source is None or configured_mode(Path(source)) is None:
+        click.echo("hpu-port: no mode is configured here: `hpu-port init` compares lazy and eager for this tree and records the choice", err=True)
 
 
 def _write_baseline(summary, path: str) -> None:

@@ -108,3 +108,15 @@ def test_the_choice_goes_to_the_configuration_that_rules_the_folder(tmp_path):
     assert result.exit_code == 0 and not (tmp_path / "sub" / "pyproject.toml").exists()
     data = toml().loads((tmp_path / "pyproject.toml").read_text())["tool"]["hpu-port"]
     assert data == {"select": ["HPU1"], "mode": "eager"}
+
+
+def test_check_points_to_init_until_a_mode_is_configured(tree):
+    check = lambda: CliRunner().invoke(main, ["check", "--no-cache", str(tree)], catch_exceptions=False)
+    from hpu_port.config import _hpu_port_table, settings_for_directory
+
+    assert "hpu-port init" in check().stderr
+    init(tree, "--mode", "lazy")
+    # A new process reads the new configuration; this one forgets what it read.
+    settings_for_directory.cache_clear()
+    _hpu_port_table.cache_clear()
+    assert "hpu-port init" not in check().stderr
