@@ -399,13 +399,11 @@ def _imported_nvidia_module(ctx: FileContext) -> Optional[str]:
         return f"{own}: the module only loads where NVIDIA's software is"
     if not is_test_path(ctx.path or ""):
         return None
-    for statement in ctx.module.body:
-        smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
-        for small in smalls:
-            for module in _imported_modules(small):
-                why = ctx.facts.why_nvidia_module(module)
-                if why is not None:
-                    return f"it imports `{module}`, which only loads where NVIDIA's software is ({why})"
+    for small in _top_level_smalls(ctx.module):
+        for module in _imported_modules(small):
+            why = ctx.facts.why_nvidia_module(module)
+            if why is not None:
+                return f"it imports `{module}`, which only loads where NVIDIA's software is ({why})"
     return None
 
 
@@ -414,16 +412,14 @@ def _loaded_extension(ctx: FileContext, evidence: Evidence) -> Optional[str]:
     at its top (`ext_loader.load_ext('_ext', [...])`)."""
     if not evidence.extension_loaders or b"load" not in (ctx.source or b""):
         return None
-    for statement in ctx.module.body:
-        smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
-        for small in smalls:
-            value = getattr(small, "value", None)
-            if not isinstance(value, cst.Call):
-                continue
-            hit = ctx.qualify(value.func)
-            names = [written(value.func)] + ([hit[0]] if hit is not None else [])
-            if any(matches_any(name, evidence.extension_loaders) for name in names):
-                return shown_briefly(written(value))
+    for small in _top_level_smalls(ctx.module):
+        value = getattr(small, "value", None)
+        if not isinstance(value, cst.Call):
+            continue
+        hit = ctx.qualify(value.func)
+        names = [written(value.func)] + ([hit[0]] if hit is not None else [])
+        if any(matches_any(name, evidence.extension_loaders) for name in names):
+            return shown_briefly(written(value))
     return None
 
 
@@ -432,13 +428,18 @@ def _imported_runtime(ctx: FileContext, evidence: Evidence) -> Optional[str]:
     imports at its top, outside any `try` or `if`."""
     if not evidence.runtimes:
         return None
-    for statement in ctx.module.body:
-        smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
-        for small in smalls:
-            runtime = next((module for module in _imported_modules(small) if evidence.is_runtime(module)), None)
-            if runtime is not None:
-                return runtime
+    for small in _top_level_smalls(ctx.module):
+        runtime = next((module for module in _imported_modules(small) if evidence.is_runtime(module)), None)
+        if runtime is not None:
+            return runtime
     return None
+
+
+def _top_level_smalls(module: cst.Module):
+    """The small statements of the module's top-level lines (outside any `try`, `if` or definition)."""
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            yield from statement.body
 
 
 def _imported_modules(small) -> list[str]:

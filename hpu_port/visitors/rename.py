@@ -95,7 +95,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
 
     def _dtype_name(self, name: str) -> bool:
         positions = self.dtype_positions
-        return positions is not None and _matches(name, positions["names"]) and not _matches(name, positions["not-names"])
+        return positions is not None and _names_a_dtype(positions, name)
 
     def visit_Annotation(self, node) -> None:
         self.annotations += 1
@@ -286,7 +286,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
     def _not_produced(self, positions, node) -> Optional[str]:
         """Why ``node`` is not a dtype the code produces, if it is not."""
         kind, name = self.slots.get(node, ("", ""))
-        if kind == "name" and _matches(name, positions["names"]) and not _matches(name, positions["not-names"]):
+        if kind == "name" and _names_a_dtype(positions, name):
             return None
         if kind == "argument" and name not in positions["not-arguments-of"]:
             return None
@@ -344,6 +344,11 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             hold_guarded_body(guard, self.ctx, used)
             return Held("nvidia-only", f"`{flag}` keeps the answer, and a test of `{flag}` guards `{used}`, which has no Gaudi equivalent")
         return None
+
+
+def _names_a_dtype(positions: dict, name: str) -> bool:
+    """Whether a keyword, parameter or target named ``name`` is where a dtype is produced."""
+    return _matches(name, positions["names"]) and not _matches(name, positions["not-names"])
 
 
 _FLOAT16_NAMES = ("torch.float16", "torch.half")
