@@ -118,18 +118,30 @@ def _third_party_section(body: list, end: int, style: ImportStyle = DEFAULT_STYL
 def _section_after_third_party(body: list, end: int, style: ImportStyle) -> Optional[int]:
     """Where a new third-party section goes when the module has none: before
     the first section isort puts after third-party (the project's own modules,
-    torch's own section), if only imports follow up to ``end``."""
+    relative imports, torch's own section unless the order puts it first), or
+    after torch's section when it is first and last; only where nothing but
+    imports follows up to ``end``."""
     if not (style.first_party or style.torch_own_section):
         return None
-    first_party = _lowered(style.first_party)
     for index in range(end):
-        statement = body[index]
-        key = _key(statement) if is_import_line(statement) else None
-        if key is not None and (
-            key[1].split(".")[0] in first_party or (style.torch_own_section and imports_torch(statement))
-        ):
+        if _after_third_party(body[index], style):
             return index if all(is_import_line(body[i]) for i in range(index, end)) else None
+    if style.torch_before_third_party and end and is_import_line(body[end - 1]) and imports_torch(body[end - 1]):
+        return end
     return None
+
+
+def _after_third_party(statement, style: ImportStyle) -> bool:
+    if not is_import_line(statement):
+        return False
+    if any(isinstance(small, cst.ImportFrom) and small.relative for small in statement.body):
+        return True
+    key = _key(statement)
+    if key is None:
+        return False
+    if style.torch_own_section and not style.torch_before_third_party and imports_torch(statement):
+        return True
+    return key[1].split(".")[0] in _lowered(style.first_party)
 
 
 def _third_party(statement, style: ImportStyle = DEFAULT_STYLE) -> bool:

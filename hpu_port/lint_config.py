@@ -34,6 +34,8 @@ class ImportStyle:
     torch_own_section: bool = False
     # Blank lines between a section's plain and `from` imports.
     lines_between_types: int = 0
+    # torch's own section comes before the third-party one (`section-order`, isort `sections`).
+    torch_before_third_party: bool = False
 
 
 DEFAULT_STYLE = ImportStyle()
@@ -78,11 +80,13 @@ def _ruff_style(folder: Path) -> Optional[tuple[ImportStyle, bool]]:
 
 def _from_ruff(table: dict) -> ImportStyle:
     sections = table.get("sections") if isinstance(table.get("sections"), dict) else {}
+    torch_sections = [name for name, modules in sections.items() if _lists_torch(modules)]
     return ImportStyle(
         first_party=_names(table.get("known-first-party")),
         force_sort=_flag(table.get("force-sort-within-sections")),
-        torch_own_section=any(_lists_torch(modules) for modules in sections.values()),
+        torch_own_section=bool(torch_sections),
         lines_between_types=_number(table.get("lines-between-types")),
+        torch_before_third_party=_comes_first(table.get("section-order"), torch_sections, "third-party"),
     )
 
 
@@ -106,12 +110,33 @@ def _from_isort(values: dict) -> ImportStyle:
     own_sections = {
         key[len("known_"):] for key in values if key.startswith("known_") and key[len("known_"):] not in _ISORT_SECTIONS
     }
+    torch_sections = [name for name in own_sections if _lists_torch(values[f"known_{name}"])]
     return ImportStyle(
         first_party=_names(values.get("known_first_party")),
         force_sort=force_sort,
-        torch_own_section=any(_lists_torch(values[f"known_{name}"]) for name in own_sections),
+        torch_own_section=bool(torch_sections),
         lines_between_types=_number(values.get("lines_between_types")),
+        torch_before_third_party=_comes_first(values.get("sections"), torch_sections, "thirdparty"),
     )
+
+
+def _comes_first(order, sections: list, third_party: str) -> bool:
+    """Whether the section order puts one of ``sections`` before the
+    third-party section; an order that names neither keeps the default
+    (a custom section after the built-in ones)."""
+    names = [name.lower().replace("_", "-") for name in _ordered_names(order)]
+    third = third_party.replace("_", "-")
+    wanted = {name.lower().replace("_", "-") for name in sections}
+    positions = [index for index, name in enumerate(names) if name in wanted]
+    return bool(positions) and third in names and min(positions) < names.index(third)
+
+
+def _ordered_names(value) -> list:
+    if isinstance(value, str):
+        value = value.replace("\n", ",").split(",")
+    if not isinstance(value, (list, tuple)):
+        return []
+    return [str(item).strip() for item in value if str(item).strip()]
 
 
 def _lists_torch(modules) -> bool:
@@ -120,11 +145,7 @@ def _lists_torch(modules) -> bool:
 
 def _names(value) -> tuple[str, ...]:
     """A list of module names, as TOML gives it or as an INI value (comma or line separated)."""
-    if isinstance(value, str):
-        value = value.replace("\n", ",").split(",")
-    if not isinstance(value, (list, tuple)):
-        return ()
-    return tuple(sorted({str(item).strip() for item in value if str(item).strip()}))
+    return tuple(sorted(set(_ordered_names(value))))
 
 
 def _flag(value) -> Optional[bool]:

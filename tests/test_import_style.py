@@ -21,7 +21,54 @@ section-order = ["future", "standard-library", "third-party", "torch", "first-pa
 torch = ["torch"]
 """
 
+TORCH_FIRST = """
+[lint.isort]
+section-order = ["future", "standard-library", "torch", "third-party", "first-party", "local-folder"]
+known-first-party = ["trainlib"]
+[lint.isort.sections]
+torch = ["torch"]
+"""
+
 CASES = {
+    "torch's section before third-party, and no third-party module": (TORCH_FIRST, """
+        import os
+
+        import torch
+
+        x = torch.zeros(3).cuda()
+    """),
+    "torch's section before third-party, then the project's modules": (TORCH_FIRST, """
+        import os
+
+        import torch
+        from torch import nn
+
+        import trainlib
+        from trainlib import build
+
+        x = torch.zeros(3).cuda()
+    """),
+    "torch's section before third-party, then other third-party modules": (TORCH_FIRST, """
+        import os
+
+        import torch
+
+        import numpy as np
+        import zarr
+
+        from . import data
+
+        x = torch.zeros(3).cuda()
+    """),
+    "torch's section before third-party, then a relative import": (TORCH_FIRST, """
+        import os
+
+        import torch
+
+        from . import data
+
+        x = torch.zeros(3).cuda()
+    """),
     "torch in a section of its own, after other third-party modules": (TORCH_SECTION, """
         import os
 
@@ -127,6 +174,20 @@ def test_isort_configurations_are_read(tmp_path, file, text):
     (tmp_path / file).write_text(text)
     style = import_style_for_directory(str(tmp_path))
     assert style.force_sort is True and style.torch_own_section
+    assert style.torch_before_third_party is False
+
+
+@pytest.mark.parametrize("file, text, first", [
+    ("ruff.toml", TORCH_FIRST, True),
+    ("ruff.toml", TORCH_SECTION, False),
+    (".isort.cfg", "[settings]\nknown_torch = torch\nsections = FUTURE,STDLIB,TORCH,THIRDPARTY,FIRSTPARTY\n", True),
+    ("setup.cfg", "[isort]\nknown_torch = torch\nsections =\n  FUTURE\n  STDLIB\n  THIRDPARTY\n  TORCH\n", False),
+    ("tox.ini", "[isort]\nknown_torch = torch\n", False),
+])
+def test_the_section_order_says_where_torch_goes(tmp_path, file, text, first):
+    (tmp_path / file).write_text(text)
+    style = import_style_for_directory(str(tmp_path))
+    assert style.torch_own_section and style.torch_before_third_party is first
 
 
 def test_an_unreadable_configuration_leaves_the_order_to_the_module(tmp_path):
