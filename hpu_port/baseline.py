@@ -96,9 +96,17 @@ def finding_keys(result: FileResult, base: str = ".") -> list[tuple[Key, Finding
     return keyed
 
 
-def build(results: Iterable[FileResult], base: str = ".") -> dict:
-    """The baseline of ``results``: every finding, counted by key."""
+def build(results: Iterable[FileResult], base: str = ".", previous: Optional[Counter] = None) -> dict:
+    """The baseline of ``results``: every finding, counted by key, and the
+    ``previous`` entries of files this run did not examine (a file that failed,
+    another folder) while they still exist: only a run that read a file
+    replaces what the baseline knows of it."""
+    results = list(results)
     counts = Counter(key for result in results for key, _ in finding_keys(result, base))
+    examined = {_relative(result.path, os.path.abspath(base)) for result in results if not result.failed}
+    for key, count in (previous or Counter()).items():
+        if key[0] not in examined and os.path.exists(os.path.join(base, key[0])):
+            counts[key] += count
     entries = [
         {"path": path, "code": code, "line": text, "message": message, "count": count}
         for (path, code, text, message), count in sorted(counts.items())
@@ -112,10 +120,15 @@ def dumps(baseline: dict) -> str:
 
 def write(path: str, results: Iterable[FileResult]) -> int:
     """Write the baseline of ``results`` to ``path`` whole (a reader never sees
-    half a file); returns how many findings it lists."""
+    half a file), keeping the entries of files the run did not examine from
+    the baseline already there; returns how many findings it lists."""
     from hpu_port.files import write_whole
 
-    baseline = build(results, base_of(path))
+    try:
+        previous = read(path) if os.path.exists(path) else None
+    except BaselineError:
+        previous = None  # an unreadable baseline is replaced whole
+    baseline = build(results, base_of(path), previous)
     write_whole(Path(path), dumps(baseline).encode("utf-8"))
     return sum(entry["count"] for entry in baseline["findings"])
 

@@ -140,3 +140,22 @@ def test_an_entry_that_is_not_text_is_one_error(tree):
     )
     result = check("--baseline", "base.json", ".")
     assert result.exit_code == 2 and "entry 1 is not a finding" in result.stderr
+
+
+def test_rewriting_the_baseline_keeps_what_it_knows_of_files_the_run_did_not_read(tree):
+    (tree / "other").mkdir()
+    (tree / "other" / "eval.py").write_text(CUDA_CODE)
+    check("--baseline", "base.json", "--write-baseline", ".")
+    written = json.loads((tree / "base.json").read_text())["findings"]
+    # A run over one file, then a file that cannot be parsed: neither drops the other file's entries.
+    check("--baseline", "base.json", "--write-baseline", "train.py")
+    assert json.loads((tree / "base.json").read_text())["findings"] == written
+    (tree / "train.py").write_text("x = torch.zeros(2).cuda(\ndef broken(:\n")
+    result = check("--baseline", "base.json", "--write-baseline", ".")
+    assert result.exit_code == 2
+    assert json.loads((tree / "base.json").read_text())["findings"] == written
+    # A file that is gone, or read again without its findings, is no longer listed.
+    (tree / "other" / "eval.py").unlink()
+    (tree / "train.py").write_text("x = 1\n")
+    check("--baseline", "base.json", "--write-baseline", ".")
+    assert json.loads((tree / "base.json").read_text())["findings"] == []
