@@ -189,7 +189,7 @@ def fingerprint(ruleset) -> str:
     digest.update(f"{__version__}\n{code_stamp()}\n{ruleset.options!r}\n{ruleset.facts.digest()}\n".encode())
     for rule in ruleset.rules:
         fields = (rule.code, rule.kind, rule.fix, rule.category, rule.message, rule.mode, rule.option,
-                  rule.hpu_runtime, rule.remove_imports_of, rule.triggers, rule.raw_params)
+                  rule.hpu_runtime, rule.remove_imports_of, rule.triggers, rule.items, rule.raw_params)
         digest.update(json.dumps(fields, sort_keys=True, default=repr).encode())
     return digest.hexdigest()[:24]
 

@@ -344,6 +344,7 @@ class FileContext:
                 fixable=hit.fixable,
                 applied=hit.fixable and self.apply,
                 category=hit.rule.category,
+                item_per_file=hit.rule.items == "per-file",
                 **self._kept_fields(hit.kept),
                 action=_action(hit),
             )

@@ -35,7 +35,8 @@ def rule_page(rule: Rule) -> str:
         f"- Kind: `{rule.kind}`\n- Category: {rule.category}\n- Fix: {rule.fix}\n"
         f"- On by default: {_on_by_default(rule)}\n"
         + (f"- Mode: only with `--mode {rule.mode}`\n" if rule.mode else "")
-        + (f"- Needs the `--{rule.option}` option to fix\n" if rule.option else ""),
+        + (f"- Needs the `--{rule.option}` option to fix\n" if rule.option else "")
+        + ("- Planning: a file's findings are one item (dealt with in one go)\n" if rule.items == "per-file" else ""),
         "## What it does\n",
         _what_it_does(rule),
         "## Why\n",

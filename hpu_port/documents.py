@@ -90,7 +90,8 @@ def port_document(path: str, source: bytes, ruleset, apply: bool, file_type: str
         fixable = has_fix and ruleset.fix_enabled(rule)
         finding = Finding(
             rule.code, message, start[0], start[1], end[0], end[1],
-            fix=rule.fix if has_fix else "none", fixable=fixable, applied=False, category=rule.category, **kept,
+            fix=rule.fix if has_fix else "none", fixable=fixable, applied=False, category=rule.category,
+            item_per_file=rule.items == "per-file", **kept,
         )
         if apply and fixable:
             groups.append(match.edits)

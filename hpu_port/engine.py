@@ -255,7 +255,25 @@ def _port_until_stable(path: str, source: bytes, ruleset: RuleSet, apply: bool) 
         current = again.new_source
         result.new_source = current
         result.imports_changed = again.imports_changed
+    _judge_output(result, source, ruleset)
     return result
+
+
+def _judge_output(result: FileResult, source: bytes, ruleset: RuleSet) -> None:
+    """Add what the kinds that judge a rewrite's output find in it (names it
+    left unused), unless a suppression comment on the line says otherwise."""
+    if result.new_source is None or result.failed:
+        return
+    found = [f for kind, rules in ruleset.by_kind() for f in kind.judge_output(rules, source, result.new_source)]
+    suppressions = scan_suppressions(source, result.encoding or "utf-8") if found else None
+    found = [f for f in found if suppressions is None or not suppressions.suppresses(f.code, f.line, f.end_line)]
+    if not found:
+        return
+    result.findings = sorted([*result.findings, *found], key=Finding.sort_key)
+    if result.output_findings is not None:
+        new_line = line_map(source, result.new_source)
+        moved = [dataclasses.replace(f, line=new_line(f.line), end_line=new_line(f.end_line)) for f in found]
+        result.output_findings = sorted([*result.output_findings, *moved], key=Finding.sort_key)
 
 
 def _place_in_output(result: FileResult, remaining: list[Finding], output: bytes) -> None:

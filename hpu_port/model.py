@@ -73,6 +73,8 @@ class Rule:
     remove_imports_of: tuple[str, ...] = ()
     triggers: tuple[str, ...] = ()
     project_hold: Optional[ProjectHold] = None
+    # How the plan counts this rule's findings: one root cause per line, or per file.
+    items: str = "per-line"
     raw_params: dict = field(default_factory=dict, hash=False, compare=False)
     # Derived from the rest by the rule's kind when the rule is loaded, and
     # kept with the loaded rules: see ``Screening``.

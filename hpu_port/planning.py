@@ -3,7 +3,7 @@ per-directory rollup sorted by the manual effort left.
 
 A *root cause* (an "item") is what a person fixes in one go. Findings are one
 item when they start on the same line of the same file (and notebook cell),
-are of the same severity (blocker or advice), and are alike in whether
+are of the same severity (blocker, advice, or a line to review), and are alike in whether
 `rewrite` fixes them. So `import triton.language as tl`, reported once for the
 import and once for the module it names, is one item; a `.item()` and the
 `print` around it on one line are one item of advice; a multi-line call with a
@@ -11,7 +11,9 @@ CUDA device string on its second line and a float64 dtype on its third is two
 items, and so is a training loop reported as a whole (it starts on its `for`
 line) and a host sync inside it. Starting lines, not overlapping spans: a
 finding about a whole loop or function would otherwise swallow every other
-finding inside it.
+finding inside it. A file of CUDA kernels is one item, and so are a file's
+findings of a rule that says `items = "per-file"` (the NCCL variables a
+launch script sets are removed in one go).
 
 Nothing here prints or reads files; the report formats use it.
 """
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from hpu_port import filetypes
-from hpu_port.results import FileResult, Finding, all_findings
+from hpu_port.results import SEVERITIES, FileResult, Finding, all_findings
 
 # How much work a manual item of each category usually is.
 EFFORT = {
@@ -69,6 +71,10 @@ class Item:
         return self.findings[0].advice
 
     @property
+    def severity(self) -> str:
+        return self.findings[0].severity
+
+    @property
     def needs_person(self) -> bool:
         return self.findings[0].needs_person
 
@@ -79,8 +85,8 @@ class Item:
     @property
     def only_review(self) -> bool:
         """Lines that still mention CUDA (a name such as `use_cuda`), to look
-        at: a person checks them, but they are no work package of the port."""
-        return all(f.category == "review" for f in self.findings)
+        at: a person checks them, but they are no blocker and no work package."""
+        return self.severity == "review"
 
     @property
     def line(self) -> int:
@@ -91,11 +97,14 @@ class Item:
         return tuple(sorted({f.code for f in self.findings}))
 
 
-def _item_key(finding: Finding) -> tuple:
+def _item_key(finding: Finding, first_of_code: dict) -> tuple:
+    kind = (SEVERITIES.index(finding.severity), finding.needs_person)
+    if finding.item_per_file:
+        return (*first_of_code[finding.code], *kind, finding.code)
     # A fix held by a unit kept for another device is part of that unit's
     # item: the unit is dealt with once, not on each of its lines.
     line = finding.kept_unit_line if finding.kept_unit_line is not None else finding.line
-    return (finding.cell or 0, line, finding.advice, finding.needs_person)
+    return (finding.cell or 0, line, *kind, "")
 
 
 def file_items(path: str, findings: Iterable[Finding]) -> list[Item]:
@@ -105,8 +114,12 @@ def file_items(path: str, findings: Iterable[Finding]) -> list[Item]:
     # Replacing a file of CUDA kernels is one piece of work (a PyTorch or
     # TPC version of its kernels), however many of its lines say CUDA.
     whole_file = filetypes.by_name(path) == filetypes.CUDA
-    for finding in sorted(findings, key=lambda f: f.sort_key()):
-        key = (0, 0, finding.advice, finding.needs_person) if whole_file else _item_key(finding)
+    ordered = sorted(findings, key=lambda f: f.sort_key())
+    first_of_code: dict = {}
+    for finding in ordered:
+        first_of_code.setdefault(finding.code, (finding.cell or 0, finding.line))
+    for finding in ordered:
+        key = (0, 0, SEVERITIES.index(finding.severity), finding.needs_person, "") if whole_file else _item_key(finding, first_of_code)
         groups.setdefault(key, []).append(finding)
     return [Item(path, tuple(groups[key])) for key in sorted(groups)]
 
@@ -121,13 +134,13 @@ def directory_of(path: str) -> str:
 
 @dataclass
 class Tally:
-    """Counts of findings and of items, blockers apart from advice."""
+    """Counts of findings and of items: blockers, advice and lines to review apart."""
 
     files: int = 0
     files_with_findings: int = 0
     failed: int = 0
-    findings: Counter = field(default_factory=Counter)  # "blocker"/"advice" -> findings
-    items: Counter = field(default_factory=Counter)  # "blocker"/"advice" -> items
+    findings: Counter = field(default_factory=Counter)  # "blocker"/"advice"/"review" -> findings
+    items: Counter = field(default_factory=Counter)  # "blocker"/"advice"/"review" -> items
     fixed: Counter = field(default_factory=Counter)  # items rewrite fixes
     manual: Counter = field(default_factory=Counter)  # items that need a person
     effort: Counter = field(default_factory=Counter)  # effort level -> manual blocker items
@@ -139,11 +152,11 @@ class Tally:
         for finding in result.findings:
             self.findings[finding.severity] += 1
         for item in items:
-            severity = "advice" if item.advice else "blocker"
+            severity = item.severity
             self.items[severity] += 1
             if item.needs_person:
                 self.manual[severity] += 1
-                if not item.advice and not item.only_review:
+                if severity == "blocker":
                     self.effort[item.effort] += 1
             else:
                 self.fixed[severity] += 1
@@ -167,7 +180,7 @@ class Tally:
 
 
 def _split(counter: Counter) -> dict:
-    return {"blockers": counter["blocker"], "advice": counter["advice"]}
+    return {"blockers": counter["blocker"], "advice": counter["advice"], "review": counter["review"]}
 
 
 @dataclass
@@ -213,7 +226,7 @@ def work_packages(plan: Plan) -> list[WorkPackage]:
     work first; lines that only mention CUDA are no work package."""
     grouped: dict[str, list[Item]] = {}
     for item in plan.items:
-        if item.needs_person and not item.advice and not item.only_review:
+        if item.needs_person and item.severity == "blocker":
             grouped.setdefault(item.lead.code, []).append(item)
     packages = [
         # The costliest effort among the package's items sets its level.
@@ -240,15 +253,16 @@ def numbered_findings(results: Iterable[FileResult]) -> list[tuple[str, Finding,
 
 
 def summary_line(results: list[FileResult], failed: int) -> str:
-    """One line: findings, blockers apart from advice, and the items (root causes) left."""
+    """One line: findings, blockers apart from advice and lines to review, and the items (root causes) left."""
     total = make_plan(results).total
     blockers, advice = total.findings["blocker"], total.findings["advice"]
-    fixable = sum(1 for r in results for f in r.findings if f.fixable and not f.advice)
+    fixable = sum(1 for r in results for f in r.findings if f.fixable and f.severity == "blocker")
+    review = f", {plural(total.items['review'], 'line')} to review" if total.items["review"] else ""
     return (
         f"{plural(len(results), 'file')} scanned, {plural(sum(len(r.findings) for r in results), 'finding')}: "
         f"{plural(blockers, 'blocker')} ({fixable} fixable by rewrite; "
         f"{plural(total.manual['blocker'], 'root cause')} need a person), "
-        f"{advice} advice ({plural(total.items['advice'], 'root cause')}); {failed} failed"
+        f"{advice} advice ({plural(total.items['advice'], 'root cause')}){review}; {failed} failed"
     )
 
 

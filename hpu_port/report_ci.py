@@ -64,7 +64,7 @@ def render_github(results: list[FileResult], rules=()) -> str:
 
 
 def _gitlab_severity(finding: Finding) -> str:
-    if finding.advice:
+    if finding.advice or finding.review:
         return "info"
     return "minor" if finding.fixable else "major"
 

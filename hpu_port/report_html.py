@@ -136,18 +136,19 @@ def _summary(total: Tally) -> list[str]:
         f'<span data-summary="files_with_findings">{total.files_with_findings}</span> with findings, '
         f'<span data-summary="files_failed">{total.failed}</span> could not be read or parsed.</p>',
         '<table id="summary"><thead><tr><th></th><th class="blocker">blockers</th><th class="advice">advice</th>'
-        "</tr></thead><tbody>",
+        '<th class="review">to review</th></tr></thead><tbody>',
     ]
     for label, key, counter in SUMMARY_ROWS:
         counts = counter(total)
         html.append(
             f'<tr><th>{label}</th><td class="num" data-summary="{key}.blockers">{counts["blocker"]}</td>'
-            f'<td class="num" data-summary="{key}.advice">{counts["advice"]}</td></tr>'
+            f'<td class="num" data-summary="{key}.advice">{counts["advice"]}</td>'
+            f'<td class="num" data-summary="{key}.review">{counts["review"]}</td></tr>'
         )
     html.append("</tbody></table>")
     html.append(
         "<p>Blockers keep the code from running on Gaudi, or make it run wrong; advice is optional "
-        "optimization. An item is one root cause: the findings of one kind that start on the same line "
+        "optimization; lines to review only mention CUDA (a name such as <code>use_cuda</code>). An item is one root cause: the findings of one kind that start on the same line "
         "of a file count once.</p>"
     )
     return html
@@ -268,7 +269,7 @@ def _findings(results: list[FileResult], names: dict, base: Optional[str]) -> li
         "<h2>Findings</h2>",
         '<div id="filters"><label>Filter <input id="filter-text" type="search" placeholder="path, code, text"></label>'
         '<label>Kind <select id="filter-severity"><option value="">all</option><option value="blocker">blockers</option>'
-        '<option value="advice">advice</option></select></label>'
+        '<option value="advice">advice</option><option value="review">lines to review</option></select></label>'
         '<label><input id="filter-manual" type="checkbox"> only what needs a person</label>'
         f' <span id="shown">{len(rows)}</span> of <span id="total">{len(rows)}</span> shown</div>',
         f'<table id="findings"><thead><tr>{head}</tr></thead><tbody>',

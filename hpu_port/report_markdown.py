@@ -24,7 +24,7 @@ def _by_type(results: list[FileResult]) -> str:
 
 def _summary(total: Tally, results: list[FileResult]) -> list[str]:
     def row(label: str, counter: Counter) -> str:
-        return f"| {label} | {counter['blocker']} | {counter['advice']} |"
+        return f"| {label} | {counter['blocker']} | {counter['advice']} | {counter['review']} |"
 
     return [
         "## Summary",
@@ -32,8 +32,8 @@ def _summary(total: Tally, results: list[FileResult]) -> list[str]:
         f"{total.files} file{'s' if total.files != 1 else ''} scanned{_by_type(results)}, "
         f"{total.files_with_findings} with findings, {total.failed} could not be read or parsed.",
         "",
-        "| | blockers | advice |",
-        "|---|---|---|",
+        "| | blockers | advice | to review |",
+        "|---|---|---|---|",
         row("findings", total.findings),
         row("items (root causes)", total.items),
         row("fixed by `hpu-port rewrite`", total.fixed),
@@ -42,7 +42,7 @@ def _summary(total: Tally, results: list[FileResult]) -> list[str]:
         f"Actions: {actions_summary(results)}.",
         "",
         "Blockers keep the code from running on Gaudi, or make it run wrong; advice is optional "
-        "optimization. An item is one root cause: the findings of one kind that start on the same line "
+        "optimization; lines to review only mention CUDA (a name such as `use_cuda`). An item is one root cause: the findings of one kind that start on the same line "
         "of a file count once.",
         "",
     ]

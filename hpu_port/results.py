@@ -11,6 +11,10 @@ from typing import Iterable, Optional
 # The category of optimization advice (the same name as model.ADVICE, which
 # this leaf module cannot import).
 ADVICE_CATEGORY = "advice"
+# Lines that only mention CUDA (a name such as `use_cuda`): a person looks at
+# them, but nothing there stops the code from running on Gaudi.
+REVIEW_CATEGORY = "review"
+SEVERITIES = ("blocker", "advice", "review")
 
 # What the port does where a finding is, as the reports say it: single-device
 # CUDA code is ported, code that chooses among devices extended, another
@@ -62,6 +66,9 @@ class Finding:
     # What the port does at this finding: one of ACTIONS ("" from readers
     # that do not say: then "port" when there is a fix, else "report").
     action: str = ""
+    # The rule counts a file's findings as one root cause (`items = "per-file"`):
+    # variables that do nothing on Gaudi are removed from a script in one go.
+    item_per_file: bool = False
 
     @property
     def needs_person(self) -> bool:
@@ -75,8 +82,13 @@ class Finding:
         return self.category == ADVICE_CATEGORY
 
     @property
+    def review(self) -> bool:
+        """A line to look at (category ``review``): neither a blocker nor advice."""
+        return self.category == REVIEW_CATEGORY
+
+    @property
     def severity(self) -> str:
-        return "advice" if self.advice else "blocker"
+        return "advice" if self.advice else ("review" if self.review else "blocker")
 
     @property
     def taken(self) -> str:

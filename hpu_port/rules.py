@@ -46,8 +46,13 @@ COMMON_KEYS: dict[str, tuple[type, bool]] = {
     "remove-imports-of": (list, False),
     "triggers": (list, False),
     "held-when-project-has": (dict, False),
+    "items": (str, False),
     "examples": (dict, True),
 }
+
+
+# How the plan counts a rule's findings as root causes (see planning.file_items).
+ITEM_SCOPES = ("per-line", "per-file")
 
 
 def rule_files(paths: Iterable[Path]) -> list[Path]:
@@ -149,6 +154,9 @@ def parse_rule(data: dict, source: str) -> Rule:
         raise fail(problem)
     examples = _parse_examples(common["examples"], fail)
     project_hold = _project_hold(common.get("held-when-project-has"), fail)
+    items = common.get("items", "per-line")
+    if items not in ITEM_SCOPES:
+        raise fail(f"'items' is one of {', '.join(ITEM_SCOPES)}, not {items!r}")
     _check_fix_matches_examples(common["fix"], examples, fail)
     rule = Rule(
         code=common["code"],
@@ -171,6 +179,7 @@ def parse_rule(data: dict, source: str) -> Rule:
         remove_imports_of=tuple(common.get("remove-imports-of", ())),
         triggers=tuple(common.get("triggers", ())),
         project_hold=project_hold,
+        items=items,
         raw_params={k: v for k, v in data.items() if k not in COMMON_KEYS},
     )
     try:
@@ -278,11 +287,12 @@ def _check_example_keys(item, allowed, required, where, fail) -> None:
 
 def _check_fix_matches_examples(fix: str, examples: tuple[Example, ...], fail) -> None:
     # Having a fix and showing it are the same fact: a fixable rule must show its
-    # output, and a report-only rule must not pretend to rewrite anything.
+    # output, and a report-only rule must not pretend to rewrite anything
+    # (an example that selects other rules shows what they rewrite).
     has_after = any(e.after is not None for e in examples)
     if fix != "none" and not has_after:
         raise fail(f"fix is {fix!r} but no invalid example has an 'after'")
-    if fix == "none" and has_after:
+    if fix == "none" and any(e.after is not None and not e.select for e in examples):
         raise fail("fix is 'none' (report only) but an example has an 'after'")
 
 

@@ -30,7 +30,7 @@ FLOORS = [
     ["files", "formats"],
     ["sealed"],
     ["model", "filetypes", "results", "frameworks", "triggers", "walk", "names", "edits", "suppressions", "splice",
-     "notebooks", "gitignore", "deep_stack", "tempfiles", "project"],
+     "notebooks", "gitignore", "deep_stack", "tempfiles", "project", "left_unused"],
     # Searching ranges and matching sequences in bounded time.
     ["intervals", "diffing"],
     # Where isort would put a new import.
@@ -53,7 +53,7 @@ WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runn
                   "report_ci", "report_html", "planning", "toolkit_log", "baseline", "mode_choice",
                   "cli", "terminal", "options", "rule_listing", "suppressions", "notebooks", "gitignore", "_compat", "documents",
                   "formats", "filetypes", "deep_stack", "tempfiles", "sealed", "device", "frameworks", "project",
-                  "nesting", "intervals", "diffing", "lint_config"]
+                  "nesting", "intervals", "diffing", "lint_config", "left_unused"]
 
 
 def modules():

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from hpu_port.cli import main
 from hpu_port.options import REPORT_FORMATS
-from hpu_port.planning import file_items, make_plan
+from hpu_port.planning import summary_line, file_items, make_plan
 from hpu_port.report import RENDERERS, finding_line, one_line, renderer
 from hpu_port.results import FileResult, Finding
 
@@ -187,10 +187,24 @@ def test_a_kernel_source_is_one_item_however_many_lines_say_cuda():
     assert len(file_items("kernels/wkv.py", lines)) == 5
 
 
-def test_lines_that_only_mention_cuda_are_no_effort():
+def test_lines_that_only_mention_cuda_are_no_blockers_and_no_effort():
     mentions = FileResult(path="a.py", source=b"", findings=[finding("HPU190", 4, category="review"), finding("HPU190", 7, category="review")])
     blockers = FileResult(path="b.py", source=b"", findings=[finding("HPU602", 4)])
     plan = make_plan([mentions, blockers])
     tallies = dict(plan.directories)
-    assert tallies["."].manual["blocker"] == 3  # still listed for a person to look at
+    assert tallies["."].manual["blocker"] == 1
+    assert tallies["."].manual["review"] == 2  # still listed for a person to look at
+    assert plan.total.as_dict()["items"] == {"blockers": 1, "advice": 0, "review": 2}
     assert plan.total.effort_points == 5  # the unsupported feature only
+    assert "1 root cause need a person" in summary_line([mentions, blockers], 0)
+    assert "2 lines to review" in summary_line([mentions, blockers], 0)
+
+
+def test_a_per_file_rule_is_one_item_in_each_file():
+    def variable(line, path_rule="HPU802"):
+        return Finding(path_rule, "NCCL_X tunes NCCL", line, 1, line, 9, category="environment", item_per_file=True)
+
+    script = [variable(3), variable(4), variable(9), finding("HPU602", 4), variable(12, "HPU812")]
+    items = file_items("launch.sh", script)
+    assert [(item.line, item.codes) for item in items] == [(3, ("HPU802",)), (4, ("HPU602",)), (12, ("HPU812",))]
+    assert len(items[0].findings) == 3

@@ -128,7 +128,7 @@ def test_the_page_in_chromium(project, browser, tmp_path):
 
     # The numbers are the JSON report's.
     shown = {e.get_attribute("data-summary"): int(e.text) for e in browser.find_elements(By.CSS_SELECTOR, "[data-summary]")}
-    assert len(shown) == 11
+    assert len(shown) == 15  # files, files with findings, failed; four rows of blockers, advice and lines to review
     for key, value in shown.items():
         assert value == _nested(data["summary"], key), key
     rows = _visible_rows(browser)

@@ -54,6 +54,7 @@ def test_good_rule_loads(tmp_path):
         (('[renames]', '[held-when-project-has]\nneedle = "x"\npattern = "(x"\nwhy = "y"\n\n[renames]'), "'held-when-project-has.pattern': missing )"),
         (('[renames]', '[roles]\nfiles = "x"\n\n[renames]'), "'roles.files' must be a list of strings"),
         (('[renames]', '[roles]\nfolders = ["x"]\n\n[renames]'), "'roles': unknown keys ['folders']"),
+        (('default = true', 'default = true\nitems = "per-cell"'), "'items' is one of per-line, per-file, not 'per-cell'"),
     ],
 )
 def test_bad_rule_gives_one_clear_line(tmp_path, change, problem):
@@ -87,7 +88,7 @@ def test_missing_rule_file(tmp_path):
 
 def test_selection_by_code_prefix_and_all(all_rules):
     assert {r.code for r in select_rules(all_rules, ["HPU10"])} == {"HPU101", "HPU102", "HPU103", "HPU104", "HPU105", "HPU106", "HPU107", "HPU108", "HPU109"}
-    assert {r.code for r in select_rules(all_rules, ["ALL"], sorted({r.code[:4] for r in all_rules} - {"HPU0"}))} == {"HPU001", "HPU002"}
+    assert {r.code for r in select_rules(all_rules, ["ALL"], sorted({r.code[:4] for r in all_rules} - {"HPU0"}))} == {"HPU001", "HPU002", "HPU003"}
     defaults = select_rules(all_rules)
     assert defaults == [r for r in all_rules if r.default]
     with pytest.raises(RuleFileError, match="unknown rule code or prefix 'HPU777'"):

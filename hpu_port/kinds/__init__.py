@@ -137,6 +137,11 @@ class Kind:
     def finish(self, rules: list[Rule], ctx: "FileContext") -> None:
         """Called once the whole file was visited (for file-level decisions)."""
 
+    def judge_output(self, rules: list[Rule], old: bytes, new: bytes) -> list:
+        """Findings about what the rewrite made of a Python file (``new``, the
+        final output, from ``old``, the file as read), at lines of ``old``."""
+        return []
+
 
 @dataclass(frozen=True)
 class Match:

@@ -286,7 +286,9 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
             for part in parts:
                 for string in strings_in(part):
                     self.kept.setdefault(string, Held("unclear", outside_literal(name, typed[name][0], self.params["replacement"])))
-        if self.params["comparisons"] and any(self._names_a_role(part) for part in parts if not isinstance(part, cst.SimpleString)):
+        if self.params["comparisons"] and any(
+            self._names_a_role(part) or self._reads_a_role_entry(part) for part in parts if not isinstance(part, cst.SimpleString)
+        ):
             for part in parts:
                 self._mark(part)
 
@@ -483,6 +485,18 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         if isinstance(func, cst.Attribute) and func.attr.value in STRING_TESTS and self._names_a_role(func.value):
             for arg in positional:
                 self._mark(arg.value)
+
+    def _reads_a_role_entry(self, expr: cst.BaseExpression) -> bool:
+        """`os.getenv("DEVICE", "cuda")`, `cfg.get("device")`, `getattr(args,
+        "device", "cuda")`: an entry named by a role word, whose default is
+        renamed with the strings it is compared to."""
+        if not isinstance(expr, cst.Call):
+            return False
+        positional = [arg.value for arg in expr.args if arg.keyword is None and not arg.star]
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value in KEYED_DEFAULTS:
+            return bool(positional) and self._names_a_role_string(positional[0])
+        return isinstance(func, cst.Name) and func.value == "getattr" and len(positional) > 1 and self._names_a_role_string(positional[1])
 
     def _names_a_role_string(self, expr: cst.BaseExpression) -> bool:
         return isinstance(expr, cst.SimpleString) and self._role(str(literal_value(written(expr))))
