@@ -125,6 +125,10 @@ def advise(effects_found: ModeEffects, release: Optional[tuple[int, int]], exist
     if compiles:
         places = f"{compiles} place" + ("" if compiles == 1 else "s")
         return Advice("eager", f"the code uses torch.compile ({places}), which lazy mode does not support")
+    sharded = effects_found.lazy.get("HPU206", 0)
+    if sharded:
+        places = f"{sharded} place" + ("" if sharded == 1 else "s")
+        return Advice("eager", f"the code shards with FSDP ({places}), which Gaudi runs in eager mode with torch.compile only")
     if release is not None and release <= LAST_LAZY_DEFAULT:
         shown = f"{release[0]}.{release[1]}"
         return Advice("lazy", f"the project targets Gaudi software {shown}, whose default is lazy mode")

@@ -63,6 +63,13 @@ def test_torch_compile_makes_eager_the_advice(tree):
     assert "which lazy mode does not support" in init(tree).output
 
 
+def test_fsdp_makes_eager_the_advice(tree):
+    (tree / "train.py").write_text(
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n" + TRAIN + "model = FSDP(model)\n"
+    )
+    assert "the code shards with FSDP" in init(tree).output
+
+
 def test_a_lazy_port_is_detected_and_switching_is_explained(tree):
     (tree / "train.py").write_text(TRAIN.replace("optimizer.step()", "optimizer.step()\n        htcore.mark_step()"))
     result = init(tree, "--mode", "eager")

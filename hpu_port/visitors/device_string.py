@@ -686,12 +686,32 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
     def _guarded_nvidia_code(self, node) -> Optional[str]:
         patterns = self.nvidia
         guard = guarded_by(node, self.around) if patterns is not None else None
-        if guard is None:
+        if guard is None or self._tests_a_renamed_value(guard, node):
             return None
         used = nvidia_only_use(guard, self.ctx, patterns) or passed_as(guard, self.around, patterns)
         if used:
             hold_guarded_body(guard, self.ctx, used)
         return used
+
+
+    def _tests_a_renamed_value(self, guard, node) -> bool:
+        """`backend = "gloo" if cpu else "nccl"`, then `if backend == "nccl":`
+        in the same function: the test reads a value this port renames above
+        it, so it is renamed with it; kept, its branch would never run."""
+        test = getattr(guard, "test", None)
+        if not isinstance(test, cst.Comparison) or not self.functions:
+            return False
+        parts = [test.left, *(target.comparator for target in test.comparisons)]
+        names = {part.value for part in parts if isinstance(part, cst.Name)}
+        value = literal_value(written(node))
+        for assign in descendants(self.functions[-1]):
+            if not isinstance(assign, cst.Assign) or not any(
+                isinstance(target.target, cst.Name) and target.target.value in names for target in assign.targets
+            ):
+                continue
+            if any(string in self.renamed and literal_value(written(string)) == value for string in strings_in(assign.value)):
+                return True
+        return False
 
 
 def _added_after(string: cst.SimpleString, word: str):
