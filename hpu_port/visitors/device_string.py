@@ -696,15 +696,16 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
 
     def _tests_a_renamed_value(self, guard, node) -> bool:
         """`backend = "gloo" if cpu else "nccl"`, then `if backend == "nccl":`
-        in the same function: the test reads a value this port renames above
-        it, so it is renamed with it; kept, its branch would never run."""
+        in the same function (or at the module's level): the test reads a
+        value this port renames above it, so it is renamed with it; kept, its
+        branch would never run."""
         test = getattr(guard, "test", None)
-        if not isinstance(test, cst.Comparison) or not self.functions:
+        if not isinstance(test, cst.Comparison):
             return False
         parts = [test.left, *(target.comparator for target in test.comparisons)]
         names = {part.value for part in parts if isinstance(part, cst.Name)}
         value = literal_value(written(node))
-        for assign in descendants(self.functions[-1]):
+        for assign in descendants(self.functions[-1] if self.functions else self.ctx.module):
             if not isinstance(assign, cst.Assign) or not any(
                 isinstance(target.target, cst.Name) and target.target.value in names for target in assign.targets
             ):
