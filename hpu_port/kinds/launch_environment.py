@@ -69,9 +69,22 @@ class LaunchEnvironment(DocumentKind):
             forwarding = any(runs(command, spec) for spec in rule.params["forwarding-launchers"])
             if forwarding:
                 message += f" (MPI passes it to its ranks when told: `-x {first}={value}`)"
-            at = command.span.start
+            at = _after_time_keyword(command)
             edits = () if forwarding else (Edit(Span(at, at), prefix + " "),)
             yield Match(command.words[0].span, message, edits)
+
+
+def _after_time_keyword(command) -> int:
+    """Where an environment prefix goes: after bash's `time` keyword (and
+    `-p`), which times the whole pipeline; `X=1 time cmd` would run the
+    external `/usr/bin/time` instead, which many containers lack."""
+    words = list(command.words)
+    index = 0
+    if words and words[0].value == "time":
+        index = 1
+        while index < len(words) and words[index].value.startswith("-"):
+            index += 1
+    return words[index].span.start if 0 < index < len(words) else command.span.start
 
 
 def _launched_here(command, spec: str) -> bool:
