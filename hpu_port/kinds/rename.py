@@ -44,6 +44,10 @@ class Rename(Kind):
     ``torch.device()``): ``torch.cuda.current_device()`` there becomes
     ``"hpu"``, while as an index (``torch.device("cuda", i)``,
     ``get_device_name(i)``) it is renamed as usual.
+
+    ``without-arguments`` lists renamed names whose replacement takes no
+    argument (``torch.hpu.synchronize()`` waits for the one device the
+    process owns): a call with arguments loses them.
     """
 
     name = "rename"
@@ -54,6 +58,7 @@ class Rename(Kind):
         "positions": (dict, False),
         "result-keys": (dict, False),
         "as-device": (dict, False),
+        "without-arguments": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
@@ -74,6 +79,7 @@ class Rename(Kind):
                 for name, keys in table.get("result-keys", {}).items()
             },
             "as-device": _as_device(table.get("as-device", {}), renames),
+            "without-arguments": _renamed_names(table.get("without-arguments", []), renames, "without-arguments"),
         }
 
     def describe(self, rule):
@@ -93,6 +99,14 @@ def _as_device(table, renames: dict) -> dict:
         except SyntaxError:
             raise ValueError(f"'as-device': {code!r} is not a Python expression") from None
     return as_device
+
+
+def _renamed_names(value, renames: dict, key: str) -> frozenset:
+    names = string_list(value, key)
+    unknown = next((name for name in names if name not in renames), None)
+    if unknown is not None:
+        raise ValueError(f"{key!r}: {unknown!r} is not one of the renamed names")
+    return frozenset(names)
 
 
 def _check_dotted(name: str, key: str) -> None:

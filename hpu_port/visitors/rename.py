@@ -223,6 +223,11 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         if spelling is None:
             self.ctx.report(rule, node, message, kept=Held("name-taken", f"a local name hides `{target}`"))
             return
+        if qualified in rule.params["without-arguments"] and call is not None and call.args:
+            # `torch.cuda.synchronize(device)`: Gaudi's takes no argument.
+            message += " (without arguments: it takes none)"
+            self.ctx.report(rule, node, message, self.ctx.replace(call, replace_expression(f"{spelling.code}()")), spelling, binding)
+            return
         probe = self._optional_probe(node, qualified, spelling.code)
         if probe is not None:
             # Where Gaudi's import is optional, `torch.hpu` may not exist: the
