@@ -365,3 +365,41 @@ def test_a_statement_with_a_cuda_only_query_is_held_whole_and_its_neighbours_por
     )
     assert "supported = torch.cuda.is_bf16_supported() and" in code
     assert "count = torch.hpu.device_count()" in code
+
+
+INT4_PACKING = '''
+import torch
+
+
+def pack_int4(values, tiles):
+    grouped = values.reshape(-1, 2)
+    return torch.ops.aten._convert_weight_to_int4pack(grouped, tiles)
+
+
+class Quantizer:
+    def create_quantized_state_dict(self, use_cuda=True):
+        if use_cuda:
+            device = "cuda"
+        else:
+            device = "cpu"
+        packed = {}
+        for name, values in self.tensors.items():
+            packed[name] = pack_int4(values.to(device), 8)
+        return packed
+'''
+
+
+def test_tinygemm_int4_packing_is_cuda_code_for_check_and_rewrite_alike(tmp_path):
+    from click.testing import CliRunner
+
+    from hpu_port.cli import main
+
+    (tmp_path / "quantize.py").write_text(INT4_PACKING.lstrip())
+    # The text report parses only the units a rule could act on: the helper
+    # that packs must be read too, or `check` would offer a fix `rewrite` holds.
+    checked = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
+    device = [line for line in checked.splitlines() if "HPU110" in line]
+    assert device and not any("[*]" in line for line in device), checked
+    assert "HPU615" in checked
+    CliRunner().invoke(main, ["rewrite", "--no-cache", str(tmp_path)])
+    assert '"cuda"' in (tmp_path / "quantize.py").read_text()
