@@ -16,7 +16,7 @@ from typing import Optional
 
 CUDA_PROBE = re.compile(
     r"""cuda\w*\.is_available\(|is_\w*cuda\w*_available\(|==\s*["']cuda(?::\d+)?["']|["']cuda["']\s*=="""
-    r"""|==\s*[\w.]*\bCUDA\b(?!\s*\()"""
+    r"""|["']cuda["']\s+in\s+[\w.(]|==\s*[\w.]*\bCUDA\b(?!\s*\()"""
 )
 
 
@@ -26,7 +26,7 @@ def probes_of(devices) -> "re.Pattern":
     members = "|".join(sorted(re.escape(d.upper()) for d in devices)) or "(?!)"
     return re.compile(
         rf"""(?:{names})\w*\.is_available\(|is_\w*(?:{names})\w*_available\(|==\s*["'](?:{names})(?::\d+)?["']|["'](?:{names})["']\s*=="""
-        rf"""|==\s*[\w.]*\b(?:{members})\b(?!\s*\()"""
+        rf"""|["'](?:{names})["']\s+in\s+[\w.(]|==\s*[\w.]*\b(?:{members})\b(?!\s*\()"""
     )
 
 
