@@ -344,7 +344,7 @@ class FileContext:
                 fixable=hit.fixable,
                 applied=hit.fixable and self.apply,
                 category=hit.rule.category,
-                item_per_file=hit.rule.items == "per-file",
+                item_scope=hit.rule.items,
                 **self._kept_fields(hit.kept),
                 action=_action(hit),
             )

@@ -28,6 +28,12 @@ def _on_by_default(rule, short: bool = False) -> str:
     return "yes"
 
 
+ITEM_SCOPE_WORDS = {
+    "per-file": "a file's findings are one item (dealt with in one go)",
+    "per-setting": "the same setting in many files is one item (one decision)",
+}
+
+
 def rule_page(rule: Rule) -> str:
     parts = [
         f"# {rule.code}: {rule.name}\n",
@@ -36,7 +42,7 @@ def rule_page(rule: Rule) -> str:
         f"- On by default: {_on_by_default(rule)}\n"
         + (f"- Mode: only with `--mode {rule.mode}`\n" if rule.mode else "")
         + (f"- Needs the `--{rule.option}` option to fix\n" if rule.option else "")
-        + ("- Planning: a file's findings are one item (dealt with in one go)\n" if rule.items == "per-file" else ""),
+        + (f"- Planning: {ITEM_SCOPE_WORDS[rule.items]}\n" if rule.items in ITEM_SCOPE_WORDS else ""),
         "## What it does\n",
         _what_it_does(rule),
         "## Why\n",

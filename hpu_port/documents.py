@@ -91,7 +91,7 @@ def port_document(path: str, source: bytes, ruleset, apply: bool, file_type: str
         finding = Finding(
             rule.code, message, start[0], start[1], end[0], end[1],
             fix=rule.fix if has_fix else "none", fixable=fixable, applied=False, category=rule.category,
-            item_per_file=rule.items == "per-file", **kept,
+            item_scope=rule.items, **kept,
         )
         if apply and fixable:
             groups.append(match.edits)

@@ -21,6 +21,7 @@ Nothing here prints or reads files; the report formats use it.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -99,7 +100,7 @@ class Item:
 
 def _item_key(finding: Finding, first_of_code: dict) -> tuple:
     kind = (SEVERITIES.index(finding.severity), finding.needs_person)
-    if finding.item_per_file:
+    if finding.item_scope != "per-line":
         return (*first_of_code[finding.code], *kind, finding.code)
     # A fix held by a unit kept for another device is part of that unit's
     # item: the unit is dealt with once, not on each of its lines.
@@ -125,7 +126,36 @@ def file_items(path: str, findings: Iterable[Finding]) -> list[Item]:
 
 
 def items_of(results: Iterable[FileResult]) -> list[Item]:
-    return [item for result in sorted(results, key=lambda r: r.path) for item in file_items(result.path, result.findings)]
+    return [item for _, items in _items_by_file(results)[0] for item in items]
+
+
+def _items_by_file(results: Iterable[FileResult]) -> tuple[list[tuple[FileResult, list[Item]]], dict]:
+    """Each result with its items, and the items folded into another: a
+    setting that many files make alike (`items = "per-setting"`:
+    `flash_attention: true` in every config) is one item, counted in the
+    first file that makes it (folded: id of a finding -> that item)."""
+    first: dict = {}
+    folded: dict = {}
+    by_file = []
+    for result in sorted(results, key=lambda r: r.path):
+        items = []
+        for item in file_items(result.path, result.findings):
+            setting = _setting_of(item)
+            if setting in first:
+                folded.update((id(f), first[setting]) for f in item.findings)
+                continue
+            if setting is not None:
+                first[setting] = item
+            items.append(item)
+        by_file.append((result, items))
+    return by_file, folded
+
+
+def _setting_of(item: Item):
+    lead = item.findings[0]
+    if lead.item_scope != "per-setting":
+        return None
+    return lead.code, item.severity, item.needs_person, frozenset(re.sub(r"\d+", "#", f.message) for f in item.findings)
 
 
 def directory_of(path: str) -> str:
@@ -196,8 +226,7 @@ def make_plan(results: list[FileResult]) -> Plan:
     total = Tally()
     directories: dict[str, Tally] = {}
     every_item: list[Item] = []
-    for result in sorted(results, key=lambda r: r.path):
-        items = file_items(result.path, result.findings)
+    for result, items in _items_by_file(results)[0]:
         every_item += items
         total.add(result, items)
         directories.setdefault(directory_of(result.path), Tally()).add(result, items)
@@ -248,8 +277,11 @@ def rule_names(rules) -> dict[str, str]:
 def numbered_findings(results: Iterable[FileResult]) -> list[tuple[str, Finding, int]]:
     """Every finding with the number (from 1) of its root cause, in report order."""
     results = list(results)
-    number = {id(f): index for index, item in enumerate(items_of(results), 1) for f in item.findings}
-    return [(path, f, number[id(f)]) for path, f in all_findings(results)]
+    by_file, folded = _items_by_file(results)
+    items = [item for _, file_items_ in by_file for item in file_items_]
+    number = {id(f): index for index, item in enumerate(items, 1) for f in item.findings}
+    index_of = {id(item): index for index, item in enumerate(items, 1)}
+    return [(path, f, number.get(id(f)) or index_of[id(folded[id(f)])]) for path, f in all_findings(results)]
 
 
 def summary_line(results: list[FileResult], failed: int) -> str:

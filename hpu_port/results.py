@@ -66,9 +66,11 @@ class Finding:
     # What the port does at this finding: one of ACTIONS ("" from readers
     # that do not say: then "port" when there is a fix, else "report").
     action: str = ""
-    # The rule counts a file's findings as one root cause (`items = "per-file"`):
-    # variables that do nothing on Gaudi are removed from a script in one go.
-    item_per_file: bool = False
+    # How the plan counts the rule's findings as root causes (its `items`):
+    # "per-line"; "per-file" (variables that do nothing on Gaudi are removed
+    # from a script in one go); "per-setting" (the same setting in many
+    # configs is one decision).
+    item_scope: str = "per-line"
 
     @property
     def needs_person(self) -> bool:

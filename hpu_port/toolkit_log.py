@@ -361,5 +361,5 @@ def _finding(rule, site: Site, source: str) -> Finding:
     column = len(text) - len(text.lstrip()) + 1
     return Finding(
         rule.code, _message(rule, site), site.at, column, site.at, max(len(text) + 1, column),
-        fix="none", fixable=False, category=rule.category, item_per_file=rule.items == "per-file",
+        fix="none", fixable=False, category=rule.category, item_scope=rule.items,
     )

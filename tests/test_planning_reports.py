@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from hpu_port.cli import main
 from hpu_port.options import REPORT_FORMATS
-from hpu_port.planning import summary_line, file_items, make_plan
+from hpu_port.planning import file_items, make_plan, numbered_findings, summary_line
 from hpu_port.report import RENDERERS, finding_line, one_line, renderer
 from hpu_port.results import FileResult, Finding
 
@@ -202,9 +202,25 @@ def test_lines_that_only_mention_cuda_are_no_blockers_and_no_effort():
 
 def test_a_per_file_rule_is_one_item_in_each_file():
     def variable(line, path_rule="HPU802"):
-        return Finding(path_rule, "NCCL_X tunes NCCL", line, 1, line, 9, category="environment", item_per_file=True)
+        return Finding(path_rule, "NCCL_X tunes NCCL", line, 1, line, 9, category="environment", item_scope="per-file")
 
     script = [variable(3), variable(4), variable(9), finding("HPU602", 4), variable(12, "HPU812")]
     items = file_items("launch.sh", script)
     assert [(item.line, item.codes) for item in items] == [(3, ("HPU802",)), (4, ("HPU602",)), (12, ("HPU812",))]
     assert len(items[0].findings) == 3
+
+
+def test_the_same_setting_in_many_configs_is_one_item():
+    def switch(path):
+        return FileResult(path=path, source=b"", findings=[
+            Finding("HPU826", "flash_attention: true turns on a CUDA kernel", 4, 1, 4, 9, category="unsupported",
+                    item_scope="per-setting"),
+            Finding("HPU602", "something else", 9, 1, 9, 9, category="unsupported"),
+        ])
+
+    results = [switch("configs/a.yaml"), switch("configs/b.yaml"), switch("configs/c.yaml")]
+    plan = make_plan(results)
+    assert plan.total.manual["blocker"] == 1 + 3  # one decision for the switch, one item per other finding
+    numbers = {(path, f.code): n for path, f, n in numbered_findings(results)}
+    assert numbers[("configs/a.yaml", "HPU826")] == numbers[("configs/c.yaml", "HPU826")]
+    assert len(set(numbers.values())) == 4

@@ -31,6 +31,6 @@ class LeftUnused(Kind):
             for rule in rules:
                 findings.append(Finding(
                     rule.code, rule.message.format(name=name), line, column, line, max(len(text) + 1, column),
-                    category=rule.category, item_per_file=rule.items == "per-file",
+                    category=rule.category, item_scope=rule.items,
                 ))
         return findings
