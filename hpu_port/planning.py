@@ -132,8 +132,9 @@ def items_of(results: Iterable[FileResult]) -> list[Item]:
 def _items_by_file(results: Iterable[FileResult]) -> tuple[list[tuple[FileResult, list[Item]]], dict]:
     """Each result with its items, and the items folded into another: a
     setting that many files make alike (`items = "per-setting"`:
-    `flash_attention: true` in every config) is one item, counted in the
-    first file that makes it (folded: id of a finding -> that item)."""
+    `flash_attention: true` in every config), and what a person must do in a
+    vendored project (``vendored_root``), are one item each, counted in the
+    first file (folded: id of a finding -> that item)."""
     first: dict = {}
     folded: dict = {}
     by_file = []
@@ -151,8 +152,29 @@ def _items_by_file(results: Iterable[FileResult]) -> tuple[list[tuple[FileResult
     return by_file, folded
 
 
+# Folders that hold other projects' code, copied in: what is left to do in
+# one of their projects is one item (replace or drop that dependency).
+VENDOR_FOLDERS = frozenset({
+    "third_party", "third-party", "thirdparty", "3rdparty", "vendor", "vendored", "_vendor", "external",
+    "externals", "extern", "deps", "dependencies", "submodules",
+})
+
+
+def vendored_root(path: str):
+    """The vendored project ``path`` is in (`deps/AutoGPTQ` for
+    `deps/AutoGPTQ/auto_gptq/x.py`), or None."""
+    parts = path.replace(os.sep, "/").split("/")
+    for index, part in enumerate(parts[:-2]):
+        if part.lower() in VENDOR_FOLDERS:
+            return "/".join(parts[: index + 2])
+    return None
+
+
 def _setting_of(item: Item):
     lead = item.findings[0]
+    root = vendored_root(item.path) if item.needs_person and item.severity == "blocker" else None
+    if root is not None:
+        return "vendored", root
     if lead.item_scope != "per-setting":
         return None
     return lead.code, item.severity, item.needs_person, frozenset(re.sub(r"\d+", "#", f.message) for f in item.findings)

@@ -224,3 +224,15 @@ def test_the_same_setting_in_many_configs_is_one_item():
     numbers = {(path, f.code): n for path, f, n in numbered_findings(results)}
     assert numbers[("configs/a.yaml", "HPU826")] == numbers[("configs/c.yaml", "HPU826")]
     assert len(set(numbers.values())) == 4
+
+
+def test_a_vendored_projects_manual_work_is_one_item():
+    from hpu_port.planning import vendored_root
+
+    assert vendored_root("inference/dependencies/AutoGPTQ/auto_gptq/qlinear.py") == "inference/dependencies/AutoGPTQ"
+    assert vendored_root("third_party/apex/setup.py") == "third_party/apex"
+    assert vendored_root("src/model.py") is None and vendored_root("deps/requirements.txt") is None
+    vendored = [FileResult(path=f"deps/AutoGPTQ/kernels/{name}.py", source=b"", findings=[finding("HPU602", 3), finding("HPU611", 8)])
+                for name in ("a", "b", "c")]
+    own = FileResult(path="train.py", source=b"", findings=[finding("HPU602", 3)])
+    assert make_plan([*vendored, own]).total.manual["blocker"] == 2
