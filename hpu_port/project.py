@@ -124,7 +124,10 @@ class ProjectFacts:
         or is a test of a project with such a package (its CI runs them on
         each device)."""
         top = self.top_package(path)
-        return (bool(top) and top in self.serves_several) or (bool(self.serves_several) and is_test_path(path))
+        if not top:
+            # A module of a folder the project imports by dotted name (`tools.server.x`).
+            top = os.path.dirname(os.path.abspath(path))
+        return top in self.serves_several or (bool(self.serves_several) and is_test_path(path))
 
     def why_nvidia_module(self, module: str) -> Optional[str]:
         """Why importing ``module`` needs NVIDIA's software (it, or a package
@@ -383,8 +386,12 @@ def _packages(files: list) -> frozenset:
 def _serving_several(sources: dict, facts: ProjectFacts, other_devices: Iterable[str]) -> tuple:
     """The top-level packages with a module that probes another accelerator,
     and those a script that probes one imports (`train.py` choosing among
-    CUDA, MPS and the CPU runs its `data/` package's code on each)."""
+    CUDA, MPS and the CPU runs its `data/` package's code on each). A folder
+    without `__init__.py` whose modules the project imports by dotted name
+    (`from tools.server.model_utils import ...`) is one too, when one of its
+    modules probes, or a probing script imports one of them."""
     tops = set()
+    namespaces = None
     for path, source in sources.items():
         top = facts.top_package(path)
         if (top and top in tops) or not isinstance(source, bytes) or not probed_in(source, other_devices):
@@ -392,11 +399,45 @@ def _serving_several(sources: dict, facts: ProjectFacts, other_devices: Iterable
         if top:
             tops.add(top)
             continue
+        if namespaces is None:
+            namespaces = _namespace_folders(sources, facts.packages)
+        own = os.path.dirname(path)
+        if own in namespaces:
+            tops.add(own)
         for module in _IMPORTED.findall(source):
-            folder = _package_folder(path, module.decode("ascii", "replace").split("."), facts.packages)
+            parts = module.decode("ascii", "replace").split(".")
+            folder = _package_folder(path, parts, facts.packages)
             if folder:
                 tops.add(facts.top_package(os.path.join(folder, "__init__.py")))
+            tops.update(folder for folder in _module_folders(path, parts, sources) if folder in namespaces)
     return tuple(sorted(tops))
+
+
+def _namespace_folders(sources: dict, packages: frozenset) -> set:
+    """Folders without `__init__.py` that some module imports a module of by
+    dotted name (`tools.server.api_utils` for tools/server/api_utils.py)."""
+    folders = set()
+    for path, source in sources.items():
+        if not isinstance(source, bytes):
+            continue
+        for module in _IMPORTED.findall(source):
+            parts = module.decode("ascii", "replace").split(".")
+            if len(parts) > 1:
+                folders.update(f for f in _module_folders(path, parts, sources) if f not in packages)
+    return folders
+
+
+def _module_folders(path: str, parts: list, sources: dict) -> list:
+    """The folders of the project's module files a dotted import names, found
+    where Python would look (beside the importer, or a folder or two above)."""
+    here = os.path.dirname(os.path.abspath(path))
+    found = []
+    for base in (here, os.path.dirname(here), os.path.dirname(os.path.dirname(here))):
+        for end in range(2, len(parts) + 1):
+            candidate = os.path.join(base, *parts[:end]) + ".py"
+            if candidate in sources:
+                found.append(os.path.dirname(candidate))
+    return found
 
 
 # The module of each top-level `import x.y` / `from x.y import z` (absolute).

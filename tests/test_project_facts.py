@@ -187,6 +187,22 @@ def test_a_package_serves_several_devices_when_one_of_its_modules_probes_another
     assert facts.digest() != find_facts({str(tmp_path / n): d for n, d in files.items()}, LIBRARIES).digest()
 
 
+def test_a_folder_imported_by_dotted_name_serves_several_devices_as_a_package_does(tmp_path):
+    files = {
+        "tools/server/model_manager.py": b"import torch\nif torch.backends.mps.is_available():\n    device = 'mps'\n",
+        "tools/server/views.py": b"from tools.server.model_utils import encode\nfrom tools.server.api_utils import parse\n",
+        "tools/server/model_utils.py": b"import torch\n",
+        "tools/server/api_utils.py": b"x = 1\n",
+        "scripts/infer_mps.py": b"import torch\nuse = torch.backends.mps.is_available()\n",
+        "scripts/train.py": b"import torch\nx = torch.zeros(1).cuda()\n",
+    }
+    facts = _facts_of(tmp_path, files, ["xpu", "mps"])
+    assert facts.shared_among_devices(str(tmp_path / "tools" / "server" / "model_utils.py"))
+    assert facts.shared_among_devices(str(tmp_path / "tools" / "server" / "api_utils.py"))
+    # Scripts side by side that never import each other are separate programs.
+    assert not facts.shared_among_devices(str(tmp_path / "scripts" / "train.py"))
+
+
 # A trainer class of the project whose `backward` scales the loss and runs the
 # backward pass itself (guided-diffusion's MixedPrecisionTrainer), and a loop
 # of another module that calls it in place of `loss.backward()`.
