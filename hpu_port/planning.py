@@ -13,7 +13,10 @@ line) and a host sync inside it. Starting lines, not overlapping spans: a
 finding about a whole loop or function would otherwise swallow every other
 finding inside it. A file of CUDA kernels is one item, and so are a file's
 findings of a rule that says `items = "per-file"` (the NCCL variables a
-launch script sets are removed in one go).
+launch script sets are removed in one go); a rule that says `items =
+"per-setting"` makes one item of the same setting in every file
+(`flash_attention: true` in each config: one decision), and what a person
+must do in a vendored project is one item too.
 
 Nothing here prints or reads files; the report formats use it.
 """
@@ -100,8 +103,12 @@ class Item:
 
 def _item_key(finding: Finding, first_of_code: dict) -> tuple:
     kind = (SEVERITIES.index(finding.severity), finding.needs_person)
-    if finding.item_scope != "per-line":
+    if finding.item_scope == "per-file":
         return (*first_of_code[finding.code], *kind, finding.code)
+    if finding.item_scope == "per-setting":
+        # One item per setting (its message), however often the file makes it.
+        setting = _masked(finding.message)
+        return (*first_of_code[(finding.code, setting)], *kind, f"{finding.code} {setting}")
     # A fix held by a unit kept for another device is part of that unit's
     # item: the unit is dealt with once, not on each of its lines.
     line = finding.kept_unit_line if finding.kept_unit_line is not None else finding.line
@@ -119,6 +126,7 @@ def file_items(path: str, findings: Iterable[Finding]) -> list[Item]:
     first_of_code: dict = {}
     for finding in ordered:
         first_of_code.setdefault(finding.code, (finding.cell or 0, finding.line))
+        first_of_code.setdefault((finding.code, _masked(finding.message)), (finding.cell or 0, finding.line))
     for finding in ordered:
         key = (0, 0, SEVERITIES.index(finding.severity), finding.needs_person, "") if whole_file else _item_key(finding, first_of_code)
         groups.setdefault(key, []).append(finding)
@@ -177,7 +185,12 @@ def _setting_of(item: Item):
         return "vendored", root
     if lead.item_scope != "per-setting":
         return None
-    return lead.code, item.severity, item.needs_person, frozenset(re.sub(r"\d+", "#", f.message) for f in item.findings)
+    return lead.code, item.severity, item.needs_person, _masked(lead.message)
+
+
+def _masked(message: str) -> str:
+    """A message without its numbers: the same setting, wherever it is made."""
+    return re.sub(r"\d+", "#", message)
 
 
 def directory_of(path: str) -> str:

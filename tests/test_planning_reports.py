@@ -236,3 +236,12 @@ def test_a_vendored_projects_manual_work_is_one_item():
                 for name in ("a", "b", "c")]
     own = FileResult(path="train.py", source=b"", findings=[finding("HPU602", 3)])
     assert make_plan([*vendored, own]).total.manual["blocker"] == 2
+
+
+def test_two_settings_in_one_config_are_two_items_each_shared_with_other_configs():
+    def switch(message, line):
+        return Finding("HPU826", message, line, 1, line, 9, category="unsupported", item_scope="per-setting")
+
+    both = FileResult(path="configs/a.yaml", source=b"", findings=[switch("flash_attention: true", 3), switch("fused_loss: true", 5)])
+    one = FileResult(path="configs/b.yaml", source=b"", findings=[switch("flash_attention: true", 7)])
+    assert make_plan([both, one]).total.manual["blocker"] == 2
