@@ -13,17 +13,23 @@ Reads the two versions with the standard parser; no libcst, nothing printed.
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from typing import Iterator, Optional
 
 # Calls that read a scope's names by their text: a name may be used without a `Name` node.
 _DYNAMIC_READS = frozenset({"locals", "vars", "eval", "exec"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_WORD = re.compile(rb"[A-Za-z_]\w*")
+# A name assigned on an indented line: a local, perhaps.
+_INDENTED_ASSIGNMENT = re.compile(rb"(?m)^[ \t]+([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)")
 
 
 def names_left_unused(old: bytes, new: bytes) -> list[tuple[str, int]]:
     """(name, line of its first assignment in ``old``) for each local that
     ``old`` reads in a function and ``new`` only assigns there."""
+    if not _may_leave_unused(old, new):
+        return []  # no assigned name is written fewer times: nothing to parse
     old_functions = _by_key(old)
     new_functions = _by_key(new)
     if old_functions is None or new_functions is None:
@@ -39,6 +45,17 @@ def names_left_unused(old: bytes, new: bytes) -> list[tuple[str, int]]:
             if read_before[name] and not reads[name] and name in assigned_before and name not in declared and not name.startswith("_"):
                 left.append((name, assigned_before[name]))
     return sorted(left, key=lambda pair: pair[1])
+
+
+def _may_leave_unused(old: bytes, new: bytes) -> bool:
+    """Whether some name assigned on an indented line of ``old`` occurs
+    fewer times in ``new``: a cheap test that spares two parses of most
+    rewritten files (a renamed call or string drops no local's read)."""
+    assigned = set(_INDENTED_ASSIGNMENT.findall(old))
+    if not assigned:
+        return False
+    before, after = Counter(_WORD.findall(old)), Counter(_WORD.findall(new))
+    return any(after[name] < before[name] for name in assigned)
 
 
 def _parse(source: bytes) -> Optional[ast.Module]:
