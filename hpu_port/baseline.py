@@ -17,12 +17,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
+from hpu_port.planning import without_numbers
 from hpu_port.results import FileResult, Finding
 
 FORMAT_VERSION = 1
@@ -56,7 +56,7 @@ def _relative(path: str, base: str) -> str:
 def _message_key(message: str) -> str:
     """The message without its numbers: a line number of another file or a
     count in it (`(b.py:4)`, `changes reported instead: 3`) is no new finding."""
-    return re.sub(r"\d+", "#", message)
+    return without_numbers(message)
 
 
 def _source_lines(result: FileResult, cell: Optional[int]) -> list[str]:

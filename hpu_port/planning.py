@@ -107,7 +107,7 @@ def _item_key(finding: Finding, first_of_code: dict) -> tuple:
         return (*first_of_code[finding.code], *kind, finding.code)
     if finding.item_scope == "per-setting":
         # One item per setting (its message), however often the file makes it.
-        setting = _masked(finding.message)
+        setting = without_numbers(finding.message)
         return (*first_of_code[(finding.code, setting)], *kind, f"{finding.code} {setting}")
     # A fix held by a unit kept for another device is part of that unit's
     # item: the unit is dealt with once, not on each of its lines.
@@ -126,7 +126,7 @@ def file_items(path: str, findings: Iterable[Finding]) -> list[Item]:
     first_of_code: dict = {}
     for finding in ordered:
         first_of_code.setdefault(finding.code, (finding.cell or 0, finding.line))
-        first_of_code.setdefault((finding.code, _masked(finding.message)), (finding.cell or 0, finding.line))
+        first_of_code.setdefault((finding.code, without_numbers(finding.message)), (finding.cell or 0, finding.line))
     for finding in ordered:
         key = (0, 0, SEVERITIES.index(finding.severity), finding.needs_person, "") if whole_file else _item_key(finding, first_of_code)
         groups.setdefault(key, []).append(finding)
@@ -185,11 +185,12 @@ def _setting_of(item: Item):
         return "vendored", root
     if lead.item_scope != "per-setting":
         return None
-    return lead.code, item.severity, item.needs_person, _masked(lead.message)
+    return lead.code, item.severity, item.needs_person, without_numbers(lead.message)
 
 
-def _masked(message: str) -> str:
-    """A message without its numbers: the same setting, wherever it is made."""
+def without_numbers(message: str) -> str:
+    """A message without its numbers: the same setting wherever it is made,
+    the same finding whatever other line it names."""
     return re.sub(r"\d+", "#", message)
 
 

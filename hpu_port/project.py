@@ -427,12 +427,18 @@ def _namespace_folders(sources: dict, packages: frozenset) -> set:
     return folders
 
 
+def _import_bases(path: str) -> tuple:
+    """Where Python would look for what a script imports: beside it, or a
+    folder or two above (a `src/` layout, a namespace package)."""
+    here = os.path.dirname(os.path.abspath(path))
+    return here, os.path.dirname(here), os.path.dirname(os.path.dirname(here))
+
+
 def _module_folders(path: str, parts: list, sources: dict) -> list:
     """The folders of the project's module files a dotted import names, found
     where Python would look (beside the importer, or a folder or two above)."""
-    here = os.path.dirname(os.path.abspath(path))
     found = []
-    for base in (here, os.path.dirname(here), os.path.dirname(os.path.dirname(here))):
+    for base in _import_bases(path):
         for end in range(2, len(parts) + 1):
             candidate = os.path.join(base, *parts[:end]) + ".py"
             if candidate in sources:
@@ -448,8 +454,7 @@ def _package_folder(path: str, parts: list, packages: frozenset) -> str:
     """The project's package folder a script's import names, found where
     Python would look: beside the script or a folder or two above it (a
     `src/` layout, a namespace package without `__init__.py`); "" if none."""
-    here = os.path.dirname(os.path.abspath(path))
-    for base in (here, os.path.dirname(here), os.path.dirname(os.path.dirname(here))):
+    for base in _import_bases(path):
         for end in range(1, len(parts) + 1):
             folder = os.path.join(base, *parts[:end])
             if folder in packages:
