@@ -167,7 +167,7 @@ class DeviceBranches:
         if kind in EXTENDING_KINDS:
             return None
         if chain is None and self.serves_several and kind not in ADDING_KINDS:
-            return Held("other-device", SHARED_REASON)
+            return Held("shared-code", SHARED_REASON)
         if chain in self.extended:
             # Nothing is added to another device's arm either: it must run as before.
             return Held("other-device", EXTEND_REASON, chain, quiet=True)

@@ -31,6 +31,7 @@ def _on_by_default(rule, short: bool = False) -> str:
 ITEM_SCOPE_WORDS = {
     "per-file": "a file's findings are one item (dealt with in one go)",
     "per-setting": "the same setting in many files is one item (one decision)",
+    "per-repository": "all of its findings in the tree are one item (the same change in every file)",
 }
 
 

@@ -13,9 +13,13 @@ line) and a host sync inside it. Starting lines, not overlapping spans: a
 finding about a whole loop or function would otherwise swallow every other
 finding inside it. A file of CUDA kernels is one item, and so are a file's
 findings of a rule that says `items = "per-file"` (the NCCL variables a
-launch script sets are removed in one go); a rule that says `items =
+launch script sets are removed in one go), and so are the fixes held in a
+module that serves several devices because its code runs on all of them
+(kept reason `shared-code`: the module's choice of device is made once); a rule that says `items =
 "per-setting"` makes one item of the same setting in every file
-(`flash_attention: true` in each config: one decision), and what a person
+(`flash_attention: true` in each config: one decision), one that says
+`items = "per-repository"` one item of all its findings (the NCCL tuning
+variables of every launch script are removed in one go), and what a person
 must do in a vendored project is one item too.
 
 Nothing here prints or reads files; the report formats use it.
@@ -30,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from hpu_port import filetypes
+from hpu_port.project import is_test_path
 from hpu_port.results import SEVERITIES, FileResult, Finding, all_findings
 
 # How much work a manual item of each category usually is.
@@ -103,12 +108,17 @@ class Item:
 
 def _item_key(finding: Finding, first_of_code: dict) -> tuple:
     kind = (SEVERITIES.index(finding.severity), finding.needs_person)
-    if finding.item_scope == "per-file":
+    if finding.item_scope in ("per-file", "per-repository"):
         return (*first_of_code[finding.code], *kind, finding.code)
     if finding.item_scope == "per-setting":
         # One item per setting (its message), however often the file makes it.
         setting = without_numbers(finding.message)
         return (*first_of_code[(finding.code, setting)], *kind, f"{finding.code} {setting}")
+    if finding.kept == "shared-code":
+        # A module that serves several devices gets its choice of device made
+        # once (an HPU arm where its shared code calls CUDA): one item, on
+        # the first line that needs it.
+        return (*first_of_code["shared-code"], *kind, "shared-code")
     # A fix held by a unit kept for another device is part of that unit's
     # item: the unit is dealt with once, not on each of its lines.
     line = finding.kept_unit_line if finding.kept_unit_line is not None else finding.line
@@ -126,6 +136,8 @@ def file_items(path: str, findings: Iterable[Finding]) -> list[Item]:
     first_of_code: dict = {}
     for finding in ordered:
         first_of_code.setdefault(finding.code, (finding.cell or 0, finding.line))
+        if finding.kept == "shared-code":
+            first_of_code.setdefault("shared-code", (finding.cell or 0, finding.line))
         first_of_code.setdefault((finding.code, without_numbers(finding.message)), (finding.cell or 0, finding.line))
     for finding in ordered:
         key = (0, 0, SEVERITIES.index(finding.severity), finding.needs_person, "") if whole_file else _item_key(finding, first_of_code)
@@ -140,7 +152,9 @@ def items_of(results: Iterable[FileResult]) -> list[Item]:
 def _items_by_file(results: Iterable[FileResult]) -> tuple[list[tuple[FileResult, list[Item]]], dict]:
     """Each result with its items, and the items folded into another: a
     setting that many files make alike (`items = "per-setting"`:
-    `flash_attention: true` in every config), and what a person must do in a
+    `flash_attention: true` in every config), a rule's findings in the whole
+    tree (`items = "per-repository"`), the choices of device and dtype a
+    test tree's held fixes need, and what a person must do in a
     vendored project (``vendored_root``), are one item each, counted in the
     first file (folded: id of a finding -> that item)."""
     first: dict = {}
@@ -178,14 +192,35 @@ def vendored_root(path: str):
     return None
 
 
+# Fixes held in tests that a person settles for the whole test suite: code
+# its tests share among devices, and the float16 values they pass or compare.
+TEST_SUITE_HOLDS = frozenset({"shared-code", "dtype-role"})
+
+
 def _setting_of(item: Item):
     lead = item.findings[0]
     root = vendored_root(item.path) if item.needs_person and item.severity == "blocker" else None
     if root is not None:
         return "vendored", root
+    if lead.kept in TEST_SUITE_HOLDS and is_test_path(item.path):
+        # The tests of a project choose their device and dtypes for Gaudi
+        # together (a fixture, a marker, the cases a test runs): one item
+        # for the test tree.
+        return "tests", tree_of_tests(item.path), item.severity
+    if lead.item_scope == "per-repository":
+        return lead.code, item.severity, item.needs_person
     if lead.item_scope != "per-setting":
         return None
     return lead.code, item.severity, item.needs_person, without_numbers(lead.message)
+
+
+def tree_of_tests(path: str) -> str:
+    """The test tree ``path`` is in: its first `tests`/`test` folder, else its folder."""
+    parts = path.replace(os.sep, "/").split("/")[:-1]
+    for index, part in enumerate(parts):
+        if part in ("tests", "test"):
+            return "/".join(parts[: index + 1])
+    return "/".join(parts) or "."
 
 
 def without_numbers(message: str) -> str:

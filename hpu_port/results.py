@@ -26,6 +26,7 @@ ACTION_WORDS = {"port": "ported", "extend": "extended", "keep": "kept", "report"
 KEPT_REASONS = {
     "nvidia-only": "the code is kept for NVIDIA GPUs: it uses a library, API or build that Gaudi does not have",
     "other-device": "the code is one arm of a choice among devices, the arm of another device",
+    "shared-code": "the module serves several devices and this code runs on all of them: it needs a choice of device, made by hand",
     "skip-guard": "a test's skip condition: the test needs NVIDIA and would fail on Gaudi instead of being skipped",
     "not-a-device": "the text names something other than the device (a key, a longer name, a constant's own value)",
     "dtype-role": "float16 here is data (a table, a test's value, a file format), not the precision of compute",
@@ -68,7 +69,8 @@ class Finding:
     action: str = ""
     # How the plan counts the rule's findings as root causes (its `items`):
     # "per-line"; "per-file" (variables that do nothing on Gaudi are removed
-    # from a script in one go); "per-setting" (the same setting in many
+    # from a script in one go); "per-repository" (removed from every
+    # launch script in one go); "per-setting" (the same setting in many
     # configs is one decision).
     item_scope: str = "per-line"
 

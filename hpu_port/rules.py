@@ -52,7 +52,7 @@ COMMON_KEYS: dict[str, tuple[type, bool]] = {
 
 
 # How the plan counts a rule's findings as root causes (see planning.file_items).
-ITEM_SCOPES = ("per-line", "per-file", "per-setting")
+ITEM_SCOPES = ("per-line", "per-file", "per-setting", "per-repository")
 
 
 def rule_files(paths: Iterable[Path]) -> list[Path]:

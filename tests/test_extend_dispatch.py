@@ -200,7 +200,7 @@ def test_shared_code_of_a_project_that_serves_several_devices_is_kept(tmp_path):
 
     findings = json.loads(result.stdout)["findings"]
     kept = [f for f in findings if f["path"].endswith("shared.py") and f["code"] == "HPU110"]
-    assert kept and kept[0]["action"] == "keep" and kept[0]["kept"]["reason"] == "other-device"
+    assert kept and kept[0]["action"] == "keep" and kept[0]["kept"]["reason"] == "shared-code"
     assert "serves several devices" in kept[0]["message"]
     _rewrite(tree)
     assert (tree / "trainer" / "shared.py").read_text() == shared  # NVIDIA users run what they ran
@@ -423,7 +423,7 @@ def test_a_script_that_chooses_among_devices_keeps_what_all_devices_share():
     assert len(removed) == 1 and '"hpu" if hasattr(torch, "hpu") and torch.hpu.is_available()' in output
     for line in source.splitlines()[3:]:
         assert line in output.splitlines()  # NVIDIA's code, and what every device runs, byte for byte
-    shared = [f for f in result.findings if f.kept == "other-device" and not f.applied]
+    shared = [f for f in result.findings if f.kept == "shared-code" and not f.applied]
     assert any("max_memory_allocated" in f.message for f in shared)
 
 
@@ -489,4 +489,4 @@ def test_a_probe_shown_in_a_comment_or_docstring_does_not_make_a_file_serve_seve
     probing = source.replace("torch.cuda.synchronize()", 'if torch.npu.is_available(): pass\ntorch.cuda.synchronize()')
     result = port_source("train.py", probing.encode(), make_ruleset(), True)
     assert b"torch.cuda.synchronize()" in (result.new_source or probing.encode())  # shared by NVIDIA and Ascend: kept
-    assert any(f.kept == "other-device" and "synchronize" in f.message for f in result.findings)
+    assert any(f.kept == "shared-code" and "synchronize" in f.message for f in result.findings)

@@ -72,6 +72,16 @@ def test_a_held_unit_is_one_item(tmp_path):
         ),
         (
             """
+            import torch
+
+            device = "mps" if torch.backends.mps.is_available() else "cpu"
+            torch.cuda.synchronize()
+            """,
+            "shared-code",
+            "",
+        ),
+        (
+            """
             import pytest
             import torch
 
@@ -95,7 +105,7 @@ def test_a_held_unit_is_one_item(tmp_path):
             "torch.hpu.synchronize",
         ),
     ],
-    ids=["other-device", "skip-guard", "name-taken"],
+    ids=["other-device", "shared-code", "skip-guard", "name-taken"],
 )
 def test_each_kind_of_hold_is_typed(code, reason, evidence):
     found = held(code, fp16_to_bf16=True)

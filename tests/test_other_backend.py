@@ -78,7 +78,7 @@ def test_branches_for_the_cpu_or_for_several_devices_are_shared_code_not_another
     # The file chooses among devices (it tests for "mps"): kept as shared code, not as MPS's unit.
     assert code.count("torch.cuda.synchronize()") == 3
     assert not [f for f in findings if f.code == "HPU615"]
-    assert {f.kept for f in findings if f.code == "HPU101"} == {"other-device"}
+    assert {f.kept for f in findings if f.code == "HPU101"} == {"shared-code"}
 
 
 def test_classes_and_functions_named_for_another_device():

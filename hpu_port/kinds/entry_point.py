@@ -20,6 +20,13 @@ them: a script, not a library module with a demonstration under its
 ``__main__`` test, which is reported only. A file that starts with a ``#!``
 line, or whose ``__main__`` block calls one of ``script-main-calls``
 (``main``: the block hands over to the program), is a script too.
+
+With ``runs-on-device`` (words such as ``device``, ``backward``,
+``trainer``), a script none of whose names has such a word as a part
+(`num_devices`, `use_cuda`, `Trainer`), that writes no device string
+(`"cuda:0"`), and whose ``__main__`` block hands over to no imported function
+runs nothing on the accelerator (it writes a config, converts a checkpoint on
+the CPU): the rule is silent there.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ class EntryPoint(Kind):
         "script-imports": (list, False),
         "script-calls": (list, False),
         "script-main-calls": (list, False),
+        "runs-on-device": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name"})
 
@@ -57,6 +65,7 @@ class EntryPoint(Kind):
             "script-imports": set(string_list(table.get("script-imports", []), "script-imports")),
             "script-calls": set(string_list(table.get("script-calls", []), "script-calls")),
             "script-main-calls": set(string_list(table.get("script-main-calls", []), "script-main-calls")),
+            "runs-on-device": {word.lower() for word in string_list(table.get("runs-on-device", []), "runs-on-device")},
         }
 
     def describe(self, rule):

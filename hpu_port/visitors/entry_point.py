@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from typing import Optional
 
 import libcst as cst
@@ -66,12 +68,26 @@ class _EntryPointVisitor(RulesVisitor):
                 continue
             if params["when-calls"] and not self.called & params["when-calls"]:
                 continue
+            if not self._runs_on_device(params):
+                continue
             message = rule.message.format(name=written(self.entry))
             if not self._script_like(node, imported, params):
                 message += " (not set here: the module looks like a library with a demonstration under its `__main__` test)"
                 self.ctx.report(rule, self.entry, message)
                 continue
             self.ctx.report(rule, self.entry, message, self._fix(node, params["set-env"]))
+
+    def _runs_on_device(self, params: dict) -> bool:
+        """Whether the program may run anything on the accelerator: its text
+        names device work, or its `__main__` block hands over to a function
+        imported from elsewhere (whose work this file cannot see)."""
+        words = params["runs-on-device"]
+        # Read from the standard parser's tree of the whole file: `check`
+        # stubs out functions no rule acts on before this visitor walks them.
+        if not words or self.ctx.tree is None or words & words_of_names(self.ctx.tree):
+            return True
+        imported = {binding.name for binding in self.ctx.scopes.bindings}
+        return bool(self.called_from_entry & imported)
 
     def _script_like(self, module: cst.Module, imported: set, params: dict) -> bool:
         """A program: it parses a command line, trains or launches workers,
@@ -95,6 +111,34 @@ class _EntryPointVisitor(RulesVisitor):
         lines = [] if _imports_os(module.body[:index]) else ["import os"]
         lines += [f"os.environ.setdefault({_quoted(k)}, {_quoted(v)})" for k, v in settings.items()]
         return self.ctx.replace(target, lambda updated: _preceded_by(updated, lines, module.config_for_parsing))
+
+
+# A device named in a string: `.to("cuda:0")`, `device="hpu"`.
+DEVICE_STRING = re.compile(r"(cuda|hpu|gpu|mps|xla)(:\d+)?$", re.IGNORECASE)
+
+
+_NAME_WORDS = re.compile(r"_+|(?<=[a-z0-9])(?=[A-Z])")
+
+
+def words_of_names(tree: ast.AST) -> set[str]:
+    """The words of every name the code uses or binds, lower-cased
+    (`num_devices` -> num, devices; `GaudiTrainer` -> gaudi, trainer), and
+    the devices its strings name (`"cuda:0"` -> cuda)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, (ast.arg, ast.keyword)) and node.arg:
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.update(node.name.split("."))
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.update(node.module.split("."))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and DEVICE_STRING.match(node.value):
+            names.add(node.value.split(":")[0])
+    return {word.lower() for name in names for word in _NAME_WORDS.split(name) if word}
 
 
 def _has_shebang(module: cst.Module) -> bool:

@@ -1,0 +1,72 @@
+"""Root causes as a person plans them: one item for a module's choice of device."""
+
+import textwrap
+
+from hpu_port.engine import port_source
+from hpu_port.planning import file_items, make_plan, tree_of_tests
+from tests.conftest import make_ruleset
+
+
+def test_a_module_that_serves_several_devices_makes_its_choice_of_device_once():
+    """Its shared code's held fixes (kept reason `shared-code`) are one item,
+    however many lines would change; its other findings keep their own."""
+    source = textwrap.dedent('''
+        import torch
+
+        device = "mps" if torch.backends.mps.is_available() else "cpu"
+        n = torch.cuda.device_count()
+        x = torch.zeros(2, device="cuda")
+        torch.cuda.synchronize()
+        y = torch.zeros(2, dtype=torch.float64)
+    ''').lstrip()
+    result = port_source("tests/test_model.py", source.encode(), make_ruleset(), False)
+    shared = [f for f in result.findings if f.kept == "shared-code"]
+    assert len({f.line for f in shared}) == 3
+    items = file_items(result.path, result.findings)
+    holding = [item for item in items if any(f.kept == "shared-code" for f in item.findings)]
+    assert len(holding) == 1 and {f.line for f in holding[0].findings} == {4, 5, 6}
+    assert any(item.line == 7 for item in items)  # float64: an item of its own
+
+
+def _result(path, source):
+    return port_source(path, textwrap.dedent(source).lstrip().encode(), make_ruleset(), False)
+
+
+SHARED_TEST = '''
+    import torch
+
+    device = "mps" if torch.backends.mps.is_available() else "cpu"
+    n = torch.cuda.device_count()
+'''
+
+
+def test_the_tests_that_share_code_among_devices_are_one_item_for_their_tree():
+    results = [_result(path, SHARED_TEST) for path in ("tests/a_test.py", "tests/unit/test_b.py", "train.py")]
+    plan = make_plan(results)
+    shared = [item for item in plan.items if item.lead.kept == "shared-code"]
+    assert sorted(item.path for item in shared) == ["tests/a_test.py", "train.py"]
+    assert tree_of_tests("tests/unit/test_b.py") == "tests" and tree_of_tests("pkg/test_x.py") == "pkg"
+
+
+def test_a_rule_counted_per_repository_is_one_item_in_the_whole_tree():
+    fsdp = "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n\nmodel = FSDP(model)\n"
+    results = [_result(path, fsdp) for path in ("a.py", "b/c.py")]
+    items = [item for item in make_plan(results).items if "HPU206" in item.codes]
+    assert len(items) == 1 and items[0].lead.item_scope == "per-repository"
+
+
+def test_the_float16_values_tests_pass_join_the_test_tree_item():
+    dtype_test = '''
+        import torch
+
+        device = "mps" if torch.backends.mps.is_available() else "cpu"
+        n = torch.cuda.device_count()
+
+        def test_half():
+            assert run(dtype=torch.float16) == run(dtype=torch.float16)
+    '''
+    results = [_result("tests/test_a.py", dtype_test)]
+    held = {f.kept for r in results for f in r.findings if f.kept}
+    assert held == {"shared-code", "dtype-role"}
+    manual = [item for item in make_plan(results).items if item.needs_person and item.severity == "blocker"]
+    assert len(manual) == 1
