@@ -17,8 +17,9 @@ import re
 from collections import Counter
 from typing import Iterator, Optional
 
-# Calls that read a scope's names by their text: a name may be used without a `Name` node.
-_DYNAMIC_READS = frozenset({"locals", "vars", "eval", "exec"})
+# Calls that read a scope's names by their text: a name may be used without a
+# `Name` node. `vars(obj)` reads an object's attributes; only `vars()` reads the scope.
+_DYNAMIC_READS = frozenset({"locals", "eval", "exec"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _WORD = re.compile(rb"[A-Za-z_]\w*")
 # A name assigned on an indented line: a local, perhaps.
@@ -117,6 +118,7 @@ def _declared_outside(function: ast.AST) -> set[str]:
 
 def _reads_dynamically(function: ast.AST) -> bool:
     return any(
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _DYNAMIC_READS
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        and (node.func.id in _DYNAMIC_READS or node.func.id == "vars" and not node.args)
         for node in ast.walk(function)
     )

@@ -20,7 +20,8 @@ module that serves several devices because its code runs on all of them
 (`flash_attention: true` in each config: one decision), one that says
 `items = "per-repository"` one item of all its findings (the NCCL tuning
 variables of every launch script are removed in one go), and what a person
-must do in a vendored project is one item too.
+must do in a test tree (make the suite run on Gaudi) or in a vendored project
+is one item too.
 
 Nothing here prints or reads files; the report formats use it.
 """
@@ -119,25 +120,33 @@ def _item_key(finding: Finding, first_of_code: dict) -> tuple:
         # once (an HPU arm where its shared code calls CUDA): one item, on
         # the first line that needs it.
         return (*first_of_code["shared-code"], *kind, "shared-code")
+    if finding.kept == "nvidia-only" and finding.kept_unit_line is None and finding.kept_evidence:
+        # Fixes held for the same NVIDIA-only code (the custom ops a module
+        # registers for CUDA) are dealt with together: keep it for NVIDIA,
+        # or write Gaudi's version.
+        return (*first_of_code[("nvidia-only", finding.kept_evidence)], *kind, f"nvidia-only {finding.kept_evidence}")
     # A fix held by a unit kept for another device is part of that unit's
     # item: the unit is dealt with once, not on each of its lines.
     line = finding.kept_unit_line if finding.kept_unit_line is not None else finding.line
     return (finding.cell or 0, line, *kind, "")
 
 
-def file_items(path: str, findings: Iterable[Finding]) -> list[Item]:
+def file_items(path: str, findings: Iterable[Finding], kept_whole: bool = False) -> list[Item]:
     """The root causes of one file's findings, in the order of their line
-    (a kernel source's blockers are one item)."""
+    (a kernel source's blockers are one item, and so are those of a module
+    kept whole for NVIDIA: ``kept_whole``)."""
     groups: dict[tuple, list[Finding]] = {}
-    # Replacing a file of CUDA kernels is one piece of work (a PyTorch or
-    # TPC version of its kernels), however many of its lines say CUDA.
-    whole_file = filetypes.by_name(path) == filetypes.CUDA
+    # Replacing a file of CUDA kernels, or a module that only loads where
+    # NVIDIA's software is, is one piece of work (a PyTorch or TPC version
+    # of its kernels), however many of its lines say CUDA.
+    whole_file = kept_whole or filetypes.by_name(path) == filetypes.CUDA
     ordered = sorted(findings, key=lambda f: f.sort_key())
     first_of_code: dict = {}
     for finding in ordered:
         first_of_code.setdefault(finding.code, (finding.cell or 0, finding.line))
         if finding.kept == "shared-code":
             first_of_code.setdefault("shared-code", (finding.cell or 0, finding.line))
+        first_of_code.setdefault(("nvidia-only", finding.kept_evidence), (finding.cell or 0, finding.line))
         first_of_code.setdefault((finding.code, without_numbers(finding.message)), (finding.cell or 0, finding.line))
     for finding in ordered:
         key = (0, 0, SEVERITIES.index(finding.severity), finding.needs_person, "") if whole_file else _item_key(finding, first_of_code)
@@ -153,8 +162,8 @@ def _items_by_file(results: Iterable[FileResult]) -> tuple[list[tuple[FileResult
     """Each result with its items, and the items folded into another: a
     setting that many files make alike (`items = "per-setting"`:
     `flash_attention: true` in every config), a rule's findings in the whole
-    tree (`items = "per-repository"`), the choices of device and dtype a
-    test tree's held fixes need, and what a person must do in a
+    tree (`items = "per-repository"`), what a person must do in a test
+    tree (make it run on Gaudi), and what a person must do in a
     vendored project (``vendored_root``), are one item each, counted in the
     first file (folded: id of a finding -> that item)."""
     first: dict = {}
@@ -162,7 +171,7 @@ def _items_by_file(results: Iterable[FileResult]) -> tuple[list[tuple[FileResult
     by_file = []
     for result in sorted(results, key=lambda r: r.path):
         items = []
-        for item in file_items(result.path, result.findings):
+        for item in file_items(result.path, result.findings, kept_whole(result)):
             setting = _setting_of(item)
             if setting in first:
                 folded.update((id(f), first[setting]) for f in item.findings)
@@ -172,6 +181,14 @@ def _items_by_file(results: Iterable[FileResult]) -> tuple[list[tuple[FileResult
             items.append(item)
         by_file.append((result, items))
     return by_file, folded
+
+
+def kept_whole(result: FileResult) -> bool:
+    """Whether the whole module is kept for NVIDIA: a kept region from its
+    first line past its last finding (it imports Triton or a CUDA extension
+    at its top: nothing in it is ported)."""
+    last = max((f.line for f in result.findings), default=0)
+    return any(action == "keep" and first <= 1 and end >= last for action, first, end in result.regions)
 
 
 # Folders that hold other projects' code, copied in: what is left to do in
@@ -192,21 +209,17 @@ def vendored_root(path: str):
     return None
 
 
-# Fixes held in tests that a person settles for the whole test suite: code
-# its tests share among devices, and the float16 values they pass or compare.
-TEST_SUITE_HOLDS = frozenset({"shared-code", "dtype-role"})
-
-
 def _setting_of(item: Item):
     lead = item.findings[0]
-    root = vendored_root(item.path) if item.needs_person and item.severity == "blocker" else None
+    manual_blocker = item.needs_person and item.severity == "blocker"
+    root = vendored_root(item.path) if manual_blocker else None
     if root is not None:
         return "vendored", root
-    if lead.kept in TEST_SUITE_HOLDS and is_test_path(item.path):
-        # The tests of a project choose their device and dtypes for Gaudi
-        # together (a fixture, a marker, the cases a test runs): one item
-        # for the test tree.
-        return "tests", tree_of_tests(item.path), item.severity
+    if manual_blocker and is_test_path(item.path):
+        # A person makes a test suite run on Gaudi in one piece of work (a
+        # device fixture, a marker, the dtypes the cases use, the tests of
+        # NVIDIA-only features to skip): one item for the test tree.
+        return "tests", tree_of_tests(item.path)
     if lead.item_scope == "per-repository":
         return lead.code, item.severity, item.needs_person
     if lead.item_scope != "per-setting":

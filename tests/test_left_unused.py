@@ -76,6 +76,19 @@ def test_module_level_globals_and_dynamic_reads_are_not_judged():
     """) == []
 
 
+def test_vars_of_an_object_reads_no_local():
+    # `vars(args)` is the object's attributes; `vars()` alone is the scope's names.
+    old = """
+        def f(args):
+            device = setup(args)
+            print(vars(args))
+            return DDP(model, device_ids=[device])
+    """
+    new = old.replace("device_ids=[device]", "device_ids=None")
+    assert left(old, new) == [("device", 3)]
+    assert left(old.replace("vars(args)", "vars()"), new.replace("vars(args)", "vars()")) == []
+
+
 def test_functions_are_matched_by_their_nesting_not_their_lines():
     assert left("""
         class Model:

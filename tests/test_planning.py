@@ -3,7 +3,8 @@
 import textwrap
 
 from hpu_port.engine import port_source
-from hpu_port.planning import file_items, make_plan, tree_of_tests
+from hpu_port.planning import file_items, kept_whole, make_plan, tree_of_tests
+from hpu_port.results import Finding
 from tests.conftest import make_ruleset
 
 
@@ -70,3 +71,61 @@ def test_the_float16_values_tests_pass_join_the_test_tree_item():
     assert held == {"shared-code", "dtype-role"}
     manual = [item for item in make_plan(results).items if item.needs_person and item.severity == "blocker"]
     assert len(manual) == 1
+
+
+def test_everything_a_person_does_in_a_test_tree_is_one_item():
+    kernel_test = '''
+        import torch
+        import triton
+
+
+        @triton.jit
+        def add_kernel(x):
+            pass
+
+
+        def test_add():
+            x = torch.ones(2, device="cuda")
+            add_kernel[(1,)](x)
+    '''
+    results = [_result("tests/test_kernel.py", kernel_test), _result("tests/test_a.py", SHARED_TEST)]
+    assert any(f.kept == "nvidia-only" for f in results[0].findings)
+    manual = [item for item in make_plan(results).items if item.needs_person and item.severity == "blocker"]
+    assert [item.path for item in manual] == ["tests/test_a.py"]
+    elsewhere = make_plan([_result("kernels/add.py", kernel_test), *results]).items
+    assert len([item for item in elsewhere if item.needs_person and item.severity == "blocker"]) == 2
+
+
+def test_a_module_kept_whole_for_nvidia_is_one_item():
+    module = '''
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def kernel(x):
+            tl.store(x, 1)
+
+        def launch(x):
+            torch.cuda.synchronize()
+            return torch.empty(4, device="cuda", dtype=torch.float16)
+
+        def other(x):
+            return x.to("cuda")
+    '''
+    result = _result("kernels/ops.py", module)
+    assert kept_whole(result)
+    manual = [item for item in make_plan([result]).items if item.needs_person and item.severity == "blocker"]
+    assert len(manual) == 1 and len(manual[0].findings) >= 4
+    assert not kept_whole(_result("train.py", SHARED_TEST))
+
+
+def test_fixes_held_for_the_same_nvidia_only_code_are_one_item():
+    held = [
+        Finding("HPU110", '"cuda" names a CUDA device', line, 4, line, 10, kept="nvidia-only",
+                kept_evidence="torch.library.custom_op")
+        for line in (10, 40, 90)
+    ]
+    other = Finding("HPU110", '"cuda" names a CUDA device', 120, 4, 120, 10, kept="nvidia-only",
+                    kept_evidence="apex.amp")
+    assert [len(item.findings) for item in file_items("ops.py", [*held, other])] == [3, 1]

@@ -54,7 +54,7 @@ def test_good_rule_loads(tmp_path):
         (('[renames]', '[held-when-project-has]\nneedle = "x"\npattern = "(x"\nwhy = "y"\n\n[renames]'), "'held-when-project-has.pattern': missing )"),
         (('[renames]', '[roles]\nfiles = "x"\n\n[renames]'), "'roles.files' must be a list of strings"),
         (('[renames]', '[roles]\nfolders = ["x"]\n\n[renames]'), "'roles': unknown keys ['folders']"),
-        (('default = true', 'default = true\nitems = "per-cell"'), "'items' is one of per-line, per-file, per-setting, not 'per-cell'"),
+        (('default = true', 'default = true\nitems = "per-cell"'), "'items' is one of per-line, per-file, per-setting, per-repository, not 'per-cell'"),
     ],
 )
 def test_bad_rule_gives_one_clear_line(tmp_path, change, problem):
