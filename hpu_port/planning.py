@@ -158,16 +158,18 @@ def items_of(results: Iterable[FileResult]) -> list[Item]:
     return [item for _, items in _items_by_file(results)[0] for item in items]
 
 
-def _items_by_file(results: Iterable[FileResult]) -> tuple[list[tuple[FileResult, list[Item]]], dict]:
+def _items_by_file(results: Iterable[FileResult]) -> tuple[list[tuple[FileResult, list[Item]]], dict, dict]:
     """Each result with its items, and the items folded into another: a
     setting that many files make alike (`items = "per-setting"`:
     `flash_attention: true` in every config), a rule's findings in the whole
     tree (`items = "per-repository"`), what a person must do in a test
     tree (make it run on Gaudi), and what a person must do in a
     vendored project (``vendored_root``), are one item each, counted in the
-    first file (folded: id of a finding -> that item)."""
+    first file (folded: id of a finding -> that item; spread: id of an item
+    -> the other files whose items were folded into it)."""
     first: dict = {}
     folded: dict = {}
+    spread: dict = {}
     by_file = []
     for result in sorted(results, key=lambda r: r.path):
         items = []
@@ -175,12 +177,13 @@ def _items_by_file(results: Iterable[FileResult]) -> tuple[list[tuple[FileResult
             setting = _setting_of(item)
             if setting in first:
                 folded.update((id(f), first[setting]) for f in item.findings)
+                spread.setdefault(id(first[setting]), set()).add(result.path)
                 continue
             if setting is not None:
                 first[setting] = item
             items.append(item)
         by_file.append((result, items))
-    return by_file, folded
+    return by_file, folded, spread
 
 
 def kept_whole(result: FileResult) -> bool:
@@ -302,6 +305,12 @@ class Plan:
     total: Tally
     directories: list[tuple[str, Tally]]  # most manual effort first
     items: list[Item]
+    # id of an item -> the other files whose findings it stands for.
+    spread: dict = field(default_factory=dict)
+
+    def files_of(self, item: Item) -> set[str]:
+        """Every file an item's work is in (a setting made in many configs)."""
+        return {item.path, *self.spread.get(id(item), ())}
 
 
 def make_plan(results: list[FileResult]) -> Plan:
@@ -310,14 +319,15 @@ def make_plan(results: list[FileResult]) -> Plan:
     total = Tally()
     directories: dict[str, Tally] = {}
     every_item: list[Item] = []
-    for result, items in _items_by_file(results)[0]:
+    by_file, _, spread = _items_by_file(results)
+    for result, items in by_file:
         every_item += items
         total.add(result, items)
         directories.setdefault(directory_of(result.path), Tally()).add(result, items)
     ordered = sorted(
         directories.items(), key=lambda pair: (-pair[1].effort_points, -pair[1].manual["blocker"], pair[0])
     )
-    return Plan(total, ordered, every_item)
+    return Plan(total, ordered, every_item, spread)
 
 
 @dataclass(frozen=True)
@@ -343,7 +353,10 @@ def work_packages(plan: Plan) -> list[WorkPackage]:
             grouped.setdefault(item.lead.code, []).append(item)
     packages = [
         # The costliest effort among the package's items sets its level.
-        WorkPackage(code, len(items), min((i.effort for i in items), key=EFFORT_ORDER.index), len({i.path for i in items}))
+        WorkPackage(
+            code, len(items), min((i.effort for i in items), key=EFFORT_ORDER.index),
+            len(set().union(*(plan.files_of(i) for i in items))),
+        )
         for code, items in grouped.items()
     ]
     return sorted(packages, key=lambda p: (-p.points, -p.items, p.code))
@@ -361,7 +374,7 @@ def rule_names(rules) -> dict[str, str]:
 def numbered_findings(results: Iterable[FileResult]) -> list[tuple[str, Finding, int]]:
     """Every finding with the number (from 1) of its root cause, in report order."""
     results = list(results)
-    by_file, folded = _items_by_file(results)
+    by_file, folded, _ = _items_by_file(results)
     items = [item for _, file_items_ in by_file for item in file_items_]
     number = {id(f): index for index, item in enumerate(items, 1) for f in item.findings}
     index_of = {id(item): index for index, item in enumerate(items, 1)}

@@ -3,7 +3,7 @@
 import textwrap
 
 from hpu_port.engine import port_source
-from hpu_port.planning import file_items, kept_whole, make_plan, tree_of_tests
+from hpu_port.planning import file_items, kept_whole, make_plan, tree_of_tests, work_packages
 from hpu_port.results import Finding
 from tests.conftest import make_ruleset
 
@@ -129,3 +129,10 @@ def test_fixes_held_for_the_same_nvidia_only_code_are_one_item():
     other = Finding("HPU110", '"cuda" names a CUDA device', 120, 4, 120, 10, kept="nvidia-only",
                     kept_evidence="apex.amp")
     assert [len(item.findings) for item in file_items("ops.py", [*held, other])] == [3, 1]
+
+
+def test_a_work_package_counts_every_file_its_folded_items_are_in():
+    fsdp = "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n\nmodel = FSDP(model)\n"
+    results = [_result(path, fsdp) for path in ("a.py", "b/c.py", "d.py")]
+    package = [p for p in work_packages(make_plan(results)) if p.code == "HPU206"]
+    assert [(p.items, p.files) for p in package] == [(1, 3)]
