@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import textwrap
 
 import pytest
 from click.testing import CliRunner
@@ -11,7 +12,8 @@ from hpu_port.cli import main
 from hpu_port.examples import run_example
 from hpu_port.results import KEPT_REASONS
 from hpu_port.rules import load_rules
-from tests.conftest import port
+from hpu_port.engine import port_source
+from tests.conftest import make_ruleset, port
 
 RULES = load_rules()
 
@@ -169,3 +171,24 @@ def test_a_kernel_module_is_reported_once_however_many_lines_use_triton():
     findings = port(code).findings
     assert [f.code for f in findings] == ["HPU615"]
     assert "findings inside it said here only" in findings[0].message
+
+
+def test_a_not_on_another_operand_of_a_kept_check_does_not_free_its_body():
+    """`if not args.disable_cuda and torch.cuda.is_available():` kept for the
+    cuDNN switches it guards keeps its device too: a converted body under a
+    CUDA check would send NVIDIA machines to "hpu" and Gaudi to the CPU."""
+    code = textwrap.dedent("""
+        import torch
+        import torch.backends.cudnn as cudnn
+
+
+        def main(args):
+            if not args.disable_cuda and torch.cuda.is_available():
+                args.device = torch.device("cuda")
+                cudnn.deterministic = True
+            else:
+                args.device = torch.device("cpu")
+    """).lstrip()
+    result = port_source("run.py", code.encode(), make_ruleset(), True)
+    assert result.new_source is None or b'torch.device("hpu")' not in result.new_source
+    assert any(f.code == "HPU110" and f.kept == "nvidia-only" for f in result.findings)

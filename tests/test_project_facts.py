@@ -586,3 +586,66 @@ def test_a_module_under_a_package_through_a_namespace_folder_imports_gaudi_optio
     assert "except ImportError" in module
     # A script outside any package keeps the plain import.
     assert (tmp_path / "train.py").read_text().startswith("import habana_frameworks.torch.core as htcore")
+
+
+# The rest of the StyleGAN layout: the CUDA path of an op reads the plugin a
+# function bound with `global`, and the build helper names the GPU for its cache.
+PLUGIN_USERS = {
+    **PROJECT,
+    "torch_utils/custom_ops.py": """
+        import torch
+        import torch.utils.cpp_extension
+
+        def _gpu_name():
+            return torch.cuda.get_device_name().lower()
+
+        def get_plugin(module_name, sources, **build_kwargs):
+            build_dir = f"cache-{_gpu_name()}"
+            return torch.utils.cpp_extension.load(name=module_name, sources=sources, build_directory=build_dir)
+    """,
+    "torch_utils/ops/bias_act.py": """
+        import torch
+        from .. import custom_ops
+
+        _plugin = None
+
+        def _init():
+            global _plugin
+            if _plugin is None:
+                _plugin = custom_ops.get_plugin(module_name="bias_act_plugin", sources=["bias_act.cpp", "bias_act.cu"])
+            return True
+
+        def _bias_act_cuda(x):
+            if torch.cuda.current_stream(x.device) != torch.cuda.default_stream(x.device):
+                print("non-default stream")
+            return _plugin.bias_act(x)
+
+        def bias_act(x, impl="cuda"):
+            if impl == "cuda" and x.device.type == "cuda" and _init():
+                return _bias_act_cuda(x)
+            return x
+    """,
+}
+
+
+def test_the_cuda_path_of_a_plugin_op_and_the_build_helpers_are_kept_for_nvidia(tmp_path):
+    _write(tmp_path, PLUGIN_USERS)
+    facts = _facts(tmp_path)
+    assert "uses `_plugin`, bound where the module builds `bias_act.cu`" in facts.why_nvidia_only(
+        "torch_utils.ops.bias_act._bias_act_cuda"
+    )
+    assert "serves only `custom_ops.get_plugin`" in facts.why_nvidia_only("torch_utils.custom_ops._gpu_name")
+    diff = CliRunner().invoke(main, ["rewrite", "--dry-run", "--no-cache", str(tmp_path)]).stdout
+    assert "torch.hpu.current_stream" not in diff and "torch.hpu.get_device_name" not in diff
+    assert '+    return upfirdn2d.upfirdn2d(x.to("hpu"), f)' in diff  # what can run on Gaudi is still ported
+
+
+def test_a_public_helper_or_one_with_another_caller_is_not_the_builders(tmp_path):
+    files = dict(PLUGIN_USERS)
+    files["torch_utils/custom_ops.py"] = files["torch_utils/custom_ops.py"].replace("_gpu_name", "gpu_name")
+    _write(tmp_path, files)
+    assert _facts(tmp_path).why_nvidia_only("torch_utils.custom_ops.gpu_name") is None
+    files = dict(PLUGIN_USERS)
+    files["torch_utils/custom_ops.py"] += "\n        def describe():\n            return _gpu_name()\n"
+    _write(tmp_path, files)
+    assert _facts(tmp_path).why_nvidia_only("torch_utils.custom_ops._gpu_name") is None

@@ -72,6 +72,10 @@ class ModuleJudge:
                     for target in node.targets:
                         if isinstance(target, ast.Name):
                             self.built[target.id] = why
+        # Names of ``built`` that a function binds (`global _plugin`): name -> the
+        # functions that bind it. Code under a test of one of them (`if _init():`)
+        # only picks CUDA's path where the extension loads.
+        self.binders: dict[str, set] = {}
         # Definition -> what it does, in walk order: judged again each round.
         self._events: dict[ast.AST, list] = {}
 
@@ -89,7 +93,7 @@ class ModuleJudge:
     def judge(self, found: dict, kernel: set, libraries: frozenset) -> bool:
         """Add the definitions that only run on NVIDIA GPUs to ``found``, and
         those of them that are CUDA kernel code to ``kernel``; True if any is new."""
-        new = False
+        new = self._bind_globals(found)
         for local, node in self.definitions.items():
             qualified = f"{self.name}.{local}" if self.name else local
             if qualified in found or not self._may_matter(node, found, libraries):
@@ -103,6 +107,51 @@ class ModuleJudge:
             elif qualified not in self.builders and self._builds_extensions(node):
                 self.builders.add(qualified)
                 new = True
+        return self._judge_private_helpers(found, kernel) or new
+
+    def _judge_private_helpers(self, found: dict, kernel: set) -> bool:
+        """A private function (`_name`) that only NVIDIA-only definitions or
+        extension builders of the module call runs only where they do (it
+        names the GPU for a build cache): it is theirs, kernel code when they
+        all are or build it. True if one is new."""
+        callers: dict[str, set] = {}
+        for local, node in self.definitions.items():
+            for kind, _, value, _ in self._walked(node):
+                if kind == "call":
+                    callers.setdefault(value, set()).add(f"{self.name}.{local}" if self.name else local)
+        new = False
+        for local in self.definitions:
+            qualified = f"{self.name}.{local}" if self.name else local
+            served = callers.get(qualified, set()) - {qualified}
+            if qualified in found or not local.rsplit(".", 1)[-1].startswith("_") or not served:
+                continue
+            if all(caller in found or caller in self.builders for caller in served):
+                found[qualified] = f"serves only `{_short(sorted(served)[0])}`, which builds or runs CUDA code"
+                if all(caller in kernel or caller in self.builders for caller in served):
+                    kernel.add(qualified)
+                new = True
+        return new
+
+    def _bind_globals(self, found: dict) -> bool:
+        """Module names a function binds to a CUDA extension it builds
+        (`global _plugin` then `_plugin = get_plugin(sources=["k.cu"])`, as
+        `_C = load(...)` does at module level): what uses them is CUDA's.
+        True if one is new (what was read of the definitions is read again)."""
+        new = False
+        for local, node in self.definitions.items():
+            declared = {name for statement in ast.walk(node) if isinstance(statement, ast.Global) for name in statement.names}
+            for statement in ast.walk(node) if declared - set(self.built) else ():
+                if not isinstance(statement, ast.Assign):
+                    continue
+                why = self._builds_cuda(statement.value, found)
+                for target in statement.targets if why else ():
+                    if isinstance(target, ast.Name) and target.id in declared and target.id not in self.built:
+                        self.built[target.id] = why
+                        self.binders.setdefault(target.id, set()).add(local)
+                        new = True
+        if new:
+            self._events.clear()
+            self._heads = None
         return new
 
     def _may_matter(self, definition: ast.AST, found: dict, libraries: frozenset) -> bool:
@@ -195,13 +244,14 @@ class ModuleJudge:
         events = self._events.get(definition)
         if events is None:
             unconditional = _unconditional(definition)
+            loaded = _under_tests_of(definition, self.binders)
             events = self._events[definition] = []
             for node in ast.walk(definition):
                 if isinstance(node, ast.Call):
                     callee = self._qualified(node.func)
                     if callee is not None:
                         events.append(("call", node, callee, False))
-                if isinstance(node, ast.Name) and node.id in self.built:
+                if isinstance(node, ast.Name) and node.id in self.built and node not in loaded:
                     events.append(("built", node, self.built[node.id], False))
                     break  # nothing after it is read
                 if isinstance(node, (ast.Name, ast.Attribute)):
@@ -239,6 +289,23 @@ class ModuleJudge:
         if head in self.definitions or head in self.classes:
             return ".".join([self.name, head, *parts]) if self.name else ".".join([head, *parts])
         return None
+
+
+def _under_tests_of(definition: ast.AST, binders: dict) -> set:
+    """The nodes of ``definition`` under a test that loads or names an
+    extension bound later (`if impl == "cuda" and _init():`, `if _plugin is
+    not None:`): a dispatcher's CUDA arm, not the definition's only path."""
+    if not binders:
+        return set()
+    names = set(binders) | {binder for functions in binders.values() for binder in functions}
+    under: set = set()
+    for node in ast.walk(definition):
+        if isinstance(node, (ast.If, ast.IfExp, ast.While)) and any(
+            isinstance(part, ast.Name) and part.id in names for part in ast.walk(node.test)
+        ):
+            body = node.body if isinstance(node.body, list) else [node.body]
+            under.update(inner for statement in body for inner in ast.walk(statement))
+    return under
 
 
 _CONDITIONAL = (ast.If, ast.IfExp, ast.While, ast.Try, ast.BoolOp, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)

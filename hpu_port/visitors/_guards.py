@@ -52,11 +52,13 @@ def guarded_by(node: cst.CSTNode, around: Iterable[cst.CSTNode]) -> Optional[cst
     return operations[-1] if operations else None
 
 
-def hold_guarded_body(guard: cst.CSTNode, ctx, used: str) -> None:
+def hold_guarded_body(guard: cst.CSTNode, ctx, used: str, check: Optional[cst.CSTNode] = None) -> None:
     """The body of a guard kept for NVIDIA-only code runs only on NVIDIA GPUs:
     what other rules would change inside it is reported too, not half-ported
     (`if torch.cuda.is_available(): torch.cuda.manual_seed(...); wrap(torch.cuda.default_generators)`).
-    Only a plain test: under `if not ...:` the body is the other path."""
+    Only a plain test: under `if not ...:` the body is the other path. With
+    the CUDA ``check`` the test holds, a `not` on another operand
+    (`not args.disable_cuda and torch.cuda.is_available()`) is no negation."""
     if isinstance(guard, cst.IfExp) and not negated(written(guard.test)):
         # `str(torch.cuda.get_device_name()) if is_cuda else ""`: the arm for CUDA.
         reason = f"it is kept for NVIDIA GPUs, to use `{used}`, which has no Gaudi equivalent"
@@ -76,7 +78,7 @@ def hold_guarded_body(guard: cst.CSTNode, ctx, used: str) -> None:
         for statement in after:
             ctx.other_backend.mark(statement, reason, name=f"the code after `{shown_briefly(test)}`", at=guard.test)
         return
-    if negated(test):
+    if negated_at(tested, check) if check is not None and contains(tested, check) else negated(test):
         return  # the body is the other path
     unit = "the loop over" if looped else "the branch of"
     # The test too: `torch.cuda.is_available() and pynvml.nvmlInit() is None`

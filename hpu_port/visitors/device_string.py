@@ -690,7 +690,7 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
             return None
         used = nvidia_only_use(guard, self.ctx, patterns) or passed_as(guard, self.around, patterns)
         if used:
-            hold_guarded_body(guard, self.ctx, used)
+            hold_guarded_body(guard, self.ctx, used, node)
         return used
 
 

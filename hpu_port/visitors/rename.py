@@ -320,7 +320,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         guard = guarded_by(node, self.around)
         used = guard is not None and (nvidia_only_use(guard, self.ctx, patterns) or passed_as(guard, self.around, patterns))
         if used:
-            hold_guarded_body(guard, self.ctx, used)
+            hold_guarded_body(guard, self.ctx, used, node)
             return Held("nvidia-only", f"the code it guards uses `{used}`, which has no Gaudi equivalent", guard)
         ordinal = cuda_ordinal_arm(guard, node)
         if ordinal is not None:
