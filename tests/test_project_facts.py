@@ -649,3 +649,17 @@ def test_a_public_helper_or_one_with_another_caller_is_not_the_builders(tmp_path
     files["torch_utils/custom_ops.py"] += "\n        def describe():\n            return _gpu_name()\n"
     _write(tmp_path, files)
     assert _facts(tmp_path).why_nvidia_only("torch_utils.custom_ops._gpu_name") is None
+
+
+def test_a_subclass_holds_what_its_base_class_of_the_module_assigns_to_self(tmp_path):
+    files = dict(TRAINER)
+    files["diffusion/train_util.py"] += """
+        class CMTrainLoop(TrainLoop):
+            def run_step(self, batch):
+                self.mp_trainer.backward(self.model(batch).sum())
+    """
+    _write(tmp_path, files)
+    result = CliRunner().invoke(main, ["rewrite", "--no-cache", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    loop = (tmp_path / "diffusion" / "train_util.py").read_text()
+    assert loop.count("htcore.mark_step()") == 1  # still only after `accelerator.backward`

@@ -56,7 +56,12 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.inside_autograd.append(any(self._is_autograd_base(base.value) for base in node.bases) or self._steps_for_its_caller(node))
         self.classes.append(node)
-        self.instances.append(self._project_instances(node, "self."))
+        # What a base class of the same module assigns to `self` (its
+        # `__init__` makes `self.mp_trainer`) the subclass's methods hold too.
+        held = {}
+        for base in reversed(self._module_bases(node)):
+            held.update(self._project_instances(base, "self."))
+        self.instances.append({**held, **self._project_instances(node, "self.")})
 
     def leave_ClassDef(self, node) -> None:
         self.inside_autograd.pop()
@@ -103,6 +108,16 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
                 name = dotted_name(target.target)
                 if name is not None and (name.startswith(prefix) if prefix else "." not in name):
                     found[name] = last_name(value.func)
+        return found
+
+    def _module_bases(self, node: cst.ClassDef, seen: frozenset = frozenset()) -> list:
+        """The classes of this module that ``node`` derives from, nearest first."""
+        classes = {c.name.value: c for c in self.ctx.module.body if isinstance(c, cst.ClassDef)}
+        found = []
+        for base in node.bases:
+            parent = classes.get(base.value.value) if isinstance(base.value, cst.Name) else None
+            if parent is not None and parent.name.value not in seen:
+                found += [parent, *self._module_bases(parent, seen | {node.name.value, parent.name.value})]
         return found
 
     def _project_name(self, func: cst.BaseExpression) -> bool:
