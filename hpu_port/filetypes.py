@@ -45,6 +45,8 @@ _NAMES = {
     "GNUmakefile": MAKEFILE,
     # Environment files hold `NAME=value` lines (direnv's `.envrc` is a shell script).
     ".env": DOTENV,
+    # DeepSpeed's launcher exports the `NAME=value` lines of `.deepspeed_env` on every node.
+    ".deepspeed_env": DOTENV,
     ".envrc": SHELL,
 }
 # Name patterns, tried in order.

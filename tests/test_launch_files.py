@@ -21,6 +21,7 @@ def port(path: str, text: str):
 
 @pytest.mark.parametrize("path, head, kind", [
     ("Makefile", None, "makefile"), ("docker/build.mk", None, "makefile"), (".env", None, "dotenv"),
+    (".deepspeed_env", None, "dotenv"),
     ("deploy/.env.example", None, "dotenv"), (".envrc", None, "shell"), ("train.def", b"Bootstrap: docker\nFrom: ubuntu\n", "apptainer"),
     ("grammar.def", b"DEFINITION MODULE x;\n", None),
     ("configs/ds_configs/stage3_no_offloading.conf", b'{\n  "bf16": {"enabled": "auto"},\n', "json"),
@@ -147,6 +148,8 @@ def test_an_environment_file_is_read_as_dotenv_reads_it():
     assert codes == [("HPU801", 3), ("HPU802", 4)]
     suppressed = port(".env", "CUDA_VISIBLE_DEVICES=0  # hpu-port: ignore\n")
     assert suppressed[1] == []
+    # What DeepSpeed's launcher exports on every node.
+    assert port(".deepspeed_env", "NCCL_IB_DISABLE=1\nPYTHONPATH=/src\n")[1] == [("HPU802", 1)]
 
 
 def test_an_mpi_launch_is_told_how_to_pass_the_variable_and_not_rewritten():
