@@ -158,3 +158,27 @@ def test_an_mpi_launch_is_told_how_to_pass_the_variable_and_not_rewritten():
     result = port_bytes("run_mpi.sh", text.encode(), rules, True)
     assert result.new_source is None
     assert [f.message.endswith("`-x PT_HPU_LAZY_MODE=1`)") for f in result.findings] == [True]
+
+
+def test_a_command_line_kept_in_a_string_and_evaluated_is_ported():
+    text = (
+        'CMD="torchrun --nproc_per_node 8 train.py --device cuda"\neval $CMD\n'
+        'LAUNCH="deepspeed train.py"\neval "${LAUNCH} --deepspeed ds.json"\n'
+        'bash -c "python train.py --device cuda"\n'
+    )
+    output, _ = port("run.sh", text)
+    assert output == (
+        'CMD="PT_HPU_LAZY_MODE=1 torchrun --nproc_per_node 8 train.py --device hpu"\neval $CMD\n'
+        'LAUNCH="PT_HPU_LAZY_MODE=1 deepspeed train.py"\neval "${LAUNCH} --deepspeed ds.json"\n'
+        'bash -c "python train.py --device hpu"\n'
+    )
+
+
+def test_a_string_that_is_not_evaluated_or_not_plain_stays_as_it_is():
+    text = (
+        'MSG="torchrun is used below"\necho $MSG\n'  # printed, never run
+        'CMD="torchrun train.py --name \\"a b\\""\neval $CMD\n'  # quotes inside: not read
+        'RUN="torchrun train.py"\n$RUN\n'  # run by word splitting: a prefix would become the program
+    )
+    output, codes = port("run.sh", text)
+    assert output == text and codes == []

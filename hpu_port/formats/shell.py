@@ -59,8 +59,29 @@ class ShellDocument(Document):
             found = [self._command(node, plain) for node, plain in self._command_nodes()]
             found += [self._array(node) for node in self._nodes("array")]
             found += self._directives()[0]
+            found += self._evaluated_strings(found)
             self._commands = sorted(found, key=lambda c: c.span.start)
         return self._commands
+
+    def _evaluated_strings(self, commands: list[Command]) -> list[Command]:
+        """The command lines a script keeps in a string and runs through
+        `eval` or `bash -c`: `CMD="torchrun train.py --device cuda"` then
+        `eval $CMD`, or `eval "torchrun ..."` itself. Only strings of plain
+        words (no quotes, substitutions or escapes inside) are read."""
+        names, found = set(), []
+        for command in commands:
+            for word in _evaluated_words(command):
+                # `eval $CMD`, `eval "${LAUNCH} --deepspeed ds.json"`: the variable holds the program.
+                variable = _LEADING_VARIABLE.match(word.value)
+                if variable is not None and word.quote != "'":
+                    names.add(variable.group(1))
+                elif word.quote:
+                    found += _string_command(word)
+        for node in self._nodes("variable_assignment") if names else ():
+            assignment = self._assignment(node)
+            if assignment.name.value in names and assignment.value is not None and assignment.value.quote:
+                found += _string_command(assignment.value)
+        return found
 
     def assignments(self) -> list[Assignment]:
         if self._assignments is None:
@@ -192,6 +213,34 @@ class ShellDocument(Document):
                 found.append(Command(tuple(words), span, True))
             self._directive_commands, self._directive_comments = found, after
         return self._directive_commands, self._directive_comments
+
+
+_LEADING_VARIABLE = re.compile(r"\"?\$\{?([A-Za-z_]\w*)\}?(?:\s|\"|$)")
+# Inside a string read as a command line: anything that is not a plain word.
+_NOT_PLAIN = re.compile(r"""['"`\\]|\$\(""")
+
+
+def _evaluated_words(command: Command) -> list[Word]:
+    """The words ``command`` runs as a command line: `eval`'s arguments,
+    the argument of `bash -c` / `sh -c`."""
+    words = command.words
+    if not words:
+        return []
+    name = program_name(words[0].value)
+    if name == "eval":
+        return list(words[1:2]) if len(words) == 2 else []
+    if name in ("bash", "sh") and len(words) >= 3 and words[1].value == "-c":
+        return [words[2]]
+    return []
+
+
+def _string_command(word: Word) -> list[Command]:
+    """The command line a quoted string holds, its words placed in the file."""
+    inner = word.inner
+    if not word.value.strip() or _NOT_PLAIN.search(word.value) or len(word.value) != inner.end - inner.start:
+        return []
+    words = tuple(Word(m.group(), Span(inner.start + m.start(), inner.start + m.end())) for m in re.finditer(r"\S+", word.value))
+    return [Command(words, Span(words[0].span.start, words[-1].span.end), True)]
 
 
 def container_env(command: Command) -> list[Assignment]:
