@@ -175,8 +175,26 @@ def test_a_kernel_module_is_reported_once_however_many_lines_use_triton():
 
 def test_a_not_on_another_operand_of_a_kept_check_does_not_free_its_body():
     """`if not args.disable_cuda and torch.cuda.is_available():` kept for the
-    cuDNN switches it guards keeps its device too: a converted body under a
+    cuDNN version it reads keeps its device too: a converted body under a
     CUDA check would send NVIDIA machines to "hpu" and Gaudi to the CPU."""
+    code = textwrap.dedent("""
+        import torch
+
+
+        def main(args):
+            if not args.disable_cuda and torch.cuda.is_available():
+                args.device = torch.device("cuda")
+                print(torch.backends.cudnn.version())
+            else:
+                args.device = torch.device("cpu")
+    """).lstrip()
+    result = port_source("run.py", code.encode(), make_ruleset(), True)
+    assert result.new_source is None or b'torch.device("hpu")' not in result.new_source
+    assert any(f.code == "HPU110" and f.kept == "nvidia-only" for f in result.findings)
+
+
+def test_setting_a_cudnn_switch_keeps_no_check_for_nvidia():
+    """`cudnn.benchmark = True` does nothing on Gaudi: the check and its device are ported together."""
     code = textwrap.dedent("""
         import torch
         import torch.backends.cudnn as cudnn
@@ -186,9 +204,10 @@ def test_a_not_on_another_operand_of_a_kept_check_does_not_free_its_body():
             if not args.disable_cuda and torch.cuda.is_available():
                 args.device = torch.device("cuda")
                 cudnn.deterministic = True
+                cudnn.benchmark = True
             else:
                 args.device = torch.device("cpu")
     """).lstrip()
-    result = port_source("run.py", code.encode(), make_ruleset(), True)
-    assert result.new_source is None or b'torch.device("hpu")' not in result.new_source
-    assert any(f.code == "HPU110" and f.kept == "nvidia-only" for f in result.findings)
+    output = port_source("run.py", code.encode(), make_ruleset(), True).new_source.decode()
+    assert "torch.hpu.is_available()" in output and 'torch.device("hpu")' in output
+    assert "cudnn.benchmark = True" in output

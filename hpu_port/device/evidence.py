@@ -66,6 +66,7 @@ class Evidence:
     errors: tuple = _entry("nvidia-only", "errors")
     keywords: tuple = _entry("nvidia-only", "keywords")
     switch_keywords: tuple = _entry("nvidia-only", "switch-keywords")
+    harmless_switches: tuple = _entry("nvidia-only", "harmless-switches")
     exceptions: tuple = _entry("nvidia-only", "exception", EXCEPTIONS)
     cuda_checks: tuple = _entry("devices", "cuda-checks")
     port: tuple = _entry("devices", "port")
@@ -122,6 +123,7 @@ class Evidence:
                 strings=self.strings + by_name(self.branch_strings, device),
                 errors=self.errors,
                 tables=self.tables,
+                harmless=self.harmless_switches,
             )
         return self._guards[device]
 
@@ -214,6 +216,7 @@ class Guard:
     strings: tuple  # patterns of whole strings
     errors: tuple  # patterns of lower-cased exception messages
     tables: tuple  # devices checked against the module's own table of devices
+    harmless: tuple = ()  # patterns of switches whose setting is no evidence (`cudnn.benchmark = True`)
 
 
 def by_name(table: tuple, name: str) -> tuple:

@@ -280,7 +280,9 @@ _CUDA_CATEGORIES = frozenset({"device", "memory", "distributed", "graphs", "libr
 
 
 def _kept_cuda(hit) -> bool:
-    return hit.rule.has_fix and not hit.has_fix and hit.rule.category in _CUDA_CATEGORIES
+    # A switch left as it is because it does nothing on Gaudi (`cudnn.benchmark = True`) keeps no CUDA code.
+    harmless = hit.kept is not None and hit.kept.reason == "harmless"
+    return hit.rule.has_fix and not hit.has_fix and hit.rule.category in _CUDA_CATEGORIES and not harmless
 
 
 def library_switch(around: list, ctx) -> Optional[str]:
@@ -525,6 +527,17 @@ class _Finder:
         self.found: Optional[str] = None
         self.candidate: Optional[tuple[str, str]] = None
         self.excepted: set[str] = set()
+        self.harmless = patterns.harmless
+        self.switching: Optional[cst.CSTNode] = None  # the target of a harmless switch being set
+
+    def visit_AssignTarget(self, node) -> None:
+        hit = self.ctx.qualify(node.target) if self.switching is None and self.harmless else None
+        if hit is not None and matches_any(hit[0], self.harmless):
+            self.switching = node
+
+    def leave_AssignTarget(self, node) -> None:
+        if node is self.switching:
+            self.switching = None
 
     def result(self) -> Optional[str]:
         if self.found is None and self.candidate is not None and self.candidate[1] not in self.excepted:
@@ -560,7 +573,7 @@ class _Finder:
             self.found = f"{node.keyword.value}="
 
     def _check(self, node) -> None:
-        if self.found is not None:
+        if self.found is not None or self.switching is not None:
             return
         hit = self.ctx.qualify(node)
         if hit is None:
