@@ -15,9 +15,9 @@ finding inside it. A file of CUDA kernels is one item, and so are a file's
 findings of a rule that says `items = "per-file"` (the NCCL variables a
 launch script sets are removed in one go), and so are the fixes held in a
 module that serves several devices because its code runs on all of them
-(kept reason `shared-code`: the module's choice of device is made once); a rule that says `items =
-"per-setting"` makes one item of the same setting in every file
-(`flash_attention: true` in each config: one decision), one that says
+(kept reason `shared-code`: the module's choice of device is made once); a
+rule that says `items = "per-setting"` makes one item of the same setting in
+every file (`flash_attention: true` in each config: one decision), one that says
 `items = "per-repository"` one item of all its findings (the NCCL tuning
 variables of every launch script are removed in one go), and what a person
 must do in a test tree (make the suite run on Gaudi) or in a vendored project
@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from hpu_port import filetypes
-from hpu_port.project import is_test_path
 from hpu_port.results import SEVERITIES, FileResult, Finding, all_findings
 
 # How much work a manual item of each category usually is.
@@ -218,7 +217,7 @@ def _setting_of(item: Item):
     root = vendored_root(item.path) if manual_blocker else None
     if root is not None:
         return "vendored", root
-    if manual_blocker and is_test_path(item.path):
+    if manual_blocker and in_tests(item.path):
         # A person makes a test suite run on Gaudi in one piece of work (a
         # device fixture, a marker, the dtypes the cases use, the tests of
         # NVIDIA-only features to skip): one item for the test tree.
@@ -228,6 +227,17 @@ def _setting_of(item: Item):
     if lead.item_scope != "per-setting":
         return None
     return lead.code, item.severity, item.needs_person, without_numbers(lead.message)
+
+
+def in_tests(path: str) -> bool:
+    """A test module, told from the path as the run names it (a folder above
+    the tree, such as a checkout under `/tmp/test`, says nothing)."""
+    parts = path.replace(os.sep, "/").split("/")
+    name = parts[-1]
+    return (
+        "tests" in parts[:-1] or "test" in parts[:-1] or name.startswith("test_") or name.endswith("_test.py")
+        or name == "conftest.py"
+    )
 
 
 def tree_of_tests(path: str) -> str:

@@ -3,7 +3,7 @@
 import textwrap
 
 from hpu_port.engine import port_source
-from hpu_port.planning import file_items, kept_whole, make_plan, tree_of_tests, work_packages
+from hpu_port.planning import file_items, in_tests, kept_whole, make_plan, tree_of_tests, work_packages
 from hpu_port.results import Finding
 from tests.conftest import make_ruleset
 
@@ -136,3 +136,8 @@ def test_a_work_package_counts_every_file_its_folded_items_are_in():
     results = [_result(path, fsdp) for path in ("a.py", "b/c.py", "d.py")]
     package = [p for p in work_packages(make_plan(results)) if p.code == "HPU206"]
     assert [(p.items, p.files) for p in package] == [(1, 3)]
+
+
+def test_a_folder_above_the_tree_named_test_makes_no_file_a_test():
+    assert in_tests("tests/unit/a.py") and in_tests("pkg/test_a.py") and in_tests("conftest.py")
+    assert not in_tests("train.py") and not in_tests("pkg/testing_utils.py")
