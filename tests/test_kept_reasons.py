@@ -211,3 +211,9 @@ def test_setting_a_cudnn_switch_keeps_no_check_for_nvidia():
     output = port_source("run.py", code.encode(), make_ruleset(), True).new_source.decode()
     assert "torch.hpu.is_available()" in output and 'torch.device("hpu")' in output
     assert "cudnn.benchmark = True" in output
+
+
+def test_a_check_that_guards_only_what_does_nothing_on_gaudi_stays_as_it_is():
+    code = "import torch\n\n\ndef clear():\n    if torch.cuda.is_available():\n        torch.cuda.empty_cache()\n"
+    result = port_source("pool.py", code.encode(), make_ruleset(), True)
+    assert result.new_source is None or b"torch.hpu.is_available" not in result.new_source

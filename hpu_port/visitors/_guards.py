@@ -178,7 +178,12 @@ def keep_guards_over_kept_cuda(ctx, flipped: list) -> None:
     for hit, guard in flipped:
         if not hit.has_fix:
             continue
-        kept = next((h for h in ctx.hits_inside(guard.body) if _kept_cuda(h)), None)
+        inside = [h for h in ctx.hits_inside(guard.body) if h.rule.category != "review"]
+        kept = next((h for h in inside if _kept_cuda(h)), None)
+        if kept is None and inside and all(_harmless(h) for h in inside):
+            # It guards only what does nothing on Gaudi (`torch.cuda.empty_cache()`):
+            # nothing to gain from the HPU's answer, so it stays as it is.
+            kept = inside[0]
         if kept is not None:
             why = f"the code it guards keeps `{shown_briefly(written(kept.node))}`, which the port could not change there"
             ctx.withdraw_fix(hit, Held("nvidia-only", why, guard))
@@ -281,8 +286,11 @@ _CUDA_CATEGORIES = frozenset({"device", "memory", "distributed", "graphs", "libr
 
 def _kept_cuda(hit) -> bool:
     # A switch left as it is because it does nothing on Gaudi (`cudnn.benchmark = True`) keeps no CUDA code.
-    harmless = hit.kept is not None and hit.kept.reason == "harmless"
-    return hit.rule.has_fix and not hit.has_fix and hit.rule.category in _CUDA_CATEGORIES and not harmless
+    return hit.rule.has_fix and not hit.has_fix and hit.rule.category in _CUDA_CATEGORIES and not _harmless(hit)
+
+
+def _harmless(hit) -> bool:
+    return hit.kept is not None and hit.kept.reason == "harmless"
 
 
 def library_switch(around: list, ctx) -> Optional[str]:
