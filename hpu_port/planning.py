@@ -145,7 +145,8 @@ def file_items(path: str, findings: Iterable[Finding], kept_whole: bool = False)
         first_of_code.setdefault(finding.code, (finding.cell or 0, finding.line))
         if finding.kept == "shared-code":
             first_of_code.setdefault("shared-code", (finding.cell or 0, finding.line))
-        first_of_code.setdefault(("nvidia-only", finding.kept_evidence), (finding.cell or 0, finding.line))
+        if finding.kept == "nvidia-only":
+            first_of_code.setdefault(("nvidia-only", finding.kept_evidence), (finding.cell or 0, finding.line))
         first_of_code.setdefault((finding.code, without_numbers(finding.message)), (finding.cell or 0, finding.line))
     for finding in ordered:
         key = (0, 0, SEVERITIES.index(finding.severity), finding.needs_person, "") if whole_file else _item_key(finding, first_of_code)

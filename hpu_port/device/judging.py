@@ -76,6 +76,9 @@ class ModuleJudge:
         # functions that bind it. Code under a test of one of them (`if _init():`)
         # only picks CUDA's path where the extension loads.
         self.binders: dict[str, set] = {}
+        # (definition, name, value) of each `global name` then `name = value`
+        # in a definition: found once, judged again each round.
+        self._global_bindings = list(_global_bindings(self.definitions))
         # Definition -> what it does, in walk order: judged again each round.
         self._events: dict[ast.AST, list] = {}
 
@@ -138,17 +141,12 @@ class ModuleJudge:
         `_C = load(...)` does at module level): what uses them is CUDA's.
         True if one is new (what was read of the definitions is read again)."""
         new = False
-        for local, node in self.definitions.items():
-            declared = {name for statement in ast.walk(node) if isinstance(statement, ast.Global) for name in statement.names}
-            for statement in ast.walk(node) if declared - set(self.built) else ():
-                if not isinstance(statement, ast.Assign):
-                    continue
-                why = self._builds_cuda(statement.value, found)
-                for target in statement.targets if why else ():
-                    if isinstance(target, ast.Name) and target.id in declared and target.id not in self.built:
-                        self.built[target.id] = why
-                        self.binders.setdefault(target.id, set()).add(local)
-                        new = True
+        for local, name, value in self._global_bindings:
+            why = self._builds_cuda(value, found) if name not in self.built else None
+            if why:
+                self.built[name] = why
+                self.binders.setdefault(name, set()).add(local)
+                new = True
         if new:
             self._events.clear()
             self._heads = None
@@ -289,6 +287,18 @@ class ModuleJudge:
         if head in self.definitions or head in self.classes:
             return ".".join([self.name, head, *parts]) if self.name else ".".join([head, *parts])
         return None
+
+
+def _global_bindings(definitions: dict) -> Iterable[tuple[str, str, ast.AST]]:
+    """(definition, name, value) of each module name a definition declares
+    `global` and assigns (`global _plugin` ... `_plugin = get_plugin(...)`)."""
+    for local, node in definitions.items():
+        declared = {name for statement in ast.walk(node) if isinstance(statement, ast.Global) for name in statement.names}
+        for statement in ast.walk(node) if declared else ():
+            if isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    if isinstance(target, ast.Name) and target.id in declared:
+                        yield local, target.id, statement.value
 
 
 def _under_tests_of(definition: ast.AST, binders: dict) -> set:
