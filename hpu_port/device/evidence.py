@@ -66,6 +66,7 @@ class Evidence:
     errors: tuple = _entry("nvidia-only", "errors")
     keywords: tuple = _entry("nvidia-only", "keywords")
     switch_keywords: tuple = _entry("nvidia-only", "switch-keywords")
+    kernel_switches: tuple = _entry("nvidia-only", "kernel-switches")
     harmless_switches: tuple = _entry("nvidia-only", "harmless-switches")
     exceptions: tuple = _entry("nvidia-only", "exception", EXCEPTIONS)
     cuda_checks: tuple = _entry("devices", "cuda-checks")

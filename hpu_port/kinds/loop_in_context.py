@@ -128,7 +128,30 @@ def _calls_a_model_method(loop: ast.AST, called: set) -> bool:
             called.add(func.id)
         elif isinstance(func, ast.Attribute) and (func.attr in _MODEL_METHODS or "model" in func.attr.lower()):
             return True
+        if isinstance(func, ast.Attribute) and func.attr not in MODEL_BOOKKEEPING and names_a_model(_last_ast_name(func.value)):
+            return True  # `model.get_intermediate_layers(x)`
+        if any(names_a_model(_last_ast_name(arg)) for arg in node.args):
+            return True  # `self.p_sample(model, x, t)`
     return False
+
+
+def _last_ast_name(expr: ast.AST) -> str:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    return expr.attr if isinstance(expr, ast.Attribute) else ""
+
+
+def names_a_model(name: str) -> bool:
+    """`model`, `self.ema_model`, `teacher_model`: a name a model is kept under."""
+    return "model" in name.lower()
+
+
+# Methods of a model that run no batch: a loop calling only these runs no forward pass.
+MODEL_BOOKKEEPING = frozenset({
+    "parameters", "named_parameters", "buffers", "named_buffers", "state_dict", "load_state_dict",
+    "eval", "train", "to", "cpu", "cuda", "half", "float", "bfloat16", "zero_grad", "apply",
+    "modules", "named_modules", "children", "named_children", "requires_grad_", "register_buffer",
+})
 
 
 def _ends_in(expr: ast.AST, last_parts: set[str]) -> bool:

@@ -119,6 +119,8 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         self.accelerators = frozenset(evidence.other)
         # Keywords that switch a library's CUDA code on (`gpu=`, `cuda=`).
         self.switch_words = frozenset(word.lower() for word in evidence.switch_keywords)
+        # Words of names and keywords that switch on PyTorch's fused kernels (`use_fused`).
+        self.kernel_switches = frozenset(word.lower() for word in evidence.kernel_switches)
         # Device strings listed beside other accelerators' (`["cuda", "xpu"]`):
         # the list gains the replacement rather than losing the device.
         self.extended_lists: dict[cst.CSTNode, cst.CSTNode] = {}
@@ -201,9 +203,23 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
             self._mark(node.value)
         for target in node.targets:
             self._keep_profiler_activities(written(target.target), node.value)
+            self._keep_kernel_switch(written(target.target), node.value)
         if self._lists_a_sibling(node.value):
             # `available = ["cpu"]`: what is appended to it later is a device too.
             self.device_lists.update(written(target.target) for target in node.targets)
+
+    def _keep_kernel_switch(self, name: str, value: cst.BaseExpression) -> None:
+        """`use_fused = fused_available and device_type == "cuda"`: the test
+        turns on PyTorch's fused kernels, which the HPU has only in some
+        PyTorch and Gaudi releases; kept, the unfused path runs on Gaudi."""
+        if not (name_parts(name) & self.kernel_switches):
+            return
+        reason = Held("unclear", f"the test decides `{shown_briefly(name)}`, which switches on PyTorch's fused CUDA kernels: the HPU has them only in some releases; Gaudi's own fused optimizers are in `habana_frameworks.torch.hpex.optimizers` (HPU701)")
+        for comparison in descendants(value):
+            if isinstance(comparison, cst.Comparison):
+                for string in descendants(comparison):
+                    if isinstance(string, (cst.SimpleString, cst.FormattedString)):
+                        self.kept.setdefault(string, reason)
 
     def _lists_a_sibling(self, value: cst.BaseExpression) -> bool:
         return isinstance(value, (cst.List, cst.Tuple, cst.Set)) and self._names_a_sibling([e.value for e in value.elements])
@@ -443,6 +459,8 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         """`FaissKMeans(gpu=device.type == "cuda")`: the value switches on a
         library's CUDA code, which Gaudi cannot run."""
         for arg in node.args:
+            if arg.keyword is not None and name_parts(arg.keyword.value) & self.kernel_switches:
+                self._keep_kernel_switch(arg.keyword.value, arg.value)
             if arg.keyword is None or not (name_parts(arg.keyword.value) & self.switch_words):
                 continue
             reason = Held("nvidia-only", f"the test answers `{arg.keyword.value}=` of `{shown_briefly(written(node.func))}`, a switch for NVIDIA GPUs' code")

@@ -8,9 +8,9 @@ from typing import Optional
 import libcst as cst
 
 from hpu_port.context import FileContext
-from hpu_port.kinds.loop_in_context import _BUILTINS, _MODEL_METHODS
+from hpu_port.kinds.loop_in_context import _BUILTINS, _MODEL_METHODS, MODEL_BOOKKEEPING, names_a_model
 from hpu_port.model import Rule
-from hpu_port.visitors._references import written
+from hpu_port.visitors._references import last_name, written
 
 
 def visitor_for_rule(rule: Rule, ctx: FileContext) -> cst.BatchableCSTVisitor:
@@ -109,7 +109,7 @@ class _LoopVisitor(cst.BatchableCSTVisitor):
             self.file_is_handled = True
         if handled and self.loop is not None:
             self.loop_is_handled = True
-        if self.loop is not None and hit is None and _looks_like_a_model(func, self.ctx):
+        if self.loop is not None and hit is None and (_looks_like_a_model(func, self.ctx) or _runs_a_model(node)):
             self.loop_runs_model = True
 
     def leave_Module(self, node) -> None:
@@ -126,6 +126,15 @@ def _walks_weights(loop) -> bool:
     """A loop over a model's parameters, buffers or state dict (`for p in
     model.parameters():`, `for name, buf in self.named_buffers():`)."""
     return isinstance(loop, cst.For) and bool(_WEIGHT_WORDS.search(written(loop.iter)))
+
+
+def _runs_a_model(call: cst.Call) -> bool:
+    """A method of something named like a model (`model.get_intermediate_layers(x)`),
+    or a call handed one (`self.p_sample(model, x, t)`)."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value not in MODEL_BOOKKEEPING and names_a_model(last_name(func.value)):
+        return True
+    return any(names_a_model(last_name(arg.value)) for arg in call.args)
 
 
 def _looks_like_a_model(func, ctx) -> bool:
