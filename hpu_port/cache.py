@@ -315,6 +315,11 @@ def facts_from_data(data: dict) -> ProjectFacts:
     for f in fields(ProjectFacts):
         if not f.compare:
             continue
+        if isinstance(f.default, str):
+            if not isinstance(data.get(f.name), str):
+                raise ValueError(f"project facts without {f.name}")
+            values[f.name] = data[f.name]
+            continue
         if not isinstance(data.get(f.name), list):
             raise ValueError(f"project facts without {f.name}")
         items = tuple(_frozen(item) for item in data[f.name])

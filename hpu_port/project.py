@@ -83,6 +83,9 @@ class ProjectFacts:
     # The NVIDIA-only definitions whose reason is CUDA kernel code: they build
     # or call a CUDA extension, themselves or through calls they always make.
     kernel_code: frozenset = frozenset()
+    # The folder that holds every Python file of the run: folders above it
+    # (where the project is checked out) say nothing of its modules.
+    root: str = ""
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     _module_index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -127,7 +130,11 @@ class ProjectFacts:
         if not top:
             # A module of a folder the project imports by dotted name (`tools.server.x`).
             top = os.path.dirname(os.path.abspath(path))
-        return top in self.serves_several or (bool(self.serves_several) and is_test_path(path))
+        return top in self.serves_several or (bool(self.serves_several) and self.is_test(path))
+
+    def is_test(self, path: str) -> bool:
+        """Whether ``path`` is a test module of this project (see ``is_test_path``)."""
+        return is_test_path(path, self.root)
 
     def why_nvidia_module(self, module: str) -> Optional[str]:
         """Why importing ``module`` needs NVIDIA's software (it, or a package
@@ -216,7 +223,13 @@ def find_facts(
         config_reads(sources.values()),
         cli_flags(sources.values()),
         frozenset(kernel),
+        _common_folder(files),
     )
+
+
+def _common_folder(files: list) -> str:
+    """The deepest folder that holds every one of ``files`` (absolute paths)."""
+    return os.path.commonpath([os.path.dirname(path) for path in files]) if files else ""
 
 
 def _nvidia_modules(sources: dict, facts: ProjectFacts, libraries: frozenset, trees: "_Trees") -> tuple:
@@ -269,10 +282,17 @@ def _top_statements(body: list) -> Iterable[ast.stmt]:
             yield node
 
 
-def is_test_path(path: str) -> bool:
+def is_test_path(path: str, root: str = "") -> bool:
     """A test module: named `test_*.py`, `*_test.py` or `conftest.py`, or in
-    a `tests`/`test` folder near it (where the project is checked out says nothing)."""
-    folders = os.path.normpath(os.path.dirname(os.path.abspath(path))).split(os.sep)[-3:]
+    a `tests`/`test` folder of the project: below ``root`` (the run's common
+    folder) or, without one, among the three folders nearest the file. Where
+    the project is checked out says nothing (`/tmp/test/proj/train.py`)."""
+    directory = os.path.normpath(os.path.dirname(os.path.abspath(path)))
+    if root and (directory == root or directory.startswith(root.rstrip(os.sep) + os.sep)):
+        inside = os.path.relpath(directory, root)
+        folders = [os.path.basename(root)] + ([] if inside == "." else inside.split(os.sep))
+    else:
+        folders = directory.split(os.sep)[-3:]
     name = os.path.basename(path)
     return (
         "tests" in folders or "test" in folders or name.startswith("test_") or name.endswith("_test.py")

@@ -663,3 +663,19 @@ def test_a_subclass_holds_what_its_base_class_of_the_module_assigns_to_self(tmp_
     assert result.exit_code == 0, result.output
     loop = (tmp_path / "diffusion" / "train_util.py").read_text()
     assert loop.count("htcore.mark_step()") == 1  # still only after `accelerator.backward`
+
+
+def test_where_the_project_is_checked_out_does_not_make_its_modules_tests(tmp_path):
+    # A checkout under a folder named `test` (`/tmp/test/proj/...`): its
+    # modules are not tests; a `tests` folder of the project holds tests.
+    root = tmp_path / "test" / "proj"
+    files = {
+        root / "train.py": b"import torch\n",
+        root / "pkg" / "model.py": b"import torch\n",
+        root / "tests" / "helpers.py": b"import torch\n",
+    }
+    facts = find_facts({str(path): data for path, data in files.items()}, LIBRARIES)
+    assert not facts.is_test(str(root / "train.py"))
+    assert not facts.is_test(str(root / "pkg" / "model.py"))
+    assert facts.is_test(str(root / "tests" / "helpers.py"))
+    assert facts.is_test(str(root / "pkg" / "test_model.py"))  # named as a test

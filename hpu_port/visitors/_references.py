@@ -87,7 +87,37 @@ def last_name(node: cst.CSTNode) -> str:
 
 def written(node: cst.CSTNode) -> str:
     """The source text of a node, as the user wrote it."""
+    kind = type(node)
+    # Names, dotted names and strings are most of what rules ask about:
+    # spelled out directly, without generating code (the same text).
+    if kind is cst.Name or kind is cst.SimpleString:
+        if not node.lpar:
+            return node.value
+    elif kind is cst.Attribute and not node.lpar and _tight(node.dot):
+        head = _dotted(node.value)
+        if head is not None:
+            return f"{head}.{node.attr.value}"
     return cst.Module([]).code_for_node(node)
+
+
+def _dotted(node: cst.CSTNode) -> Optional[str]:
+    """`a.b.c` as written when it is only names and tight dots; None otherwise."""
+    kind = type(node)
+    if kind is cst.Name:
+        return None if node.lpar else node.value
+    if kind is cst.Attribute and not node.lpar and _tight(node.dot):
+        head = _dotted(node.value)
+        return None if head is None else f"{head}.{node.attr.value}"
+    return None
+
+
+def _tight(dot: cst.Dot) -> bool:
+    """A dot with no space or line break around it."""
+    before, after = dot.whitespace_before, dot.whitespace_after
+    return (
+        type(before) is cst.SimpleWhitespace and not before.value
+        and type(after) is cst.SimpleWhitespace and not after.value
+    )
 
 
 NOT_A_LITERAL = object()

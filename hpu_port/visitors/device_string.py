@@ -89,6 +89,8 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         self.in_role: set[cst.CSTNode] = set()
         # Names given a list of devices (`["cpu"]`): what they get later is one too.
         self.device_lists: set[str] = set()
+        # Names bound to a role call (`precision_scope = autocast if amp else nullcontext`).
+        self.role_call_aliases: set[str] = set()
         self.functions: list[cst.FunctionDef] = []
         # Enclosing checks and arguments, for strings in a device test.
         self.around: list[cst.CSTNode] = []
@@ -204,6 +206,8 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         for target in node.targets:
             self._keep_profiler_activities(written(target.target), node.value)
             self._keep_kernel_switch(written(target.target), node.value)
+        if self._binds_a_role_call(node.value):
+            self.role_call_aliases.update(written(target.target) for target in node.targets)
         if self._lists_a_sibling(node.value):
             # `available = ["cpu"]`: what is appended to it later is a device too.
             self.device_lists.update(written(target.target) for target in node.targets)
@@ -220,6 +224,14 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
                 for string in descendants(comparison):
                     if isinstance(string, (cst.SimpleString, cst.FormattedString)):
                         self.kept.setdefault(string, reason)
+
+    def _binds_a_role_call(self, value: cst.BaseExpression) -> bool:
+        """`autocast`, or `autocast if opt.precision == "autocast" else
+        nullcontext`: the name then called with "cuda" is given a device
+        (`with precision_scope("cuda"):`). The other arm may be any callable
+        that takes the argument and ignores it."""
+        arms = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+        return any(isinstance(arm, (cst.Name, cst.Attribute)) and self._device_call(arm) for arm in arms)
 
     def _lists_a_sibling(self, value: cst.BaseExpression) -> bool:
         return isinstance(value, (cst.List, cst.Tuple, cst.Set)) and self._names_a_sibling([e.value for e in value.elements])
@@ -528,6 +540,8 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
 
     def _device_call(self, func: cst.BaseExpression) -> bool:
         if isinstance(func, cst.Attribute) and func.attr.value in self.params["role-methods"]:
+            return True
+        if isinstance(func, cst.Name) and func.value in self.role_call_aliases:
             return True
         if last_name(func) not in self._role_call_names:
             return False

@@ -11,6 +11,7 @@ from hpu_port.context import FileContext
 from hpu_port.kinds.loop_in_context import _BUILTINS, _MODEL_METHODS, MODEL_BOOKKEEPING, names_a_model
 from hpu_port.model import Rule
 from hpu_port.visitors._references import last_name, written
+from hpu_port.walk import descendants
 
 
 def visitor_for_rule(rule: Rule, ctx: FileContext) -> cst.BatchableCSTVisitor:
@@ -48,7 +49,18 @@ class _LoopVisitor(cst.BatchableCSTVisitor):
                 if self.loop is None and self.plain_loops:
                     # `for x in loader: with torch.no_grad(): ...` runs the loop under it.
                     self._start_loop(self.plain_loops[-1], name)
+                    # Calls visited before the `with` count too: a training
+                    # loop that renders a sample under no_grad now and then.
+                    if self._calls_a_skipped_method(self.loop):
+                        self.loop_is_handled = True
                 return
+
+    def _calls_a_skipped_method(self, loop) -> bool:
+        skipped = self.params["skip-methods"]
+        return any(
+            isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in skipped
+            for node in descendants(loop)
+        )
 
     def leave_With(self, node: cst.With) -> None:
         self._pop(node)

@@ -18,7 +18,6 @@ from hpu_port.device.evidence import Evidence, of_options
 from hpu_port.filetypes import path_words
 from hpu_port.model import Rule
 from hpu_port.patterns import matches_any
-from hpu_port.project import is_test_path
 from hpu_port.visitors._backend_choices import (
     mark_arm,
     mark_cuda_choices,
@@ -104,7 +103,7 @@ def _mark_kernel_code(ctx: FileContext) -> None:
         return
     # A test of code that only runs on NVIDIA GPUs (it calls Triton kernels)
     # tests that code: it is kept whole, as kernel code is, with its helpers.
-    testing = is_test_path(ctx.path)
+    testing = facts.is_test(ctx.path)
     if not facts.kernel_code and not (testing and facts.nvidia_only):
         return
     module = facts.module_name(ctx.path)
@@ -397,7 +396,7 @@ def _imported_nvidia_module(ctx: FileContext) -> Optional[str]:
     own = ctx.facts.why_nvidia_module(ctx.facts.module_name(ctx.path)) if in_package else None
     if own is not None and own.endswith("at its top"):
         return f"{own}: the module only loads where NVIDIA's software is"
-    if not is_test_path(ctx.path or ""):
+    if not ctx.facts.is_test(ctx.path or ""):
         return None
     for small in _top_level_smalls(ctx.module):
         for module in _imported_modules(small):
