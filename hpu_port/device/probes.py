@@ -35,16 +35,34 @@ def probed_in(source: bytes, devices, code: Optional[bytes] = None) -> bool:
     ``code``: ``source`` with its comments and docstrings blanked out, when
     the caller has it already (``CodeView.text``)."""
     devices = tuple(sorted(devices))
-    # Every probe names a device: most files name none, and looking for a few
-    # words costs a fraction of the search.
-    if not any(word in source for word in _device_words(devices)):
-        return False
-    pattern = _bytes_probes_of(devices)
-    if pattern.search(source) is None:
+    words, pattern = _probe_anchors(devices), _bytes_probes_of(devices)
+    if not _search_near_words(pattern, source, words):
         return False
     # A comment or a docstring that shows a probe (`# if is_torch_xla_available():`)
     # does not choose a device: only a hit that is still there in the code counts.
-    return pattern.search(code if code is not None else _without_prose(source)) is not None
+    return _search_near_words(pattern, code if code is not None else _without_prose(source), words)
+
+
+# How far from a device's name a probe may reach (`is_torch_npu_available(`,
+# `device.type == "npu"`): the search looks that far on each side.
+_PROBE_REACH = 256
+
+
+def _search_near_words(pattern: "re.Pattern", text: bytes, anchors: tuple) -> bool:
+    """Whether ``pattern`` matches ``text`` near one of ``anchors`` (each
+    probe holds one, see ``_probe_anchors``). Plain byte searches for them
+    cost a fraction of running the pattern, or any pattern with as many
+    alternatives, over the whole text."""
+    for present, anchor in anchors:
+        if present not in text:
+            continue
+        at = text.find(anchor)
+        while at != -1:
+            start = max(0, at - _PROBE_REACH)
+            if pattern.search(text, start, at + len(anchor) + _PROBE_REACH) is not None:
+                return True
+            at = text.find(anchor, at + 1)
+    return False
 
 
 def _without_prose(source: bytes) -> bytes:
@@ -92,6 +110,19 @@ def _byte_column(line: bytes, column: int, encoding: str) -> int:
 @lru_cache(maxsize=None)
 def _device_words(devices: tuple) -> tuple:
     return tuple(word.encode() for device in devices for word in (device, device.upper()))
+
+
+@lru_cache(maxsize=None)
+def _probe_anchors(devices: tuple) -> tuple:
+    """(word, anchor) pairs: every probe of ``probes_of`` holds one of the
+    anchors, `available(` (the availability calls), a device's name just after
+    a quote (the comparisons with a string) or a device enum's member (upper
+    case); a text without the word holds none of its anchors."""
+    anchors = [(b"available(", b"available(")]
+    for device in devices:
+        name, member = device.encode(), device.upper().encode()
+        anchors += [(name, b'"' + name), (name, b"'" + name), (member, member)]
+    return tuple(anchors)
 
 
 @lru_cache(maxsize=None)
