@@ -284,7 +284,7 @@ def _new_call(call: cst.Call, arguments, entry, func_code: str) -> cst.Call:
         args.append(arg if arg.keyword is not None else _keyword_arg(name, arg.value, arg.comma))
     args += [_keyword_arg(k, cst.parse_expression(v)) for k, v in entry["set"].items()]
     args += [_keyword_arg(k, cst.parse_expression(v)) for k, v in entry["defaults"].items() if k not in arguments]
-    args = _fix_commas(args, call.args[-1].comma if call.args else cst.MaybeSentinel.DEFAULT)
+    args = _fix_commas(args, call.args[-1] if call.args else None)
     return call.with_changes(func=cst.parse_expression(func_code), args=args)
 
 
@@ -324,12 +324,19 @@ def _keyword_arg(name: str, value, comma=cst.MaybeSentinel.DEFAULT) -> cst.Arg:
     )
 
 
-def _fix_commas(args: list, last_comma) -> list:
+def _fix_commas(args: list, old_last: Optional[cst.Arg]) -> list:
+    """Commas between ``args``; the last one ends as the call's old last
+    argument did (its trailing comma, and the line break before a closing
+    parenthesis on a line of its own), wherever that argument now stands."""
     separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    last_comma = old_last.comma if old_last is not None else cst.MaybeSentinel.DEFAULT
+    closing = old_last.whitespace_after_arg if old_last is not None else cst.SimpleWhitespace("")
     fixed = []
     for index, arg in enumerate(args):
+        if arg.whitespace_after_arg is closing:
+            arg = arg.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
         if index == len(args) - 1:
-            fixed.append(arg.with_changes(comma=last_comma))
+            fixed.append(arg.with_changes(comma=last_comma, whitespace_after_arg=closing))
         elif not isinstance(arg.comma, cst.Comma):
             fixed.append(arg.with_changes(comma=separator))
         else:

@@ -354,9 +354,9 @@ def _set_keyword(args: list, keyword: str, code: str, indent, positions=None) ->
 def append_arg(args: list, new: cst.Arg, indent=None) -> list:
     """Add an argument at the end, keeping the call's layout.
 
-    In a call laid out one argument per line with a trailing comma, the new
-    argument gets a line of its own (``indent`` is the whitespace after the
-    opening parenthesis); otherwise it follows ``, `` on the same line.
+    In a call laid out one argument per line, the new argument gets a line of
+    its own (``indent`` is the whitespace after the opening parenthesis, for a
+    call with a trailing comma); otherwise it follows ``, `` on the same line.
     """
     if not args:
         return [new]
@@ -365,7 +365,21 @@ def append_arg(args: list, new: cst.Arg, indent=None) -> list:
     separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     if trailing is not None and isinstance(indent, cst.ParenthesizedWhitespace):
         separator = cst.Comma(whitespace_after=indent)
-    return [*args[:-1], last.with_changes(comma=separator), new.with_changes(comma=trailing or cst.MaybeSentinel.DEFAULT)]
+    elif len(args) > 1 and _breaks_line_after(args[-2]) and isinstance(last.whitespace_after_arg, cst.ParenthesizedWhitespace):
+        # One argument per line, the parenthesis on a line of its own, no
+        # trailing comma: the new argument gets a line of its own too.
+        separator = cst.Comma(whitespace_after=args[-2].comma.whitespace_after)
+    # What stood after the old last argument (the line break before a closing
+    # parenthesis on its own line) now stands after the new one.
+    return [
+        *args[:-1],
+        last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace("")),
+        new.with_changes(comma=trailing or cst.MaybeSentinel.DEFAULT, whitespace_after_arg=last.whitespace_after_arg),
+    ]
+
+
+def _breaks_line_after(arg: cst.Arg) -> bool:
+    return isinstance(arg.comma, cst.Comma) and isinstance(arg.comma.whitespace_after, cst.ParenthesizedWhitespace)
 
 
 def remove_args(args, predicate) -> list:
