@@ -285,12 +285,13 @@ def _top_statements(body: list) -> Iterable[ast.stmt]:
 def is_test_path(path: str, root: str = "") -> bool:
     """A test module: named `test_*.py`, `*_test.py` or `conftest.py`, or in
     a `tests`/`test` folder of the project: below ``root`` (the run's common
-    folder) or, without one, among the three folders nearest the file. Where
-    the project is checked out says nothing (`/tmp/test/proj/train.py`)."""
+    folder, whose own name is where the project is checked out) or, without
+    one, among the three folders nearest the file. Where the project is
+    checked out says nothing (`/tmp/test/proj/train.py`, `/srv/test/train.py`)."""
     directory = os.path.normpath(os.path.dirname(os.path.abspath(path)))
     if root and (directory == root or directory.startswith(root.rstrip(os.sep) + os.sep)):
         inside = os.path.relpath(directory, root)
-        folders = [os.path.basename(root)] + ([] if inside == "." else inside.split(os.sep))
+        folders = [] if inside == "." else inside.split(os.sep)
     else:
         folders = directory.split(os.sep)[-3:]
     name = os.path.basename(path)

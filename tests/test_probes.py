@@ -23,6 +23,19 @@ CASES = [
 ]
 
 
+def _edge_case() -> str:
+    """`== Kinds.NPU_V2` (no enum member NPU) with a window from `"npu` ending just after `NPU`."""
+    head = 'name = "npu"\n'
+    pad = "#" * 200 + "\n"
+    line = "if kind == Kinds.NPU_V2:\n    pass\n"
+    code = head + pad + line
+    cut = code.index("NPU_V2") + 3 - (code.index('"npu') + 4)
+    return head + "#" * (200 - (cut - 256)) + "\n" + line if cut != 256 else code
+
+
+CASES.append((_edge_case(), False))
+
+
 @pytest.mark.parametrize(("code", "expected"), CASES)
 def test_probes_are_found_as_the_full_pattern_finds_them(code, expected):
     source = code.encode()

@@ -679,3 +679,7 @@ def test_where_the_project_is_checked_out_does_not_make_its_modules_tests(tmp_pa
     assert not facts.is_test(str(root / "pkg" / "model.py"))
     assert facts.is_test(str(root / "tests" / "helpers.py"))
     assert facts.is_test(str(root / "pkg" / "test_model.py"))  # named as a test
+    # The checkout itself named `test`: its own name says nothing either.
+    checkout = tmp_path / "test"
+    facts = find_facts({str(checkout / "a" / "b" / "train.py"): b"import torch\n", str(checkout / "setup.py"): b""}, LIBRARIES)
+    assert not facts.is_test(str(checkout / "a" / "b" / "train.py"))

@@ -58,11 +58,23 @@ def _search_near_words(pattern: "re.Pattern", text: bytes, anchors: tuple) -> bo
             continue
         at = text.find(anchor)
         while at != -1:
-            start = max(0, at - _PROBE_REACH)
-            if pattern.search(text, start, at + len(anchor) + _PROBE_REACH) is not None:
+            if _matches_within(pattern, text, max(0, at - _PROBE_REACH), at + len(anchor) + _PROBE_REACH):
                 return True
             at = text.find(anchor, at + 1)
     return False
+
+
+def _matches_within(pattern: "re.Pattern", text: bytes, start: int, end: int) -> bool:
+    """Whether a match of ``pattern`` starts in ``text[start:end]`` and holds
+    in the whole text (the window's end would pass `\\b` and lookaheads)."""
+    at = start
+    while True:
+        found = pattern.search(text, at, end)
+        if found is None:
+            return False
+        if pattern.match(text, found.start()) is not None:
+            return True
+        at = found.start() + 1
 
 
 def _without_prose(source: bytes) -> bytes:

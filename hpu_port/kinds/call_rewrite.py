@@ -51,6 +51,10 @@ Each entry of ``[rewrites."<qualified name>"]`` may give:
   ``torch.float16 if fp16 else torch.bfloat16``) is reported, not rewritten:
   that arm still computes in float16 (a loss scaler it needs).
 
+- ``quiet-as-value = true``: a use that is not a call is not reported: the
+  calls of the name it is bound to say the device, and the device-string
+  rule renames them (``aliased-role-calls``: ``scope = torch.autocast``).
+
 A bare decorator (``@torch.cuda.amp.custom_fwd``) becomes a call. A use that is
 not a call (passing the function around) is reported for a person.
 """
@@ -65,7 +69,7 @@ from hpu_port.triggers import name_trigger
 ENTRY_KEYS = {
     "to", "positional", "keep-positional", "prepend", "prepend-positional", "as-positional", "set", "defaults", "done-when-set",
     "drop", "require", "report-unless", "sequence", "fallback-of", "switch-keyword", "switch", "arms-agree",
-    "kept-in-fp16-arm",
+    "kept-in-fp16-arm", "quiet-as-value",
 }
 
 
@@ -136,6 +140,7 @@ def _entry(name: str, entry: dict) -> dict:
         "arms-agree": _flag(entry, "arms-agree", where),
         "done-when-set": _flag(entry, "done-when-set", where),
         "kept-in-fp16-arm": _flag(entry, "kept-in-fp16-arm", where),
+        "quiet-as-value": _flag(entry, "quiet-as-value", where),
     }
 
 

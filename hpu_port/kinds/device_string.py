@@ -13,7 +13,9 @@ device position, when the rule lists ``role-words``:
   (for what it returns) whose name has one of the ``role-words`` as a part
   (``device=``, ``self.device =``, ``cfg["device"] =``, ``def get_device()``);
 - the first argument of one of the ``role-calls`` (``torch.device``) or of a
-  method in ``role-methods`` (``.to("cuda")``);
+  method in ``role-methods`` (``.to("cuda")``), or of a name bound to one of
+  the ``aliased-role-calls`` (``scope = autocast if amp else nullcontext``,
+  then ``scope("cuda")``);
 - an argparse-like call whose option name has a role word
   (``add_argument("--device", default="cuda", choices=[...])``), and the
   default of an entry or attribute so named (``cfg.get("device", "cuda")``,
@@ -93,6 +95,7 @@ class DeviceString(Kind):
         "role-words": (list, False),
         "role-calls": (list, False),
         "role-methods": (list, False),
+        "aliased-role-calls": (list, False),
         "siblings": (list, False),
         "device-siblings": (bool, False),
         "nvidia-guards": (bool, False),
@@ -116,6 +119,7 @@ class DeviceString(Kind):
             "role-words": frozenset(w.lower() for w in string_list(table.get("role-words", []), "role-words")),
             "role-calls": frozenset(string_list(table.get("role-calls", []), "role-calls")),
             "role-methods": frozenset(string_list(table.get("role-methods", []), "role-methods")),
+            "aliased-role-calls": frozenset(string_list(table.get("aliased-role-calls", []), "aliased-role-calls")),
             "siblings": frozenset(string_list(table.get("siblings", []), "siblings")),
             "device-siblings": bool(table.get("device-siblings", False)),
             "nvidia-guards": bool(table.get("nvidia-guards", False)),

@@ -18,6 +18,7 @@ initialise weights or tidy up under ``no_grad`` are left alone.
 from __future__ import annotations
 
 import ast
+import re
 import builtins
 
 from hpu_port.kinds import Kind, last_words, register_kind, string_list
@@ -128,7 +129,7 @@ def _calls_a_model_method(loop: ast.AST, called: set) -> bool:
             called.add(func.id)
         elif isinstance(func, ast.Attribute) and (func.attr in _MODEL_METHODS or "model" in func.attr.lower()):
             return True
-        if isinstance(func, ast.Attribute) and func.attr not in MODEL_BOOKKEEPING and names_a_model(_last_ast_name(func.value)):
+        if isinstance(func, ast.Attribute) and not is_bookkeeping(func.attr) and names_a_model(_last_ast_name(func.value)):
             return True  # `model.get_intermediate_layers(x)`
         if any(names_a_model(_last_ast_name(arg)) for arg in node.args):
             return True  # `self.p_sample(model, x, t)`
@@ -142,16 +143,24 @@ def _last_ast_name(expr: ast.AST) -> str:
 
 
 def names_a_model(name: str) -> bool:
-    """`model`, `self.ema_model`, `teacher_model`: a name a model is kept under."""
-    return "model" in name.lower()
+    """`model`, `ema_model`, `teacherModel`: a name a model is kept under (its
+    last word is `model`; `model_type` and `model_name` are not)."""
+    words = re.split(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", name)
+    return bool(words) and words[-1].lower() == "model"
 
 
 # Methods of a model that run no batch: a loop calling only these runs no forward pass.
 MODEL_BOOKKEEPING = frozenset({
-    "parameters", "named_parameters", "buffers", "named_buffers", "state_dict", "load_state_dict",
+    "parameters", "buffers", "state_dict", "load_state_dict", "get_parameter", "get_buffer", "get_submodule",
     "eval", "train", "to", "cpu", "cuda", "half", "float", "bfloat16", "zero_grad", "apply",
-    "modules", "named_modules", "children", "named_children", "requires_grad_", "register_buffer",
+    "modules", "children", "requires_grad_",
 })
+# ...and methods whose names begin so (`named_parameters`, `register_buffer`).
+MODEL_BOOKKEEPING_PREFIXES = ("named_", "register_", "set_", "load_")
+
+
+def is_bookkeeping(method: str) -> bool:
+    return method in MODEL_BOOKKEEPING or method.startswith(MODEL_BOOKKEEPING_PREFIXES)
 
 
 def _ends_in(expr: ast.AST, last_parts: set[str]) -> bool:

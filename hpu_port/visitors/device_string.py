@@ -216,7 +216,8 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         """`use_fused = fused_available and device_type == "cuda"`: the test
         turns on PyTorch's fused kernels, which the HPU has only in some
         PyTorch and Gaudi releases; kept, the unfused path runs on Gaudi."""
-        if not (name_parts(name) & self.kernel_switches):
+        if not (name_parts(name) & self.kernel_switches) or not isinstance(value, _TRUTH_VALUES):
+            # Only a truth value switches a kernel on (`fused_device = "cuda" if ...` names a device).
             return
         reason = Held("unclear", f"the test decides `{shown_briefly(name)}`, which switches on PyTorch's fused CUDA kernels: the HPU has them only in some releases; Gaudi's own fused optimizers are in `habana_frameworks.torch.hpex.optimizers` (HPU701)")
         for comparison in descendants(value):
@@ -231,7 +232,11 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         (`with precision_scope("cuda"):`). The other arm may be any callable
         that takes the argument and ignores it."""
         arms = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
-        return any(isinstance(arm, (cst.Name, cst.Attribute)) and self._device_call(arm) for arm in arms)
+        aliased = self.params["aliased-role-calls"]
+        return any(
+            isinstance(arm, (cst.Name, cst.Attribute)) and (hit := self.ctx.qualify(arm)) is not None and hit[0] in aliased
+            for arm in arms
+        )
 
     def _lists_a_sibling(self, value: cst.BaseExpression) -> bool:
         return isinstance(value, (cst.List, cst.Tuple, cst.Set)) and self._names_a_sibling([e.value for e in value.elements])
@@ -745,6 +750,9 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
             if any(string in self.renamed and literal_value(written(string)) == value for string in strings_in(assign.value)):
                 return True
         return False
+
+
+_TRUTH_VALUES = (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)
 
 
 def _added_after(string: cst.SimpleString, word: str):

@@ -357,25 +357,44 @@ def append_arg(args: list, new: cst.Arg, indent=None) -> list:
     In a call laid out one argument per line, the new argument gets a line of
     its own (``indent`` is the whitespace after the opening parenthesis, for a
     call with a trailing comma); otherwise it follows ``, `` on the same line.
+    A comment after the old last argument stays on that argument's line.
     """
     if not args:
         return [new]
     last = args[-1]
     trailing: Optional[cst.Comma] = last.comma if isinstance(last.comma, cst.Comma) else None
-    separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    closing = last.whitespace_after_arg
+    own_line = None
     if trailing is not None and isinstance(indent, cst.ParenthesizedWhitespace):
-        separator = cst.Comma(whitespace_after=indent)
-    elif len(args) > 1 and _breaks_line_after(args[-2]) and isinstance(last.whitespace_after_arg, cst.ParenthesizedWhitespace):
+        own_line = _line_break(indent)
+    elif len(args) > 1 and _breaks_line_after(args[-2]) and isinstance(closing, cst.ParenthesizedWhitespace):
         # One argument per line, the parenthesis on a line of its own, no
         # trailing comma: the new argument gets a line of its own too.
-        separator = cst.Comma(whitespace_after=args[-2].comma.whitespace_after)
+        own_line = _line_break(args[-2].comma.whitespace_after)
+    separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    if own_line is not None:
+        # The old last argument's line keeps its comment; the new line has none.
+        after_last = trailing.whitespace_after if trailing is not None else closing
+        if isinstance(after_last, cst.ParenthesizedWhitespace):
+            own_line = own_line.with_changes(first_line=after_last.first_line)
+            bare = after_last.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+            if trailing is not None:
+                trailing = trailing.with_changes(whitespace_after=bare)
+            else:
+                closing = bare
+        separator = cst.Comma(whitespace_after=own_line)
     # What stood after the old last argument (the line break before a closing
     # parenthesis on its own line) now stands after the new one.
     return [
         *args[:-1],
         last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace("")),
-        new.with_changes(comma=trailing or cst.MaybeSentinel.DEFAULT, whitespace_after_arg=last.whitespace_after_arg),
+        new.with_changes(comma=trailing or cst.MaybeSentinel.DEFAULT, whitespace_after_arg=closing),
     ]
+
+
+def _line_break(whitespace: cst.ParenthesizedWhitespace) -> cst.ParenthesizedWhitespace:
+    """The line break and indentation of ``whitespace``, without its comments or empty lines."""
+    return whitespace.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
 
 
 def _breaks_line_after(arg: cst.Arg) -> bool:

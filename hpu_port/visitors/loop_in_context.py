@@ -8,10 +8,10 @@ from typing import Optional
 import libcst as cst
 
 from hpu_port.context import FileContext
-from hpu_port.kinds.loop_in_context import _BUILTINS, _MODEL_METHODS, MODEL_BOOKKEEPING, names_a_model
+from hpu_port.kinds.loop_in_context import _BUILTINS, _MODEL_METHODS, is_bookkeeping, names_a_model
 from hpu_port.model import Rule
 from hpu_port.visitors._references import last_name, written
-from hpu_port.walk import descendants
+from hpu_port.walk import children
 
 
 def visitor_for_rule(rule: Rule, ctx: FileContext) -> cst.BatchableCSTVisitor:
@@ -56,11 +56,19 @@ class _LoopVisitor(cst.BatchableCSTVisitor):
                 return
 
     def _calls_a_skipped_method(self, loop) -> bool:
+        """Whether the loop itself calls one of the skip methods (`loss.backward()`),
+        not a loop, function or class inside it (an epoch's training loop
+        beside its validation loop)."""
         skipped = self.params["skip-methods"]
-        return any(
-            isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in skipped
-            for node in descendants(loop)
-        )
+        stack = list(children(loop.body))
+        while stack:
+            node = stack.pop()
+            if isinstance(node, _OWN_SCOPES):
+                continue
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in skipped:
+                return True
+            stack.extend(children(node))
+        return False
 
     def leave_With(self, node: cst.With) -> None:
         self._pop(node)
@@ -131,6 +139,10 @@ class _LoopVisitor(cst.BatchableCSTVisitor):
             self.ctx.report(self.rule, loop, self.rule.message.format(name=context))
 
 
+# Code inside a loop that runs on its own terms: what it calls is not the loop's.
+_OWN_SCOPES = (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
 _WEIGHT_WORDS = re.compile(r"param|buffer|state_dict|weight", re.IGNORECASE)
 
 
@@ -144,7 +156,7 @@ def _runs_a_model(call: cst.Call) -> bool:
     """A method of something named like a model (`model.get_intermediate_layers(x)`),
     or a call handed one (`self.p_sample(model, x, t)`)."""
     func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value not in MODEL_BOOKKEEPING and names_a_model(last_name(func.value)):
+    if isinstance(func, cst.Attribute) and not is_bookkeeping(func.attr.value) and names_a_model(last_name(func.value)):
         return True
     return any(names_a_model(last_name(arg.value)) for arg in call.args)
 
