@@ -216,13 +216,13 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         """`use_fused = fused_available and device_type == "cuda"`: the test
         turns on PyTorch's fused kernels, which the HPU has only in some
         PyTorch and Gaudi releases; kept, the unfused path runs on Gaudi."""
-        if not (name_parts(name) & self.kernel_switches) or not isinstance(value, _TRUTH_VALUES):
+        if not (name_parts(name) & self.kernel_switches) or not _is_truth_value(value):
             # Only a truth value switches a kernel on (`fused_device = "cuda" if ...` names a device).
             return
         reason = Held("unclear", f"the test decides `{shown_briefly(name)}`, which switches on PyTorch's fused CUDA kernels: the HPU has them only in some releases; Gaudi's own fused optimizers are in `habana_frameworks.torch.hpex.optimizers` (HPU701)")
-        for comparison in descendants(value):
-            if isinstance(comparison, cst.Comparison):
-                for string in descendants(comparison):
+        for test in descendants(value):
+            if _is_truth_value(test) and not isinstance(test, (cst.BooleanOperation, cst.UnaryOperation)):
+                for string in descendants(test):
                     if isinstance(string, (cst.SimpleString, cst.FormattedString)):
                         self.kept.setdefault(string, reason)
 
@@ -752,7 +752,11 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         return False
 
 
-_TRUTH_VALUES = (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)
+def _is_truth_value(expr: cst.BaseExpression) -> bool:
+    """A comparison, a string test (`device.startswith("cuda")`), or `and`/`or`/`not` of them."""
+    if isinstance(expr, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)):
+        return True
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in STRING_TESTS
 
 
 def _added_after(string: cst.SimpleString, word: str):
