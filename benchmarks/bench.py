@@ -112,7 +112,7 @@ def main() -> int:
         "dry": ("hpu-port rewrite --dry-run --no-cache", [*hpu, "rewrite", "--dry-run", "-q", "--no-cache", *jobs, str(tree)]),
     }
     if args.against:
-        old = [*older_checkout(args.against, args.workdir), "-m", "hpu_port"]
+        old = older_checkout(args.against, args.workdir)
         commands["cold-old"] = (f"check --no-cache at {args.against}", [*old, "check", "-q", "--no-cache", *jobs, str(tree)])
         commands["dry-old"] = (f"rewrite --dry-run --no-cache at {args.against}",
                                [*old, "rewrite", "--dry-run", "-q", "--no-cache", *jobs, str(tree)])
@@ -358,7 +358,11 @@ def older_checkout(revision: str, workdir: Path) -> list:
         # The package finds rules/ beside it, as in a checkout.
         subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(target / "hpu_port")], stdout=subprocess.DEVNULL, check=False)
-    return ["env", f"PYTHONPATH={target}", sys.executable]
+    # Not `python -m hpu_port` under PYTHONPATH: `-m` puts the working
+    # directory first on the path, so run from this checkout it would time
+    # today's package under the old one's name.
+    start = f"import runpy, sys; sys.path.insert(0, {str(target)!r}); sys.argv[0] = 'hpu-port'; runpy.run_module('hpu_port', run_name='__main__')"
+    return [sys.executable, "-c", start]
 
 
 def compile_bytecode() -> None:
