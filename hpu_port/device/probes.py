@@ -35,12 +35,12 @@ def probed_in(source: bytes, devices, code: Optional[bytes] = None) -> bool:
     ``code``: ``source`` with its comments and docstrings blanked out, when
     the caller has it already (``CodeView.text``)."""
     devices = tuple(sorted(devices))
-    words, pattern = _probe_anchors(devices), _bytes_probes_of(devices)
-    if not _search_near_words(pattern, source, words):
+    anchors, pattern = _probe_anchors(devices), _bytes_probes_of(devices)
+    if not _search_near_anchors(pattern, source, anchors):
         return False
     # A comment or a docstring that shows a probe (`# if is_torch_xla_available():`)
     # does not choose a device: only a hit that is still there in the code counts.
-    return _search_near_words(pattern, code if code is not None else _without_prose(source), words)
+    return _search_near_anchors(pattern, code if code is not None else _without_prose(source), anchors)
 
 
 # How far from a device's name a probe may reach (`is_torch_npu_available(`,
@@ -48,7 +48,7 @@ def probed_in(source: bytes, devices, code: Optional[bytes] = None) -> bool:
 _PROBE_REACH = 256
 
 
-def _search_near_words(pattern: "re.Pattern", text: bytes, anchors: tuple) -> bool:
+def _search_near_anchors(pattern: "re.Pattern", text: bytes, anchors: tuple) -> bool:
     """Whether ``pattern`` matches ``text`` near one of ``anchors`` (each
     probe holds one, see ``_probe_anchors``). Plain byte searches for them
     cost a fraction of running the pattern, or any pattern with as many
@@ -117,11 +117,6 @@ def _blank(blanked: bytearray, lines, starts, token, encoding: str) -> None:
 
 def _byte_column(line: bytes, column: int, encoding: str) -> int:
     return len(line.decode(encoding, "replace")[:column].encode(encoding, "replace"))
-
-
-@lru_cache(maxsize=None)
-def _device_words(devices: tuple) -> tuple:
-    return tuple(word.encode() for device in devices for word in (device, device.upper()))
 
 
 @lru_cache(maxsize=None)

@@ -87,17 +87,12 @@ def last_name(node: cst.CSTNode) -> str:
 
 def written(node: cst.CSTNode) -> str:
     """The source text of a node, as the user wrote it."""
-    kind = type(node)
     # Names, dotted names and strings are most of what rules ask about:
     # spelled out directly, without generating code (the same text).
-    if kind is cst.Name or kind is cst.SimpleString:
-        if not node.lpar:
-            return node.value
-    elif kind is cst.Attribute and not node.lpar and _tight(node.dot):
-        head = _dotted(node.value)
-        if head is not None:
-            return f"{head}.{node.attr.value}"
-    return cst.Module([]).code_for_node(node)
+    if type(node) is cst.SimpleString and not node.lpar:
+        return node.value
+    dotted = _dotted(node)
+    return dotted if dotted is not None else cst.Module([]).code_for_node(node)
 
 
 def _dotted(node: cst.CSTNode) -> Optional[str]:
