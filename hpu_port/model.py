@@ -100,8 +100,10 @@ class Screening:
     reads_python: bool = True
     reads_comments: bool = False
     fallback: bool = False
-    # Words the rule consults away from where it reports (``Kind.context_words``).
-    context_words: frozenset = frozenset()
+    # Triggers of what the rule consults away from where it reports (``Kind.context``).
+    context: tuple = ()
+    # The kind tells where in a file the rule could act (``Kind.places``).
+    placed: bool = False
 
 
 DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024

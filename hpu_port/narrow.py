@@ -10,10 +10,12 @@ bytes, so findings keep their line and column, and names stay bound where
 they were.
 
 A unit is kept when:
+- it holds a place where a rule whose kind tells where it could act
+  (`Kind.places`: a loop under `torch.no_grad()`) could act there;
 - its code, with each import alias spelled out (`sync()` is
   `torch.cuda.synchronize()`), matches a selected rule's triggers, or its raw
   text (comments too) matches a rule that reads comments;
-- it mentions a word some rule consults elsewhere in the file (`Kind.context_words`:
+- it mentions a name some rule consults elsewhere in the file (`Kind.context`:
   the optimizer constructors that tell `opt.step()` is a step, say);
 - it declares `global` or `nonlocal` names (it binds names outside itself).
 
@@ -28,7 +30,9 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_right
 from functools import lru_cache
+from itertools import accumulate
 from typing import Iterator, Optional
 
 from hpu_port.settings import RuleSet
@@ -82,7 +86,7 @@ def _units(body: list, relevant: "_Relevance", raw_lines: list, code_lines: list
         last = node.end_lineno
         code = b"".join(code_lines[first - 1:last])
         raw = b"".join(raw_lines[first - 1:last])
-        if not relevant(code, raw):
+        if not relevant(code, raw, first, last):
             yield node, first, last
         elif isinstance(node, ast.ClassDef):
             yield from _units(node.body, relevant, raw_lines, code_lines)
@@ -106,9 +110,13 @@ class _Relevance:
     """Whether a unit's text could hold something a selected rule acts on."""
 
     def __init__(self, view: CodeView, rules: RuleSet) -> None:
-        self.index: TriggerIndex = rules.trigger_index
+        # Rules whose kind tells where they could act are asked that, not
+        # their triggers: `range` and `torch` are in most functions of a
+        # model file, a loop indexing a tensor with its variable in few.
+        self.index: TriggerIndex = rules.unplaced_trigger_index
+        self.places = _Places(rules.places(view))
         self.comment_index: Optional[TriggerIndex] = rules.comment_trigger_index
-        self.context = rules.context_words
+        self.context: TriggerIndex = rules.context_index
         aliases, self.everywhere = _aliases(view)
         # Only aliases whose spelled-out name could make some rule match
         # (`nn` for `torch.nn`, not `logging` for `transformers.utils.logging`).
@@ -117,11 +125,13 @@ class _Relevance:
 
     def _could_matter(self, targets: list) -> bool:
         words = {w for target in targets for w in target.split(b".")}
-        if words & self.context or self.index.could_use(words):
+        if self.context.could_use(words) or self.index.could_use(words):
             return True
         return self.comment_index is not None and self.comment_index.could_use(words)
 
-    def __call__(self, code: bytes, raw: bytes) -> bool:
+    def __call__(self, code: bytes, raw: bytes, first: int, last: int) -> bool:
+        if self.places.meet(first, last):
+            return True
         words = set(code.translate(WORD_BYTES).split())
         if b"global" in words or b"nonlocal" in words:
             return True
@@ -130,7 +140,7 @@ class _Relevance:
             code += b"\n" + spelled
             raw += b"\n" + spelled
             words |= set(spelled.translate(WORD_BYTES).split())
-        if words & self.context or self.index.matches(words, code):
+        if self.context.matches(words, code) or self.index.matches(words, code):
             return True
         if self.comment_index is not None:
             raw_words = set(raw.translate(WORD_BYTES).split()) | words
@@ -151,6 +161,20 @@ class _Relevance:
             # An alias bound by several imports (`try: ... except ImportError:`)
             parts += [target for name in used for target in self.aliases[name][1:]]
         return b"\n".join(parts)
+
+
+class _Places:
+    """Line spans, asked whether any meets a unit's lines."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        spans = sorted(spans)
+        self.firsts = [first for first, _ in spans]
+        # The furthest line reached by a span starting at or before each one.
+        self.reach = list(accumulate((last for _, last in spans), max))
+
+    def meet(self, first: int, last: int) -> bool:
+        starting = bisect_right(self.firsts, last)
+        return starting > 0 and self.reach[starting - 1] >= first
 
 
 @lru_cache(maxsize=256)

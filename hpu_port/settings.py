@@ -113,9 +113,22 @@ class RuleSet:
         return TriggerIndex(e for e in self.trigger_index.entries if id(e[0]) in reading)
 
     @cached_property
-    def context_words(self) -> frozenset:
-        """Words that rules consult away from where they report (see ``Kind.context_words``)."""
-        return frozenset(w for rule in self.rules for w in screening(rule).context_words)
+    def unplaced_trigger_index(self) -> TriggerIndex:
+        """The triggers of the rules whose kind does not tell where they could
+        act in a file (see ``places``)."""
+        return TriggerIndex(e for e in self.trigger_index.entries if not screening(e[0]).placed)
+
+    def places(self, view: CodeView) -> list[tuple[int, int]]:
+        """The lines (first, last) where the rules whose kind tells it could
+        act in the file of ``view`` (see ``Kind.places``)."""
+        return [
+            span for rule in self.rules if screening(rule).placed for span in get_kind(rule.kind).places(rule, view)
+        ]
+
+    @cached_property
+    def context_index(self) -> TriggerIndex:
+        """What rules consult away from where they report (see ``Kind.context``)."""
+        return TriggerIndex((rule, list(screening(rule).context) or None) for rule in self.rules)
 
     def reads(self, file_type: str) -> bool:
         """Whether a selected rule reads files of ``file_type`` (Python: always)."""

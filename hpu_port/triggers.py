@@ -182,6 +182,14 @@ class CodeView:
         self._statements = statements
         self._everything: Optional[dict] = None
         self._referenced: Optional[frozenset] = None
+        self._remembered: dict = {}
+
+    def remembered(self, key, compute):
+        """``compute()``, once per view and ``key``: a kind's screen and its
+        places (see ``Kind.places``) ask the same question of a file."""
+        if key not in self._remembered:
+            self._remembered[key] = compute()
+        return self._remembered[key]
 
     def nodes(self, node_type: type) -> list:
         if issubclass(node_type, ast.stmt):

@@ -284,6 +284,35 @@ def _narrowing_cases():
         def unrelated():
             return 0
     ''')
+    yield "loop-variable-tensor-elsewhere.py", source('''
+        import torch
+
+        steps = torch.linspace(1, 0, 11)
+
+        def sample(x, n):
+            for i in range(n):
+                x = x * steps[i]
+            return x
+
+        def unrelated(n):
+            return [torch.ones(2) for _ in range(n)]
+    ''')
+    yield "loop-under-a-context-of-another-function.py", source('''
+        import torch
+        from habana_frameworks.torch.core import mark_step as sync
+
+        @torch.no_grad()
+        def evaluate(model, loader):
+            for batch in loader:
+                model(batch)
+
+        def handled():
+            sync()
+
+        def saves(model):
+            model.save("x")
+            torch.load("y")
+    ''')
     yield "autocast-elsewhere.py", source('''
         import torch
 
@@ -329,6 +358,50 @@ def test_check_stubs_out_functions_no_rule_acts_on():
     assert lines[2:6] == ['def unrelated(): """', "", "", '"""']
     assert "        return x.cuda()" in lines and '    def other(): """' in lines
     assert "size = 3" in result.decode()
+
+
+def test_check_keeps_only_the_places_a_placed_rule_could_act_on():
+    """A loop-variable rule needs `range` and `torch` to trigger, words of most
+    functions in a model file; the function with the loop is parsed, the
+    others are not, and neither is a method merely named `save` or `load`."""
+    from hpu_port.narrow import narrow
+    from hpu_port.triggers import code_view
+
+    text = source('''
+        import torch
+
+        steps = torch.linspace(1, 0, 11)
+
+        def sample(x, n):
+            for i in range(n):
+                x = x * steps[i]
+            return x
+
+        def unrelated(n):
+            return [torch.ones(2) for _ in range(n)]
+
+        def store(self):
+            self.save()
+            self.load()
+            torch.cuda.synchronize()
+    ''')
+    rules = make_ruleset(select=["ALL"]).for_code(text)
+    lines = narrow(text, code_view(text), rules).decode().splitlines()
+    assert "        x = x * steps[i]" in lines
+    assert 'def unrelated(): """' in lines
+    assert "    torch.cuda.synchronize()" in lines
+
+
+def test_context_names_need_all_their_words():
+    from hpu_port.kinds import name_context
+    from hpu_port.triggers import TriggerIndex
+
+    index = TriggerIndex([("rule", name_context(["torch.save", "torch._C._cuda*", "deepspeed.initialize[0]"]))])
+    assert not index.matches({b"self", b"save"}, b"self.save()")
+    assert index.matches({b"torch", b"save"}, b"torch.save(x)")
+    assert index.matches({b"torch", b"_C", b"_cuda_getDevice"}, b"torch._C._cuda_getDevice()")
+    assert not index.matches({b"torch", b"_C", b"_nn"}, b"torch._C._nn")
+    assert index.matches({b"deepspeed", b"initialize"}, b"deepspeed.initialize(model)")
 
 
 def _as_the_cli_selects(select=()):

@@ -112,12 +112,23 @@ class Kind:
         for a file the rule would report on."""
         return True
 
-    def context_words(self, rule: Rule) -> frozenset:
-        """Words (bytes) of what ``rule`` consults away from the code it reports
-        on (an optimizer built in `__init__`, a graph wrapper called once for
-        the whole file). When only reporting, a function that mentions one is
-        parsed even if it holds nothing to report (see ``hpu_port.narrow``)."""
-        return frozenset()
+    def places(self, rule: Rule, view: CodeView) -> Optional[list[tuple[int, int]]]:
+        """The lines (first, last) of each statement in which ``rule`` could
+        act, each holding all the code the rule reads to decide there apart
+        from the module's top-level statements and its ``context``; None:
+        not known, and its triggers decide. When only reporting, the
+        functions and classes that hold none of them are stubbed out (see
+        ``hpu_port.narrow``), so a rule must never report outside them. A
+        kind that knows them screens with them too (see ``screen``)."""
+        return None
+
+    def context(self, rule: Rule) -> list[Trigger]:
+        """What ``rule`` consults away from the code it reports on (an
+        optimizer built in `__init__`, a graph wrapper called once for the
+        whole file), as triggers: when only reporting, a function in which one
+        occurs is parsed even if it holds nothing to report (see
+        ``hpu_port.narrow``)."""
+        return []
 
     def visitors(self, rules: list[Rule], ctx: "FileContext") -> list["cst.BatchableCSTVisitor"]:
         """The visitors that match ``rules`` in the file of ``ctx``, from this
@@ -245,7 +256,8 @@ def derive_screening(rule: Rule) -> Screening:
         reads_python=kind.READS_PYTHON,
         reads_comments=kind.READS_COMMENTS,
         fallback=kind.FALLBACK,
-        context_words=frozenset(kind.context_words(rule)),
+        context=tuple(kind.context(rule)),
+        placed=type(kind).places is not Kind.places,
     )
 
 
@@ -264,16 +276,25 @@ def kind_names() -> list[str]:
     return sorted(_KINDS)
 
 
-def last_words(names) -> frozenset:
-    """The last component of each qualified name, as bytes (`torch.optim.*` ->
-    `optim`, `deepspeed.initialize[0]` -> `initialize`): every spelling of the
-    name, or of an alias bound to it, mentions it (see ``hpu_port.narrow``)."""
-    words = set()
-    for name in names:
-        parts = [p for p in name.split("[")[0].split(".") if p and "*" not in p]
-        if parts:
-            words.add(parts[-1].encode())
-    return frozenset(words)
+def name_context(names: Iterable[str]) -> list[Trigger]:
+    """Each qualified name as context (`torch.optim.*`, `torch._C._cuda*`,
+    `deepspeed.initialize[0]`): all of its whole components, and the text
+    before a `*` within one, as any spelling of it mentions them once import
+    aliases are spelled out (see ``hpu_port.narrow``). Its last word alone
+    would keep every function that calls some other `save` or `load`."""
+    found = []
+    for name in sorted(names):
+        parts = name.split("[")[0].split(".")
+        words = {part for part in parts if part and "*" not in part}
+        prefixes = {part.split("*")[0] for part in parts if "*" in part}
+        if words or any(prefixes):
+            found.append(Trigger(words=frozenset(w.encode() for w in words), texts=frozenset(p.encode() for p in prefixes if p)))
+    return found
+
+
+def word_context(words: Iterable[str]) -> list[Trigger]:
+    """Each word as context on its own (a method name, a setting)."""
+    return [Trigger(words=frozenset({word.encode()})) for word in sorted(words)]
 
 
 def string_list(value: Any, key: str) -> list[str]:

@@ -39,7 +39,7 @@ import re
 import string
 from functools import lru_cache
 
-from hpu_port.kinds import Kind, last_words, register_kind, string_list
+from hpu_port.kinds import Kind, name_context, register_kind, string_list, word_context
 from hpu_port.triggers import Trigger, name_trigger
 
 ANY_CALL = "*"
@@ -104,18 +104,19 @@ class CallAdvice(Kind):
             for keyword in call.keywords
         )
 
-    def context_words(self, rule):
+    def context(self, rule):
         # What the file uses elsewhere decides: the fused version already in
         # use, or the training code that makes a file a training script.
         markers = {m for entry in rule.params["calls"].values() for m in entry["only-in-files-with"]}
-        methods = {m[1:].encode() for m in markers if m.startswith(".")}
-        return last_words(rule.params["unless-used"] | {m for m in markers if not m.startswith(".")}) | methods
+        methods = {m[1:] for m in markers if m.startswith(".")}
+        names = rule.params["unless-used"] | {m for m in markers if not m.startswith(".")}
+        return name_context(names) + word_context(methods)
 
 
 def _any_call_triggers(entry: dict) -> list:
     """A call of anything counts only with a keyword given one of the values:
     each pair's words must all be there (`padding` alone is a word of most
-    model files). The file's markers are context (``context_words``), not
+    model files). The file's markers are context (``Kind.context``), not
     words of the call."""
     return [
         Trigger(words=frozenset(w.encode() for w in (keyword, *re.findall(r"[A-Za-z_]\w*", value))))

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import ast
 
-from hpu_port.kinds import Kind, register_kind, string_list, string_table
+from hpu_port.kinds import Kind, register_kind, string_list, string_table, word_context
 from hpu_port.triggers import text_trigger
 
 
@@ -88,11 +88,10 @@ class EntryPoint(Kind):
             return False
         return bool(view.imported_names(rule.params["imports"]))
 
-    def context_words(self, rule):
+    def context(self, rule):
         # The setting may be made in any function (`def setup_env():`), and
         # what makes the file a script may be in any (`loss.backward()`).
-        words = rule.params["unless-mentioned"] | rule.params["script-calls"]
-        return frozenset(text.encode() for text in words)
+        return word_context(rule.params["unless-mentioned"] | rule.params["script-calls"])
 
 
 def _is_main_check(node: ast.stmt) -> bool:

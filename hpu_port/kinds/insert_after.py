@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from hpu_port.kinds import Kind, last_words, register_kind, string_list, string_table
+from hpu_port.kinds import Kind, name_context, register_kind, string_list, string_table
 from hpu_port.triggers import text_trigger
 
 
@@ -85,11 +85,11 @@ class InsertAfter(Kind):
             tokens.add(f".{params['step-method']}(")
         return [text_trigger(token) for token in sorted(tokens)]
 
-    def context_words(self, rule):
+    def context(self, rule):
         # What `opt` in `opt.step()` is follows from where it was built,
         # often another method (`__init__`).
         constructors = [*rule.params["step-constructors"], *rule.params["not-step-constructors"]]
-        return last_words(pattern for pattern, _ in constructors)
+        return name_context(pattern for pattern, _ in constructors)
 
 
 def _constructor(pattern: str) -> tuple[str, Optional[int]]:

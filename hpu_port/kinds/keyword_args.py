@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from hpu_port.kinds import Kind, last_words, register_kind, string_list, string_table
+from hpu_port.kinds import Kind, name_context, register_kind, string_list, string_table
 from hpu_port.triggers import name_trigger
 
 
@@ -82,10 +82,10 @@ class KeywordArgs(Kind):
             "report-calls": string_table(table.get("report-calls", {}), "report-calls"),
         }
 
-    def context_words(self, rule):
+    def context(self, rule):
         # A class defined on top of one of the calls (`class Wrapper(DDP):`)
         # decides what other code calls: it must not be stubbed out.
-        return last_words(rule.params["calls"]) if rule.params["subclasses"] else frozenset()
+        return name_context(rule.params["calls"]) if rule.params["subclasses"] else []
 
     def triggers(self, rule):
         needed = [k for k in rule.params["only-if"] if k not in rule.params["positions"]]

@@ -21,7 +21,7 @@ import ast
 import re
 import builtins
 
-from hpu_port.kinds import Kind, last_words, register_kind, string_list
+from hpu_port.kinds import Kind, name_context, register_kind, string_list
 from hpu_port.triggers import child_statements, name_trigger
 
 
@@ -37,9 +37,9 @@ class LoopInContext(Kind):
     }
     MESSAGE_FIELDS = frozenset({"name"})
 
-    def context_words(self, rule):
+    def context(self, rule):
         # A `file-satisfied-by` call anywhere marks the whole file as handled.
-        return last_words(rule.params["file-satisfied-by"])
+        return name_context(rule.params["file-satisfied-by"])
 
     def build_params(self, table):
         return {
@@ -54,21 +54,33 @@ class LoopInContext(Kind):
         return [name_trigger(name) for name in rule.params["contexts"]]
 
     def screen(self, rule, view):
-        # A statement loop somewhere under a `with` or a decorator whose
-        # expression ends in one of the contexts' names; imports are not
-        # resolved here, so this only ever keeps too much.
-        last_parts = {name.rsplit(".", 1)[-1] for name in rule.params["contexts"]}
-        loops = list(_loops_under(view.tree, last_parts))
-        if not loops or not rule.params["forward-calls"]:
-            return bool(loops)
-        called = set()
-        for loop in loops:
-            if _calls_a_model_method(loop, called):
-                return True
-        # Imports and builtins are no model, unless the file rebinds the name
-        # (which takes walking every expression, so it is asked last).
-        maybe_models = called - view.imported_names() - _BUILTINS
-        return bool(maybe_models) or (bool(called) and bool(called & _bound_names(view)))
+        return bool(self.places(rule, view))
+
+    def places(self, rule, view):
+        # Each statement loop under a `with` or a decorator whose expression
+        # ends in one of the contexts' names (and, with `forward-calls`, that
+        # may run a model); imports are not resolved here, so this only ever
+        # keeps too much. A loop's context is in the function that holds it.
+        return view.remembered(("loop-in-context", rule.code), lambda: _loops_in_context(rule, view))
+
+
+def _loops_in_context(rule, view) -> list[tuple[int, int]]:
+    last_parts = {name.rsplit(".", 1)[-1] for name in rule.params["contexts"]}
+    loops = list(_loops_under(view.tree, last_parts))
+    if rule.params["forward-calls"]:
+        loops = [loop for loop in loops if _may_run_a_model(loop, view)]
+    return [(loop.lineno, loop.end_lineno) for loop in loops]
+
+
+def _may_run_a_model(loop: ast.AST, view) -> bool:
+    called = set()
+    if _calls_a_model_method(loop, called):
+        return True
+    # Imports and builtins are no model, unless the file rebinds the name
+    # (which takes walking every expression, so it is asked last).
+    if called - view.remembered("imported names", view.imported_names) - _BUILTINS:
+        return True
+    return bool(called) and bool(called & view.remembered("bound names", lambda: _bound_names(view)))
 
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)

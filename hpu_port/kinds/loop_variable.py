@@ -33,30 +33,45 @@ class LoopVariable(Kind):
         return [Trigger(words=frozenset({b"range", root.encode()})) for root in sorted(roots)]
 
     def screen(self, rule, view):
-        # A `for <name> in range(...)` whose body indexes a torch-made tensor
-        # with that name, or calls a factory named like one of the `calls`.
-        torch_names = view.imported_names({m.rstrip(".").split(".")[0] for m in rule.params["tensor-modules"]})
-        tensors = {
-            target.id
-            for assign in view.nodes(ast.Assign)
-            if isinstance(assign.value, ast.Call) and ast_root(assign.value.func) in torch_names
-            for target in assign.targets
-            if isinstance(target, ast.Name)
-        }
-        factories = {c.rsplit(".", 1)[-1] for c in rule.params["calls"]}
-        for loop in view.nodes(ast.For):
-            if not _is_range_loop(loop):
-                continue
-            variable = loop.target.id
-            for statement in loop.body:
-                for node in ast.walk(statement):
-                    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-                        if node.value.id in tensors and _mentions(node.slice, variable):
-                            return True
-                    elif isinstance(node, ast.Call) and _last_part(node.func) in factories:
-                        if any(_mentions(arg, variable) for arg in node.args):
-                            return True
-        return False
+        return bool(self.places(rule, view))
+
+    def places(self, rule, view):
+        # Each `for <name> in range(...)` whose body indexes a torch-made
+        # tensor with that name, or calls a factory named like one of the
+        # `calls`; a tensor made anywhere in the file counts.
+        return view.remembered(("loop-variable", rule.code), lambda: _loops_using_their_variable(rule, view))
+
+
+def _loops_using_their_variable(rule, view) -> list[tuple[int, int]]:
+    torch_names = view.imported_names({m.rstrip(".").split(".")[0] for m in rule.params["tensor-modules"]})
+    # `B, C = torch.split(...)` binds tensors too, as the full parser's check sees it.
+    tensors = {
+        name.id
+        for assign in view.nodes(ast.Assign)
+        if isinstance(assign.value, ast.Call) and ast_root(assign.value.func) in torch_names
+        for target in assign.targets
+        for name in ast.walk(target)
+        if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)
+    }
+    factories = {c.rsplit(".", 1)[-1] for c in rule.params["calls"]}
+    return [
+        (loop.lineno, loop.end_lineno)
+        for loop in view.nodes(ast.For)
+        if _is_range_loop(loop) and _uses_variable(loop, tensors, factories)
+    ]
+
+
+def _uses_variable(loop: ast.For, tensors: set, factories: set) -> bool:
+    variable = loop.target.id
+    for statement in loop.body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+                if node.value.id in tensors and _mentions(node.slice, variable):
+                    return True
+            elif isinstance(node, ast.Call) and _last_part(node.func) in factories:
+                if any(_mentions(arg, variable) for arg in node.args):
+                    return True
+    return False
 
 
 def _is_range_loop(loop: ast.For) -> bool:

@@ -77,7 +77,7 @@ acts on the fixes of the other rules.
 from __future__ import annotations
 
 from hpu_port.device.evidence import bundled
-from hpu_port.kinds import Kind, register_kind
+from hpu_port.kinds import Kind, name_context, register_kind, word_context
 
 
 @register_kind
@@ -107,15 +107,14 @@ class OtherBackend(Kind):
         lines += [f"{title}: " + ", ".join(f"`{value}`" for value in sorted(values)) + "\n" for title, values in shown.items() if values]
         return "\n".join(lines)
 
-    def context_words(self, rule):
+    def context(self, rule):
         # A function another unit calls is judged by what it uses (a CUDA
         # internal such as tinygemm's int4 packing): `check` must parse it
         # too, or it would port the caller that `rewrite` holds.
         evidence = bundled()
-        names = [*evidence.internals, *evidence.statement_names, *evidence.names]
-        words = {name.split(".")[-1].rstrip("*") for name in names}
-        words |= set(evidence.internal_attributes)
-        return frozenset(word.encode() for word in words if word.isidentifier() and len(word) > 2)
+        return name_context([*evidence.internals, *evidence.statement_names, *evidence.names]) + word_context(
+            evidence.internal_attributes
+        )
 
     def finish(self, rules, ctx):
         for at, name, reason, count, folded in ctx.other_backend.reported():

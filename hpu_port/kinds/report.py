@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hpu_port.kinds import Kind, last_words, markdown_table, register_kind, string_list, string_table
+from hpu_port.kinds import Kind, name_context, markdown_table, register_kind, string_list, string_table
 from hpu_port.triggers import name_trigger
 
 
@@ -60,9 +60,9 @@ class Report(Kind):
             "type-checks": table.get("type-checks", True),
         }
 
-    def context_words(self, rule):
+    def context(self, rule):
         # One use of such a name anywhere in the file is enough.
-        return last_words(rule.params["unless-used"])
+        return name_context(rule.params["unless-used"])
 
     def describe(self, rule):
         return markdown_table(("name", "what to do"), rule.params["names"], code_values=False)

@@ -9,7 +9,7 @@ those count (advice about how a file compiles is for files that compile).
 
 from __future__ import annotations
 
-from hpu_port.kinds import Kind, last_words, register_kind, string_list
+from hpu_port.kinds import Kind, name_context, register_kind, string_list
 from hpu_port.triggers import text_trigger
 
 
@@ -28,6 +28,6 @@ class StepLoopWithout(Kind):
     def triggers(self, rule):
         return [text_trigger(".backward(")]
 
-    def context_words(self, rule):
+    def context(self, rule):
         # One use of a name anywhere in the file is enough.
-        return last_words(rule.params["names"] | rule.params["only-with"])
+        return name_context(rule.params["names"] | rule.params["only-with"])

@@ -122,7 +122,7 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
             return set()
         if rule.code not in self.subclasses:
             # Exact names only: a class on top of one a pattern names would be
-            # stubbed out when `check` narrows the file (see Kind.context_words).
+            # stubbed out when `check` narrows the file (see Kind.context).
             known = lambda qualified: qualified in rule.params["calls"]
             self.subclasses[rule.code] = local_subclasses(self.ctx.module, self.ctx.scopes, known)
         return self.subclasses[rule.code]
