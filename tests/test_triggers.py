@@ -367,18 +367,7 @@ def test_check_keeps_only_the_places_a_placed_rule_could_act_on():
     from hpu_port.narrow import narrow
     from hpu_port.triggers import code_view
 
-    text = source('''
-        import torch
-
-        steps = torch.linspace(1, 0, 11)
-
-        def sample(x, n):
-            for i in range(n):
-                x = x * steps[i]
-            return x
-
-        def unrelated(n):
-            return [torch.ones(2) for _ in range(n)]
+    text = dict(_narrowing_cases())["loop-variable-tensor-elsewhere.py"] + source('''
 
         def store(self):
             self.save()
