@@ -35,10 +35,17 @@ _WORD = re.compile(r"[A-Za-z0-9_]+")
 
 @dataclass(frozen=True)
 class Trigger:
-    """Whole ``words`` that must all occur, and ``texts`` that must all occur as they are."""
+    """Whole ``words`` that must all occur, ``texts`` that must all occur as
+    they are, and a ``pattern`` (bytes) that must match, tested last: a form of
+    statement that words cannot tell (`for i in range(` at a line's start,
+    not in a comprehension). ``alongside``: triggers of which one must also
+    occur somewhere in the file (a marker of a training script the advice is
+    for), tested on whole files only, never on a part of one."""
 
     words: frozenset = frozenset()
     texts: frozenset = frozenset()
+    pattern: Optional["re.Pattern"] = None
+    alongside: tuple = ()
 
 
 def name_trigger(qualified: str, *extra_words: str) -> Trigger:
@@ -107,25 +114,36 @@ class TriggerIndex:
     def matching(self, source: bytes) -> list:
         """The rules whose triggers occur in ``source``, and those without triggers;
         empty when no rule with triggers matches."""
-        matched = self._matched(words_in(source), source, first_only=False)
+        matched = self._matched(words_in(source), source, first_only=False, whole_file=True)
         if not matched:
             return []
         return [rule for position, (rule, triggers) in enumerate(self.entries) if triggers is None or position in matched]
 
     def matches(self, words: set, source: bytes) -> bool:
-        """Whether any rule's trigger occurs in ``source``, whose words are ``words``."""
-        return bool(self._matched(words, source, first_only=True))
+        """Whether any rule's trigger occurs in ``source``, a part of a file
+        (a function), whose words are ``words``."""
+        return bool(self._matched(words, source, first_only=True, whole_file=False))
 
-    def _matched(self, words: set, source: bytes, first_only: bool) -> set[int]:
+    def _matched(self, words: set, source: bytes, first_only: bool, whole_file: bool) -> set[int]:
         filed = chain.from_iterable(self._by_word[key] for key in words & self._by_word.keys())
         texts = _Texts(words, source)
         matched: set[int] = set()
         for position, trigger in chain(filed, self._wordless):
-            if position not in matched and trigger.words <= words and all(map(texts.occurs, trigger.texts)):
+            if position not in matched and _occurs(trigger, words, texts, source):
+                if whole_file and trigger.alongside and not any(_occurs(t, words, texts, source) for t in trigger.alongside):
+                    continue
                 matched.add(position)
                 if first_only:
                     break
         return matched
+
+
+def _occurs(trigger: Trigger, words: set, texts: "_Texts", source: bytes) -> bool:
+    return (
+        trigger.words <= words
+        and all(map(texts.occurs, trigger.texts))
+        and (trigger.pattern is None or trigger.pattern.search(source) is not None)
+    )
 
 
 class _Texts:

@@ -381,6 +381,42 @@ def test_check_keeps_only_the_places_a_placed_rule_could_act_on():
     assert "    torch.cuda.synchronize()" in lines
 
 
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "for i in range(n):",
+        "for (i) in (range (n)):",
+        "for(i)in range(n):",
+        "for i \\\n        in range(n):",
+        "for i in range(  # steps\n        n):",
+    ],
+)
+def test_every_spelling_of_a_range_loop_opens_the_file_for_the_loop_variable_rule(loop):
+    text = source(f'''
+        import torch
+
+        steps = torch.linspace(1, 0, 11)
+        {loop}
+            print(steps[i])
+    ''')
+    findings = port_source("loop.py", text, make_ruleset(select=["HPU711"]), apply=False).findings
+    assert [f.code for f in findings] == ["HPU711"], text
+
+
+def test_a_comprehension_over_range_opens_no_file_for_the_loop_variable_rule():
+    from hpu_port.kinds.loop_variable import RANGE_LOOP
+
+    text = source('''
+        import torch
+
+        layers = [torch.zeros(i) for i in range(3)]
+        for layer in layers:
+            print(layer)
+    ''')
+    assert RANGE_LOOP.search(text) is None
+    assert make_ruleset(select=["HPU711"]).for_source(text) is None
+
+
 def test_context_names_need_all_their_words():
     from hpu_port.kinds import name_context
     from hpu_port.triggers import TriggerIndex
@@ -443,8 +479,10 @@ def test_padding_words_of_a_model_file_need_no_parse_for_the_padding_advice():
     # `padding` alone is no trigger: a value the advice is about must be there too.
     assert rules.for_source(MODEL_WITH_PADDING) is None
     with_true = MODEL_WITH_PADDING + b"self.bias = True\n"
-    assert rules.for_source(with_true) is not None  # the words are there
-    assert rules.for_code(with_true) is None  # the call is not
+    assert rules.for_source(with_true) is None  # no marker of a training script
+    training = with_true + b"loss.backward()\n"
+    assert rules.for_source(training) is not None  # the words are there
+    assert rules.for_code(training) is None  # the call is not
 
 
 @pytest.mark.parametrize(
@@ -452,7 +490,8 @@ def test_padding_words_of_a_model_file_need_no_parse_for_the_padding_advice():
     [
         ("batch = tok(s, padding=True)\nloss.backward()\n", True),
         ("batch = tok(s, padding = 'longest')\nloss.backward()\n", True),
-        ('batch = tok(s, padding="longest")\ntrainer = Trainer(model)\n', True),
+        ('from transformers import Trainer\nbatch = tok(s, padding="longest")\ntrainer = Trainer(model)\n', True),
+        ('batch = tok(s, padding="longest")\ntrainer = Trainer(model)\n', False),  # some other Trainer
         ("batch = tok(s, padding=True)\n", False),  # no training in the file
         ("batch = tok(s, padding='max_length')\nloss.backward()\n", False),
         ("from torch.nn.utils.rnn import pad_sequence as pad\nx = pad(xs)\n", True),

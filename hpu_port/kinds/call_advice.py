@@ -35,6 +35,7 @@ something the advice does not fit (parameters sharded by FSDP).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import string
 from functools import lru_cache
@@ -80,10 +81,9 @@ class CallAdvice(Kind):
     def triggers(self, rule):
         found = []
         for name, entry in rule.params["calls"].items():
-            if name == ANY_CALL:
-                found += _any_call_triggers(entry)
-            else:
-                found.append(name_trigger(name))
+            triggers = _any_call_triggers(entry) if name == ANY_CALL else [name_trigger(name)]
+            markers = _marker_triggers(entry["only-in-files-with"])
+            found += [dataclasses.replace(t, alongside=tuple(markers)) for t in triggers] if markers else triggers
         return found
 
     def screen(self, rule, view):
@@ -108,16 +108,21 @@ class CallAdvice(Kind):
         # What the file uses elsewhere decides: the fused version already in
         # use, or the training code that makes a file a training script.
         markers = {m for entry in rule.params["calls"].values() for m in entry["only-in-files-with"]}
-        methods = {m[1:] for m in markers if m.startswith(".")}
-        names = rule.params["unless-used"] | {m for m in markers if not m.startswith(".")}
-        return name_context(names) + word_context(methods)
+        return name_context(rule.params["unless-used"]) + _marker_triggers(markers)
+
+
+def _marker_triggers(markers) -> list:
+    """A file's markers (`torch.cuda.is_available`, `.cuda` for a method
+    called), as triggers: a file with none of them gets no advice."""
+    methods = {m[1:] for m in markers if m.startswith(".")}
+    return name_context({m for m in markers if not m.startswith(".")}) + word_context(methods)
 
 
 def _any_call_triggers(entry: dict) -> list:
     """A call of anything counts only with a keyword given one of the values:
     each pair's words must all be there (`padding` alone is a word of most
-    model files). The file's markers are context (``Kind.context``), not
-    words of the call."""
+    model files). The file's markers must occur alongside, anywhere in the
+    file, and are context (``Kind.context``): not words of the call."""
     return [
         Trigger(words=frozenset(w.encode() for w in (keyword, *re.findall(r"[A-Za-z_]\w*", value))))
         for keyword, values in entry["only-if"].items()

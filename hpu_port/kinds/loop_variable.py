@@ -11,9 +11,21 @@ in the same function, or in one that encloses it, or at module level.
 from __future__ import annotations
 
 import ast
+import re
 
 from hpu_port.kinds import Kind, register_kind, string_list
 from hpu_port.triggers import Trigger, ast_root
+
+
+# Between two tokens: spaces, line continuations, parentheses, comments.
+_GAP = rb"(?:[\s\\()]|#[^\n]*)"
+# A `for` statement over `range(...)`, which always starts a logical line,
+# so its own (an optional byte order mark and indentation before it);
+# comprehensions that are not so placed do not count.
+RANGE_LOOP = re.compile(
+    rb"^(?:\xef\xbb\xbf)?[ \t\f]*for" + _GAP + rb"+[A-Za-z_\x80-\xff][\w\x80-\xff]*" + _GAP + rb"*in\b" + _GAP + rb"*range\b" + _GAP + rb"*\(",
+    re.MULTILINE,
+)
 
 
 @register_kind
@@ -30,7 +42,7 @@ class LoopVariable(Kind):
 
     def triggers(self, rule):
         roots = {m.split(".")[0] for m in rule.params["tensor-modules"]}
-        return [Trigger(words=frozenset({b"range", root.encode()})) for root in sorted(roots)]
+        return [Trigger(words=frozenset({b"range", root.encode()}), pattern=RANGE_LOOP) for root in sorted(roots)]
 
     def screen(self, rule, view):
         return bool(self.places(rule, view))
