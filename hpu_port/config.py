@@ -205,16 +205,28 @@ def _convert(key: str, value: Any, root: str, fail):
 @lru_cache(maxsize=None)
 def settings_for_directory(directory: str) -> Settings:
     """Settings of the nearest pyproject.toml with a [tool.hpu-port] table, or defaults."""
-    for folder in [Path(directory), *Path(directory).parents]:
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            table = _hpu_port_table(str(candidate))
-            if table is not None:
-                values, problems = _load(candidate.resolve(), table, ())
-                if problems:
-                    raise ConfigError(problems)
-                return Settings(**values, import_style=import_style_for_directory(directory))
+    found = _nearest_table(directory)
+    if found is not None:
+        candidate, table = found
+        values, problems = _load(Path(candidate).resolve(), table, ())
+        if problems:
+            raise ConfigError(problems)
+        return Settings(**values, import_style=import_style_for_directory(directory))
     return Settings(import_style=import_style_for_directory(directory))
+
+
+@lru_cache(maxsize=None)
+def _nearest_table(directory: str) -> Optional[tuple[str, dict]]:
+    """(path, table) of the nearest pyproject.toml with a [tool.hpu-port]
+    table at or above ``directory``: each folder looked at once per run."""
+    folder = Path(directory)
+    candidate = folder / "pyproject.toml"
+    if candidate.is_file():
+        table = _hpu_port_table(str(candidate))
+        if table is not None:
+            return str(candidate), table
+    parent = folder.parent
+    return None if parent == folder else _nearest_table(str(parent))
 
 
 # Keys whose patterns are relative to their own file: an extending file keeps
@@ -282,7 +294,13 @@ def _hpu_port_table(path: str) -> Optional[dict]:
 
 def settings_for(path: Path) -> Settings:
     directory = path if path.is_dir() else path.parent
-    return settings_for_directory(str(directory.resolve()))
+    return settings_for_directory(_resolved(str(directory)))
+
+
+@lru_cache(maxsize=4096)
+def _resolved(directory: str) -> str:
+    # The files of a tree share a few hundred folders: each is resolved once.
+    return str(Path(directory).resolve())
 
 
 @dataclass(frozen=True)

@@ -48,18 +48,21 @@ _FORCE_SORT_PROFILES = {"google", "open_stack", "plone"}
 
 @lru_cache(maxsize=None)
 def import_style_for_directory(directory: str) -> ImportStyle:
-    """The import style of the nearest ruff or isort configuration above ``directory``."""
-    for folder in [Path(directory), *Path(directory).parents]:
-        ruff = _ruff_style(folder)
-        if ruff is not None and ruff[1]:
-            return ruff[0]
-        # A ruff configuration without an isort table leaves isort's own, beside it, in charge of the order.
-        style = _isort_style(folder)
-        if style is not None:
-            return style
-        if ruff is not None:
-            return ruff[0]
-    return ImportStyle()
+    """The import style of the nearest ruff or isort configuration above
+    ``directory`` (each folder looked at once per run: a tree's folders
+    share their parents)."""
+    folder = Path(directory)
+    ruff = _ruff_style(folder)
+    if ruff is not None and ruff[1]:
+        return ruff[0]
+    # A ruff configuration without an isort table leaves isort's own, beside it, in charge of the order.
+    style = _isort_style(folder)
+    if style is not None:
+        return style
+    if ruff is not None:
+        return ruff[0]
+    parent = folder.parent
+    return ImportStyle() if parent == folder else import_style_for_directory(str(parent))
 
 
 def _ruff_style(folder: Path) -> Optional[tuple[ImportStyle, bool]]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from hpu_port._compat import blake2b
+from hpu_port.ast_nodes import breadth_first
 from hpu_port.device.cli_flags import cli_flags
 from hpu_port.device.config_reads import config_reads
 from hpu_port.device.declarations import (
@@ -321,7 +322,7 @@ def _cuda_extensions(sources: dict, trees: "_Trees") -> frozenset:
     the project's files: modules built from CUDA sources."""
     found = set()
     for _, tree in trees.holding(sources, (b"CUDAExtension",)):
-        for node in ast.walk(tree):
+        for node in breadth_first(tree):
             if isinstance(node, ast.Call) and _called_name(node.func) == "CUDAExtension":
                 name = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
                 if isinstance(name, ast.Constant) and isinstance(name.value, str):

@@ -26,6 +26,8 @@ from itertools import chain, compress, count, repeat
 from operator import contains
 from typing import Iterable, Iterator, Optional
 
+from hpu_port.ast_nodes import node_fields
+
 # Identifier bytes stay, everything else becomes a separator, so that
 # `source.translate(WORD_BYTES).split()` lists the identifiers of a file (and the
 # words of its strings and comments) in one C-speed pass.
@@ -430,31 +432,6 @@ def _walk_expressions(roots: list) -> Iterator[ast.AST]:
                 extend(value)
             elif value is not None:
                 push(value)
-
-
-@lru_cache(maxsize=None)
-def node_fields(kind: type) -> tuple:
-    """The fields of a node type that hold nodes or lists of nodes: not names,
-    numbers and flags, and not the context and operator markers (`Load`,
-    `Add`), which nothing looks at."""
-    leaves = _LEAF_FIELDS | _LEAF_FIELDS_OF.get(kind, frozenset())
-    return tuple(name for name in kind._fields if name not in leaves)
-
-
-# Fields whose values are strings, numbers, flags, or operator markers.
-_LEAF_FIELDS = frozenset(
-    {
-        "ctx", "op", "ops", "id", "attr", "name", "arg", "asname", "module", "level", "kind",
-        "type_comment", "is_async", "conversion", "simple", "tag", "rest", "kwd_attrs",
-    }
-)
-
-
-# Fields that hold plain values in some node types only: `global` names, and
-# the constant of `case None:` / `case True:`.
-_LEAF_FIELDS_OF = {ast.Global: frozenset({"names"}), ast.Nonlocal: frozenset({"names"})}
-if hasattr(ast, "MatchSingleton"):  # Python 3.10+
-    _LEAF_FIELDS_OF[ast.MatchSingleton] = frozenset({"value"})
 
 
 def _is_bare_string(value: ast.AST) -> bool:

@@ -119,11 +119,12 @@ def test_the_choice_goes_to_the_configuration_that_rules_the_folder(tmp_path):
 
 def test_check_points_to_init_until_a_mode_is_configured(tree):
     check = lambda: CliRunner().invoke(main, ["check", "--no-cache", str(tree)], catch_exceptions=False)
-    from hpu_port.config import _hpu_port_table, settings_for_directory
+    from hpu_port.config import _hpu_port_table, _nearest_table, settings_for_directory
 
     assert "hpu-port init" in check().stderr
     init(tree, "--mode", "lazy")
     # A new process reads the new configuration; this one forgets what it read.
     settings_for_directory.cache_clear()
     _hpu_port_table.cache_clear()
+    _nearest_table.cache_clear()
     assert "hpu-port init" not in check().stderr

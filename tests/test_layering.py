@@ -39,6 +39,8 @@ FLOORS = [
     ["lint_config"],
     # The device evidence: data every floor above may read (frameworks too).
     ["device"],
+    # The standard parser's node fields, and a fast walk over them.
+    ["ast_nodes"],
     # Name patterns answered without a regular expression per pattern.
     ["patterns"],
     ["_compat"],
@@ -53,7 +55,7 @@ WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runn
                   "report_ci", "report_html", "planning", "toolkit_log", "baseline", "mode_choice",
                   "cli", "terminal", "options", "rule_listing", "suppressions", "notebooks", "gitignore", "_compat", "documents",
                   "formats", "filetypes", "deep_stack", "tempfiles", "sealed", "device", "frameworks", "project",
-                  "nesting", "intervals", "diffing", "lint_config", "left_unused"]
+                  "nesting", "intervals", "diffing", "lint_config", "left_unused", "ast_nodes"]
 
 
 def modules():

@@ -19,6 +19,8 @@ import ast
 import re
 from typing import Iterable
 
+from hpu_port.ast_nodes import breadth_first
+
 # Needles for the files worth parsing (an enum's also holds `Enum`).
 ENUM_NEEDLES = (b" CUDA =", b" cuda =", b" Cuda =")
 PROBE_NEEDLES = (b"hpu_available", b"habana_available", b"gaudi_available")
@@ -32,7 +34,7 @@ def device_enums(trees: Iterable[ast.Module]) -> tuple:
     CUDA member; where two enums share a name, the members both have."""
     found: dict = {}
     for tree in trees:
-        for node in ast.walk(tree):
+        for node in breadth_first(tree):
             if isinstance(node, ast.ClassDef) and _is_enum(node):
                 members = _members(node)
                 if any(member.lower() == "cuda" for member in members):

@@ -17,6 +17,8 @@ import re
 from functools import lru_cache
 from typing import Iterable, Optional
 
+from hpu_port.ast_nodes import breadth_first, child_nodes
+
 # Calls that build or load a C++/CUDA extension; with CUDA sources, or when
 # named for CUDA, what they build only runs on NVIDIA GPUs.
 EXTENSION_BUILDERS = frozenset({
@@ -78,7 +80,7 @@ class ModuleJudge:
         self.binders: dict[str, set] = {}
         # (definition, name, value) of each `global name` then `name = value`
         # in a definition: found once, judged again each round.
-        self._global_bindings = list(_global_bindings(self.definitions))
+        self._global_bindings = list(_global_bindings(self.definitions)) if not source or b"global" in source else []
         # Definition -> what it does, in walk order: judged again each round.
         self._events: dict[ast.AST, list] = {}
 
@@ -244,7 +246,7 @@ class ModuleJudge:
             unconditional = _unconditional(definition)
             loaded = _under_tests_of(definition, self.binders)
             events = self._events[definition] = []
-            for node in ast.walk(definition):
+            for node in breadth_first(definition):
                 if isinstance(node, ast.Call):
                     callee = self._qualified(node.func)
                     if callee is not None:
@@ -293,8 +295,8 @@ def _global_bindings(definitions: dict) -> Iterable[tuple[str, str, ast.AST]]:
     """(definition, name, value) of each module name a definition declares
     `global` and assigns (`global _plugin` ... `_plugin = get_plugin(...)`)."""
     for local, node in definitions.items():
-        declared = {name for statement in ast.walk(node) if isinstance(statement, ast.Global) for name in statement.names}
-        for statement in ast.walk(node) if declared else ():
+        declared = {name for statement in breadth_first(node) if isinstance(statement, ast.Global) for name in statement.names}
+        for statement in breadth_first(node) if declared else ():
             if isinstance(statement, ast.Assign):
                 for target in statement.targets:
                     if isinstance(target, ast.Name) and target.id in declared:
@@ -309,12 +311,12 @@ def _under_tests_of(definition: ast.AST, binders: dict) -> set:
         return set()
     names = set(binders) | {binder for functions in binders.values() for binder in functions}
     under: set = set()
-    for node in ast.walk(definition):
+    for node in breadth_first(definition):
         if isinstance(node, (ast.If, ast.IfExp, ast.While)) and any(
-            isinstance(part, ast.Name) and part.id in names for part in ast.walk(node.test)
+            isinstance(part, ast.Name) and part.id in names for part in breadth_first(node.test)
         ):
             body = node.body if isinstance(node.body, list) else [node.body]
-            under.update(inner for statement in body for inner in ast.walk(statement))
+            under.update(inner for statement in body for inner in breadth_first(statement))
     return under
 
 
@@ -325,13 +327,13 @@ def _unconditional(definition: ast.AST) -> set:
     """The nodes of ``definition`` that run whenever it runs: not inside a
     condition, a `try`, or a nested function."""
     reached: set = set()
-    pending = list(ast.iter_child_nodes(definition))
+    pending = child_nodes(definition)
     while pending:
         node = pending.pop()
         if isinstance(node, _CONDITIONAL):
             continue
         reached.add(node)
-        pending.extend(ast.iter_child_nodes(node))
+        pending.extend(child_nodes(node))
     return reached
 
 
@@ -358,7 +360,7 @@ def _short(qualified: str) -> str:
 
 
 def _cuda_source_in(call: ast.Call) -> Optional[str]:
-    for node in ast.walk(call):
+    for node in breadth_first(call):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and _CUDA_SOURCE.search(node.value):
             return os.path.basename(node.value)
     return None
