@@ -14,6 +14,7 @@ import dataclasses
 import gc
 import os
 import re
+from functools import lru_cache
 from typing import Optional
 
 import libcst as cst
@@ -35,6 +36,7 @@ from hpu_port.settings import RuleSet
 from hpu_port.splice import line_map, splice
 from hpu_port.suppressions import scan as scan_suppressions
 from hpu_port.triggers import CodeView, code_view
+from hpu_port.visitors._references import forget_written
 from hpu_port.walk import walk_module
 
 
@@ -149,9 +151,14 @@ def _library_module(path: str, module: cst.Module, facts) -> bool:
     return any(candidate in facts.packages for candidate in (folder, os.path.dirname(folder), os.path.dirname(os.path.dirname(folder))))
 
 
+@lru_cache(maxsize=2)  # a file's arms are ported one after another; modules are keys by identity
+def _imports_of(module: cst.Module) -> str:
+    return "".join(module.code_for_node(s) for s in module.body if _only_imports(s))
+
+
 def _port_snippet(module: cst.Module, code: str, ruleset: RuleSet, path: str) -> PortedSnippet:
     """Port ``code`` as a file of its own that imports what ``module`` imports."""
-    head = "".join(module.code_for_node(s) for s in module.body if _only_imports(s))
+    head = _imports_of(module)
     text = f"{head}\n{code}" if head else code
     try:
         snippet = cst.parse_module(text)
@@ -316,6 +323,7 @@ def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool, origin: 
     module = _parse_what_rules_read(source, view, rules, apply, result)
     if module is None:
         return result
+    forget_written()  # what an interrupted port left
     ctx = port_module(
         module, rules, apply, source, view.tree if view is not None else None, path, selected, origin,
         code=view.text if view is not None else None,
@@ -326,6 +334,7 @@ def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool, origin: 
     if apply and ctx.plan:
         _apply(module, ctx.plan, source, result)
     ctx.release()
+    forget_written()
     return result
 
 

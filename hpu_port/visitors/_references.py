@@ -92,7 +92,22 @@ def written(node: cst.CSTNode) -> str:
     if type(node) is cst.SimpleString and not node.lpar:
         return node.value
     dotted = _dotted(node)
-    return dotted if dotted is not None else cst.Module([]).code_for_node(node)
+    if dotted is not None:
+        return dotted
+    # Several rules read the same tests (`if torch.cuda.is_available():`):
+    # each is generated once. Nodes are keys by identity.
+    text = _WRITTEN.get(node)
+    if text is None:
+        text = _WRITTEN[node] = cst.Module([]).code_for_node(node)
+    return text
+
+
+_WRITTEN: dict = {}
+
+
+def forget_written() -> None:
+    """Drop the texts of the nodes of the file ported last (they keep its tree alive)."""
+    _WRITTEN.clear()
 
 
 def _dotted(node: cst.CSTNode) -> Optional[str]:

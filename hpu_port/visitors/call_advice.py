@@ -29,6 +29,7 @@ class _CallAdviceVisitor(RulesVisitor):
             self.wanted |= rule.params["unless-used"]
             for entry in rule.params["calls"].values():
                 self.wanted |= {m for m in entry["only-in-files-with"] if not m.startswith(".")}
+        self.wanted_last_words = {name.rsplit(".", 1)[-1] for name in self.wanted}
         self.used: set[str] = set()  # qualified names, and `.method` for methods called
         self.held: list[tuple] = []  # (rule, entry, call, message): decided once the file was seen
         self.other_device_bodies: set[cst.CSTNode] = set()
@@ -58,7 +59,9 @@ class _CallAdviceVisitor(RulesVisitor):
     # -- what the file uses elsewhere -------------------------------------------
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        self._note(node)
+        # `x.y` stands for a name ending in `y`, however `x` was imported.
+        if node.attr.value in self.wanted_last_words:
+            self._note(node)
 
     def visit_Name(self, node: cst.Name) -> None:
         self._note(node)

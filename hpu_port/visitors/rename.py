@@ -364,7 +364,8 @@ def _picks_float16(value: cst.BaseExpression) -> bool:
     dtype the code computes in (not a table's entry, not bfloat16)."""
     if isinstance(value, cst.IfExp):
         return _picks_float16(value.body) or _picks_float16(value.orelse)
-    return written(value) in _FLOAT16_NAMES
+    # Only an attribute can be one; writing out every assigned value costs.
+    return isinstance(value, cst.Attribute) and written(value) in _FLOAT16_NAMES
 
 
 def _string_key(target: cst.BaseExpression) -> str:
