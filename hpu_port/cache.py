@@ -99,6 +99,11 @@ class Cache:
         except (KeyError, TypeError, ValueError):
             return None  # damaged, or written by another version: find them again
 
+    def knows_project(self, name: str) -> bool:
+        """Whether facts were kept for the project ``name`` (then most of its
+        files are likely answered from the cache, whatever changed)."""
+        return (self.directory / FACTS_SUBDIRECTORY / f"facts-{name}.json").is_file()
+
     def store_project_facts(self, key: str, name: str, facts) -> None:
         """Keep ``facts`` for the next run over the same files (one entry per project)."""
         secret = sealed.key()

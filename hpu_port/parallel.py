@@ -11,7 +11,8 @@ the progress display.
 from __future__ import annotations
 
 import os
-from typing import Iterator
+import pickle
+from typing import Iterator, Optional
 
 from hpu_port.results import FileResult
 
@@ -25,6 +26,8 @@ BATCH_BYTES = 512 * 1024
 BATCH_FILES = 8
 
 _WORKER_RULESETS: list = []
+# The project facts the worker's rule sets were given last, as sent.
+_WORKER_FACTS: list = [None]
 
 
 def _engine():
@@ -48,40 +51,58 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def port_all(tasks: list, apply: bool, jobs: int) -> Iterator[tuple[object, FileResult]]:
-    """(task, result) for every task, as each finishes."""
+def port_all(tasks: list, apply: bool, jobs: int, pool: Optional["Pool"] = None) -> Iterator[tuple[object, FileResult]]:
+    """(task, result) for every task, as each finishes; ``pool``: workers
+    started earlier for these tasks' rule sets, closed when done."""
     if jobs <= 1 or len(tasks) < 2 or sum(len(t.source) for t in tasks) < POOL_MIN_BYTES:
+        if pool is not None:
+            pool.close()
         for task in tasks:
             yield task, port_one(task.path, task.source, task.ruleset, apply)
         return
-    yield from _port_in_pool(tasks, apply, jobs)
-
-
-def _port_in_pool(tasks: list, apply: bool, jobs: int) -> Iterator[tuple[object, FileResult]]:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
-
-    rulesets: list = []
-    numbers: dict[int, int] = {}
-    for task in tasks:
-        if id(task.ruleset) not in numbers:
-            numbers[id(task.ruleset)] = len(rulesets)
-            rulesets.append(task.ruleset)
-    batches = _batches(tasks)
-    executor = ProcessPoolExecutor(
-        max_workers=min(jobs, len(batches)),
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_start_worker,
-        # A rule set a worker cannot unpickle leaves the parent blocked on the
-        # pipe it writes them to (multiprocessing's spawn): every part of a
-        # rule, the rule cache's lazy patterns included, must pickle.
-        initargs=(rulesets,),
-    )
+    pool = pool or Pool([t.ruleset for t in tasks], min(jobs, len(_batches(tasks))))
     try:
+        yield from pool.port(tasks, apply)
+    finally:
+        pool.close()
+
+
+class Pool:
+    """Worker processes for the files that need parsing, given their rule
+    sets when they start. Started before the project facts are found (which
+    takes seconds on a large tree), they load libcst and the rules meanwhile;
+    the facts go with each batch, a worker reads them once."""
+
+    def __init__(self, rulesets: list, jobs: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.numbers: dict[int, int] = {}
+        self.rulesets: list = []
+        for ruleset in rulesets:
+            if id(ruleset) not in self.numbers:
+                self.numbers[id(ruleset)] = len(self.rulesets)
+                self.rulesets.append(ruleset)
+        self.executor = ProcessPoolExecutor(
+            max_workers=jobs,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker,
+            # A rule set a worker cannot unpickle leaves the parent blocked on the
+            # pipe it writes them to (multiprocessing's spawn): every part of a
+            # rule, the rule cache's lazy patterns included, must pickle.
+            initargs=(self.rulesets,),
+        )
+        # Each warm-up starts a worker (they start on demand) and loads what ports.
+        self.warming = [self.executor.submit(_warm_up) for _ in range(jobs)]
+
+    def port(self, tasks: list, apply: bool) -> Iterator[tuple[object, FileResult]]:
+        from concurrent.futures import as_completed
+        from concurrent.futures.process import BrokenProcessPool
+
+        facts = pickle.dumps([ruleset.facts for ruleset in self.rulesets])
         futures = {
-            executor.submit(_port_batch, [(t.path, t.source, numbers[id(t.ruleset)]) for t in batch], apply): batch
-            for batch in batches
+            self.executor.submit(_port_batch, [(t.path, t.source, self.numbers[id(t.ruleset)]) for t in batch], apply, facts): batch
+            for batch in _batches(tasks)
         }
         for future in as_completed(futures):
             batch = futures[future]
@@ -91,8 +112,9 @@ def _port_in_pool(tasks: list, apply: bool, jobs: int) -> Iterator[tuple[object,
                 problem = f"internal error: a worker process stopped ({exc or 'killed'})"
                 results = [FileResult(path=t.path, source=t.source, error=problem) for t in batch]
             yield from zip(batch, results)
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
 
 
 def _batches(tasks: list) -> list[list]:
@@ -118,11 +140,30 @@ def _start_worker(rulesets: list) -> None:
     # The parent decides what an interrupt means; workers just stop with it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER_RULESETS[:] = rulesets
+    _WORKER_FACTS[:] = [None]
 
 
-def _port_batch(items: list, apply: bool) -> list[FileResult]:
+def _warm_up() -> None:
+    """Load what porting a file needs: libcst, the kinds and how they match."""
+    import importlib
+    import pkgutil
+
+    from hpu_port import visitors
+    from hpu_port.kinds import kind_names
+
+    _engine()
+    kind_names()
+    for module in pkgutil.iter_modules(visitors.__path__):
+        importlib.import_module(f"{visitors.__name__}.{module.name}")
+
+
+def _port_batch(items: list, apply: bool, facts: bytes) -> list[FileResult]:
     from hpu_port import deep_stack
 
+    if facts != _WORKER_FACTS[0]:
+        for ruleset, found in zip(_WORKER_RULESETS, pickle.loads(facts)):
+            ruleset.facts = found
+        _WORKER_FACTS[0] = facts
     # One hand-over to the deep-stack thread for the batch, not one per file.
     return deep_stack.call(_port_items, items, apply)
 

@@ -133,39 +133,52 @@ def run(
             progress(done, len(planned), result.path)
 
     sources = [_read_planned(entry) for entry, _ in planned]
-    _attach_project_facts(planned, sources, cache)
-    for index, ((entry, ruleset), source) in enumerate(zip(planned, sources)):
-        result = _answer(entry, source, ruleset, apply, cache)
-        if isinstance(result, FileResult):
-            answered(index, result)
-        else:
-            unanswered.append(Task(index, entry.path, result, ruleset))
-    # With many files left, the workers screen them too: screening here
-    # would keep them waiting.
-    work = unanswered
-    total = sum(len(t.source) for t in unanswered)
-    if jobs <= 1 or total < parallel.SCREEN_IN_POOL_BYTES:
-        # In a short run (a pre-commit hook's few files) loading libcst costs
-        # more than reading the code twice with the standard parser: the
-        # screen then reads the code too, as the port would.
-        deep = total < parallel.POOL_MIN_BYTES
-        work = []
-        for task in unanswered:
-            if _needs_parsing(task, deep):
-                work.append(task)
+    pool = []
+
+    def start_workers() -> None:
+        # A cold run over a large tree ports most of its files in workers:
+        # they start while the facts are found, not after.
+        if jobs > 1 and sum(len(s) for s in sources if isinstance(s, bytes)) >= parallel.SCREEN_IN_POOL_BYTES:
+            pool.append(parallel.Pool([ruleset for _, ruleset in planned if ruleset is not None], jobs))
+
+    try:
+        _attach_project_facts(planned, sources, cache, start_workers)
+        for index, ((entry, ruleset), source) in enumerate(zip(planned, sources)):
+            result = _answer(entry, source, ruleset, apply, cache)
+            if isinstance(result, FileResult):
+                answered(index, result)
             else:
-                result = FileResult(path=task.path, source=task.source)
-                if cache is not None:
-                    cache.store(task.ruleset, apply, result)
-                answered(task.index, result)
-    for task, result in parallel.port_all(work, apply, jobs):
-        result.source = task.source
-        results[task.index] = result
-        if cache is not None:
-            cache.store(task.ruleset, apply, result)
-        done += 1
-        if progress is not None:
-            progress(done, len(planned), task.path)
+                unanswered.append(Task(index, entry.path, result, ruleset))
+        # With many files left, the workers screen them too: screening here
+        # would keep them waiting.
+        work = unanswered
+        total = sum(len(t.source) for t in unanswered)
+        if jobs <= 1 or total < parallel.SCREEN_IN_POOL_BYTES:
+            # In a short run (a pre-commit hook's few files) loading libcst costs
+            # more than reading the code twice with the standard parser: the
+            # screen then reads the code too, as the port would.
+            deep = total < parallel.POOL_MIN_BYTES
+            work = []
+            for task in unanswered:
+                if _needs_parsing(task, deep):
+                    work.append(task)
+                else:
+                    result = FileResult(path=task.path, source=task.source)
+                    if cache is not None:
+                        cache.store(task.ruleset, apply, result)
+                    answered(task.index, result)
+        for task, result in parallel.port_all(work, apply, jobs, pool[0] if pool else None):
+            result.source = task.source
+            results[task.index] = result
+            if cache is not None:
+                cache.store(task.ruleset, apply, result)
+            done += 1
+            if progress is not None:
+                progress(done, len(planned), task.path)
+    except BaseException:
+        for workers in pool:
+            workers.close()  # never left running
+        raise
     if cache is not None:
         cache.save()
     summary = RunSummary(
@@ -227,11 +240,14 @@ def _read_planned(entry) -> Union[FileResult, bytes]:
     return _read(entry.path)
 
 
-def _attach_project_facts(planned: list, sources: list, cache: Optional[Cache] = None) -> None:
+def _attach_project_facts(
+    planned: list, sources: list, cache: Optional[Cache] = None, before_finding: Callable[[], None] = lambda: None
+) -> None:
     """Find the project facts once, from the Python files as read, and give
     them to every rule set of the run (they are part of each file's result).
     With a cache, facts found for the same files and settings are reused:
-    finding them is most of a warm run."""
+    finding them is most of a warm run. ``before_finding`` is called first
+    when they must be found for a project the cache has never seen."""
     from hpu_port.project import find_facts
 
     python = {
@@ -252,6 +268,8 @@ def _attach_project_facts(planned: list, sources: list, cache: Optional[Cache] =
     key, name = _facts_key(python, libraries, devices, holds)
     facts = cache.project_facts(key, name) if cache is not None else None
     if facts is None:
+        if cache is None or not cache.knows_project(name):
+            before_finding()
         facts = find_facts(python, libraries, devices, holds)
         if cache is not None:
             cache.store_project_facts(key, name, facts)

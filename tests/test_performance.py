@@ -43,8 +43,8 @@ def test_a_pool_of_workers_gives_the_same_results_in_the_same_order(tree, monkey
     rules = make_ruleset()
     alone = run([str(tree)], rules, apply=apply, jobs=1)
     sent = []
-    original = parallel._port_in_pool
-    monkeypatch.setattr(parallel, "_port_in_pool", lambda tasks, *a: sent.extend(tasks) or original(tasks, *a))
+    original = parallel.Pool.port
+    monkeypatch.setattr(parallel.Pool, "port", lambda self, tasks, *a: sent.extend(tasks) or original(self, tasks, *a))
     monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "BATCH_FILES", 2)
     if screen_in_pool:  # many files left: the workers also screen them

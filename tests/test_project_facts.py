@@ -136,6 +136,28 @@ def test_guards_in_front_of_nvidia_only_project_code_are_kept(tmp_path):
     assert "the code this test guards uses `_init`" in check
 
 
+def test_workers_started_before_the_facts_were_found_port_with_them(tmp_path, monkeypatch):
+    """A large cold run starts its workers while the facts are found; each
+    batch brings them, and the workers' results are those of one process."""
+    from hpu_port import parallel
+
+    _write(tmp_path, PROJECT)
+    alone = run([str(tmp_path)], make_ruleset(), apply=True, jobs=1)
+    started = []
+    original = parallel.Pool.__init__
+    monkeypatch.setattr(parallel.Pool, "__init__", lambda self, *a: started.append(a) or original(self, *a))
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "SCREEN_IN_POOL_BYTES", 0)
+    monkeypatch.setattr(parallel, "BATCH_FILES", 1)
+    # A new rule set: facts found for the run above must not ride along with it.
+    pooled = run([str(tmp_path)], make_ruleset(), apply=True, jobs=2)
+    assert started
+    outcome = lambda summary: [(r.path, r.findings, r.new_source) for r in summary.results]
+    assert outcome(pooled) == outcome(alone)
+    messages = [f.message for r in pooled.results for f in r.findings]
+    assert any("the code it guards uses `torch_utils.ops.upfirdn2d._init`" in m for m in messages)
+
+
 def test_a_new_module_of_the_project_changes_the_cached_answer(tmp_path):
     """The facts are part of what a cached result depends on."""
     project = tmp_path / "proj"
