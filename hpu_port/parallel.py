@@ -11,7 +11,6 @@ the progress display.
 from __future__ import annotations
 
 import os
-import pickle
 from typing import Iterator, Optional
 
 from hpu_port.results import FileResult
@@ -26,7 +25,7 @@ BATCH_BYTES = 512 * 1024
 BATCH_FILES = 8
 
 _WORKER_RULESETS: list = []
-# The project facts the worker's rule sets were given last, as sent.
+# The digest of the project facts the worker's rule sets were given last.
 _WORKER_FACTS: list = [None]
 
 
@@ -99,7 +98,8 @@ class Pool:
         from concurrent.futures import as_completed
         from concurrent.futures.process import BrokenProcessPool
 
-        facts = pickle.dumps([ruleset.facts for ruleset in self.rulesets])
+        found = [ruleset.facts for ruleset in self.rulesets]
+        facts = ("\n".join(f.digest() for f in found), found)
         futures = {
             self.executor.submit(_port_batch, [(t.path, t.source, self.numbers[id(t.ruleset)]) for t in batch], apply, facts): batch
             for batch in _batches(tasks)
@@ -157,13 +157,15 @@ def _warm_up() -> None:
         importlib.import_module(f"{visitors.__name__}.{module.name}")
 
 
-def _port_batch(items: list, apply: bool, facts: bytes) -> list[FileResult]:
+def _port_batch(items: list, apply: bool, facts: tuple) -> list[FileResult]:
+    """``facts``: (their digest, the project facts of each rule set)."""
     from hpu_port import deep_stack
 
-    if facts != _WORKER_FACTS[0]:
-        for ruleset, found in zip(_WORKER_RULESETS, pickle.loads(facts)):
-            ruleset.facts = found
-        _WORKER_FACTS[0] = facts
+    digest, found = facts
+    if digest != _WORKER_FACTS[0]:
+        for ruleset, project in zip(_WORKER_RULESETS, found):
+            ruleset.facts = project
+        _WORKER_FACTS[0] = digest
     # One hand-over to the deep-stack thread for the batch, not one per file.
     return deep_stack.call(_port_items, items, apply)
 
