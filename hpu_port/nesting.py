@@ -23,7 +23,8 @@ import re
 import warnings
 from typing import Optional
 
-from hpu_port.triggers import child_statements, node_fields
+from hpu_port.ast_nodes import child_nodes
+from hpu_port.triggers import child_statements
 
 # libcst reads an expression this deep in a few seconds (a chain of 1,500
 # operators, as generated code holds, in one).
@@ -140,11 +141,4 @@ def _expression_depth(statement: ast.stmt) -> int:
 
 
 def _expression_children(node: ast.AST) -> list:
-    children = []
-    for name in node_fields(type(node)):
-        value = getattr(node, name)
-        if type(value) is list:
-            children += [item for item in value if isinstance(item, ast.AST) and not isinstance(item, ast.stmt)]
-        elif isinstance(value, ast.AST) and not isinstance(value, ast.stmt):
-            children.append(value)
-    return children
+    return [child for child in child_nodes(node) if not isinstance(child, ast.stmt)]

@@ -59,9 +59,10 @@ def port_all(tasks: list, apply: bool, jobs: int, pool: Optional["Pool"] = None)
         for task in tasks:
             yield task, port_one(task.path, task.source, task.ruleset, apply)
         return
-    pool = pool or Pool([t.ruleset for t in tasks], min(jobs, len(_batches(tasks))))
+    batches = _batches(tasks)
+    pool = pool or Pool([t.ruleset for t in tasks], min(jobs, len(batches)))
     try:
-        yield from pool.port(tasks, apply)
+        yield from pool.port(batches, apply)
     finally:
         pool.close()
 
@@ -92,9 +93,11 @@ class Pool:
             initargs=(self.rulesets,),
         )
         # Each warm-up starts a worker (they start on demand) and loads what ports.
-        self.warming = [self.executor.submit(_warm_up) for _ in range(jobs)]
+        for _ in range(jobs):
+            self.executor.submit(_warm_up)
 
-    def port(self, tasks: list, apply: bool) -> Iterator[tuple[object, FileResult]]:
+    def port(self, batches: list[list], apply: bool) -> Iterator[tuple[object, FileResult]]:
+        """(task, result) for each task of ``batches`` (see ``_batches``), as each finishes."""
         from concurrent.futures import as_completed
         from concurrent.futures.process import BrokenProcessPool
 
@@ -102,7 +105,7 @@ class Pool:
         facts = ("\n".join(f.digest() for f in found), found)
         futures = {
             self.executor.submit(_port_batch, [(t.path, t.source, self.numbers[id(t.ruleset)]) for t in batch], apply, facts): batch
-            for batch in _batches(tasks)
+            for batch in batches
         }
         for future in as_completed(futures):
             batch = futures[future]

@@ -44,7 +44,7 @@ def test_a_pool_of_workers_gives_the_same_results_in_the_same_order(tree, monkey
     alone = run([str(tree)], rules, apply=apply, jobs=1)
     sent = []
     original = parallel.Pool.port
-    monkeypatch.setattr(parallel.Pool, "port", lambda self, tasks, *a: sent.extend(tasks) or original(self, tasks, *a))
+    monkeypatch.setattr(parallel.Pool, "port", lambda self, batches, *a: sent.extend(t for b in batches for t in b) or original(self, batches, *a))
     monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "BATCH_FILES", 2)
     if screen_in_pool:  # many files left: the workers also screen them
