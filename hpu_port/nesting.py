@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import re
 import warnings
+from itertools import accumulate
 from typing import Optional
 
 from hpu_port.ast_nodes import child_nodes
@@ -44,7 +45,7 @@ def python_nesting_problem(source: bytes, tree: Optional[ast.Module]) -> Optiona
     standard parser's tree of it, None when that parser did not read it."""
     if tree is None:
         return _parser_limit(source)
-    return _too_deep_for_libcst(tree)
+    return _too_deep_for_libcst(tree, source)
 
 
 def _parser_limit(source: bytes) -> Optional[str]:
@@ -98,15 +99,16 @@ def _bracket_problem(source: bytes) -> Optional[str]:
     return None
 
 
-def _too_deep_for_libcst(tree: ast.Module) -> Optional[str]:
+def _too_deep_for_libcst(tree: ast.Module, source: bytes) -> Optional[str]:
     spent = 0
+    spans = _Spans(source)
     stack = list(tree.body)
     while stack:
         statement = stack.pop()
         stack.extend(child_statements(statement))
         if not _long_enough_to_be_deep(statement):
             continue
-        depth = _expression_depth(statement)
+        depth = _expression_depth(statement, spans)
         if depth > MAX_EXPRESSION_DEPTH:
             return (
                 f"nested too deeply for libcst, the parser hpu-port uses: an expression {depth} levels deep "
@@ -127,17 +129,51 @@ def _long_enough_to_be_deep(statement: ast.stmt) -> bool:
     return statement.end_lineno != statement.lineno or statement.end_col_offset - statement.col_offset > SHALLOW
 
 
-def _expression_depth(statement: ast.stmt) -> int:
-    """How deep the expressions of a statement nest (its inner statements left out)."""
+def _expression_depth(statement: ast.stmt, spans: _Spans) -> int:
+    """How deep the expressions of a statement nest (its inner statements
+    left out), exactly when deeper than SHALLOW; at most SHALLOW otherwise."""
     # Level by level, over the fields that hold nodes (contexts and operators
     # are markers, no level of what libcst builds): a third of the cost of
-    # walking node by node with a depth beside each.
-    level = _expression_children(statement)
+    # walking node by node with a depth beside each. A node whose text is too
+    # short to hold the levels still needed to pass SHALLOW is left behind.
+    level = [child for child in _expression_children(statement) if spans.may_hold(child, SHALLOW)]
     depth = 0
     while level:
         depth += 1
-        level = [child for node in level for child in _expression_children(node)]
+        needed = SHALLOW - depth
+        level = [child for node in level for child in _expression_children(node) if needed <= 0 or spans.may_hold(child, needed)]
     return depth
+
+
+class _Spans:
+    """How long a node's text is, in bytes, from its position in the file.
+
+    Each level of an expression adds at least one byte to the text of the
+    node above it (a bracket, a dot, an operator, a keyword), except the
+    nodes without a position (a comprehension's clause, a lambda's
+    arguments), which sit between two that have one: a node of ``n`` bytes
+    holds fewer than ``2 * n`` levels."""
+
+    def __init__(self, source: bytes) -> None:
+        self._source = source
+        self._line_starts: Optional[list] = None
+
+    def may_hold(self, node: ast.AST, levels: int) -> bool:
+        first = getattr(node, "lineno", None)
+        if first is None or node.end_lineno is None:
+            return True
+        if node.end_lineno == first:
+            length = node.end_col_offset - node.col_offset
+        else:
+            starts = self._starts()
+            length = starts[node.end_lineno - 1] + node.end_col_offset - starts[first - 1] - node.col_offset
+        return 2 * length >= levels
+
+    def _starts(self) -> list:
+        if self._line_starts is None:
+            # Over-long only (a byte-order mark, indentation), which keeps more.
+            self._line_starts = [0, *accumulate(map(len, self._source.splitlines(keepends=True)))]
+        return self._line_starts
 
 
 def _expression_children(node: ast.AST) -> list:

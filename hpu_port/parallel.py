@@ -18,8 +18,9 @@ from hpu_port.results import FileResult
 # Below this much source, starting workers (each imports libcst) costs more
 # than it saves.
 POOL_MIN_BYTES = 256 * 1024
-# Above this much source not answered by the cache, the workers also decide
-# which files need parsing at all.
+# Above this much source not answered by the cache, the port itself decides
+# which files need parsing at all (in the workers, or in this process at -j 1),
+# rather than a screen of every file before it.
 SCREEN_IN_POOL_BYTES = 4 * 1024 * 1024
 BATCH_BYTES = 512 * 1024
 BATCH_FILES = 8

@@ -149,11 +149,12 @@ def run(
                 answered(index, result)
             else:
                 unanswered.append(Task(index, entry.path, result, ruleset))
-        # With many files left, the workers screen them too: screening here
-        # would keep them waiting.
+        # With many files left, the port screens them (in the workers, which
+        # screening here would keep waiting): a second screen here would
+        # read each file that needs a port twice.
         work = unanswered
         total = sum(len(t.source) for t in unanswered)
-        if jobs <= 1 or total < parallel.SCREEN_IN_POOL_BYTES:
+        if total < parallel.SCREEN_IN_POOL_BYTES:
             # In a short run (a pre-commit hook's few files) loading libcst costs
             # more than reading the code twice with the standard parser: the
             # screen then reads the code too, as the port would.

@@ -240,23 +240,33 @@ class CodeView:
             self._referenced = _referenced_names(self)
         return self._referenced or None
 
+    def may_reference(self, wanted: frozenset) -> bool:
+        """Whether a name of ``referenced_names()`` is one of ``wanted`` or under
+        one. Told from the imports and the file's words where they suffice:
+        an attribute chain reaching a wanted name spells each of its parts
+        after the imported one, so without those words no walk of every
+        expression is needed."""
+        if self._referenced is None:
+            imports = import_bindings(self)
+            if imports is None:
+                return True
+            bound, imported = imports
+            if any(_under(name, wanted) for name in imported):
+                return True
+            targets = set().union(*bound.values())
+            words = words_in(self.text)
+            if not any(_spelled_after(name, target, words) for name in wanted for target in targets):
+                return False
+        referenced = self.referenced_names()
+        return referenced is None or any(_under(name, wanted) for name in referenced)
+
 
 def _referenced_names(view: CodeView) -> frozenset:
-    bound: dict[str, set] = {}
-    found = set()
-    for node in view.nodes(ast.Import):
-        for alias in node.names:
-            local = alias.asname or alias.name.split(".")[0]
-            bound.setdefault(local, set()).add(alias.name if alias.asname else local)
-            found.add(alias.name)
-    for node in view.nodes(ast.ImportFrom):
-        if node.level or not node.module:
-            continue  # relative imports are not resolved by the full parser either
-        for alias in node.names:
-            if alias.name == "*":
-                return frozenset()
-            bound.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
-            found.add(f"{node.module}.{alias.name}")
+    imports = import_bindings(view)
+    if imports is None:
+        return frozenset()
+    bound, found = imports
+    found = set(found)
     for node in view.nodes(ast.Name):
         found.update(bound.get(node.id, ()))
     for node in view.nodes(ast.Attribute):
@@ -269,6 +279,41 @@ def _referenced_names(view: CodeView) -> frozenset:
             rest = ".".join(reversed(parts))
             found.update(f"{target}.{rest}" for target in bound[expr.id])
     return frozenset(found) or frozenset({""})
+
+
+def _under(qualified: str, wanted: frozenset) -> bool:
+    """Whether ``qualified`` is one of ``wanted`` or a name under one."""
+    parts = qualified.split(".")
+    return any(".".join(parts[:end]) in wanted for end in range(1, len(parts) + 1))
+
+
+def _spelled_after(name: str, target: str, words: frozenset) -> bool:
+    """Whether ``name`` lies under ``target`` and the file holds the words of
+    the parts between them."""
+    if not name.startswith(target + "."):
+        return False
+    return all(part.encode() in words for part in name[len(target) + 1:].split("."))
+
+
+def import_bindings(view: CodeView) -> Optional[tuple[dict, set]]:
+    """(each name the file's imports bind: the qualified names it stands for;
+    the qualified names imported), or None after a star import."""
+    bound: dict[str, set] = {}
+    found = set()
+    for node in view.nodes(ast.Import):
+        for alias in node.names:
+            local = alias.asname or alias.name.split(".")[0]
+            bound.setdefault(local, set()).add(alias.name if alias.asname else local)
+            found.add(alias.name)
+    for node in view.nodes(ast.ImportFrom):
+        if node.level or not node.module:
+            continue  # relative imports are not resolved by the full parser either
+        for alias in node.names:
+            if alias.name == "*":
+                return None
+            bound.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+            found.add(f"{node.module}.{alias.name}")
+    return bound, found
 
 
 def first_line(statement: ast.stmt) -> int:

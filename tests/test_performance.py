@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from hpu_port import parallel
+from hpu_port import parallel, runner
 from hpu_port.cache import Cache
 from hpu_port.rule_cache import LazyPattern
 from hpu_port.runner import run
@@ -55,6 +55,20 @@ def test_a_pool_of_workers_gives_the_same_results_in_the_same_order(tree, monkey
     assert any(t.path.endswith("util.py") for t in sent) == screen_in_pool
     assert outcome(pooled) == outcome(alone)
     assert any(r.findings for r in alone.results) and any(r.error for r in alone.results)
+
+
+def test_one_process_without_a_screen_first_gives_the_same_results(tree, monkeypatch):
+    """A large run in one process leaves the screening of each file to its
+    port, as the workers do, instead of reading every file twice."""
+    rules = make_ruleset()
+    screened_first = run([str(tree)], rules, apply=True, jobs=1)
+    monkeypatch.setattr(parallel, "SCREEN_IN_POOL_BYTES", 0)
+    screens = []
+    original = runner._needs_parsing
+    monkeypatch.setattr(runner, "_needs_parsing", lambda *a: screens.append(a) or original(*a))
+    left_to_the_port = run([str(tree)], rules, apply=True, jobs=1)
+    assert not screens
+    assert outcome(left_to_the_port) == outcome(screened_first)
 
 
 def test_rules_read_from_the_rule_cache_work_in_a_pool(tree, tmp_path, monkeypatch):

@@ -512,6 +512,9 @@ def test_the_padding_screen_keeps_what_the_rule_reports(text, parsed):
         ("from torch.masked import masked_tensor\n", True),  # an import alone is a use the rule may report
         ("from torch import *\nbatch = nested.nested_tensor(xs)\n", True),  # a star import: unknowable
         ("from .torch import nested\nbatch = nested.nested_tensor(xs)\n", False),  # relative: not torch
+        ("import torch\nbatch = (torch\n    .nested  # the chain, over lines\n    .nested_tensor(xs))\n", True),
+        ("import torch\nbatch = torch. \\\n    nested.nested_tensor(xs)\n", True),
+        ("import torch\n# torch.nested.nested_tensor is not used here\nbatch = nested_tensor(xs)\n", False),
     ],
 )
 def test_the_report_screen_needs_an_import_that_reaches_the_name(text, parsed):
@@ -532,5 +535,22 @@ def test_the_report_screen_needs_an_import_that_reaches_the_name(text, parsed):
 )
 def test_the_device_string_screen_needs_a_string_that_starts_with_the_device(text, parsed):
     rules = make_ruleset(select=["HPU523"])
+    assert rules.for_source(text.encode()) is not None
+    assert (rules.for_code(text.encode()) is not None) is parsed
+
+
+@pytest.mark.parametrize(
+    "text, parsed",
+    [
+        ("import torch\nx = torch.tensor(a).float()\n", False),  # cast before the move
+        ("import torch\nx = torch.tensor(a).float()\ny = x.to(device)\nz = y.float()\n", False),  # names only
+        ("import torch\nx = torch.from_numpy(a).to(device).float()\n", True),
+        ("import torch\nx = torch.from_numpy(a).cuda()[0].float()\n", True),
+        ("import torch\nx = (torch.from_numpy(a)\n     .to(device)  # moved\n     .float())\n", True),
+        ("import torch\nx = torch.from_numpy(a).to(device) \\\n    .float()\n", True),
+    ],
+)
+def test_the_cast_after_move_screen_looks_at_calls_only_after_a_cast_of_a_result(text, parsed):
+    rules = make_ruleset(select=["HPU114"])
     assert rules.for_source(text.encode()) is not None
     assert (rules.for_code(text.encode()) is not None) is parsed

@@ -13,6 +13,8 @@ without arguments (``float``, ``half``...).
 from __future__ import annotations
 
 import ast
+import re
+from functools import lru_cache
 
 from hpu_port.kinds import Kind, register_kind, string_list
 from hpu_port.triggers import Trigger, name_trigger
@@ -43,12 +45,25 @@ class CastAfterMove(Kind):
 
     def screen(self, rule, view):
         params = rule.params
+        # A cast of a call's or an index's result (`.to(device).float()`) shows
+        # in the text; most files cast only names, and then no call is looked at.
+        if not _cast_of_a_result(params["casts"]).search(view.text):
+            return False
         sources = {source.rsplit(".", 1)[-1] for source in params["sources"]}
         return any(
             isinstance(call.func, ast.Attribute) and call.func.attr in params["casts"] and not call.args
             and _moved_from_a_source(call.func.value, params, sources)
             for call in view.nodes(ast.Call)
         )
+
+
+@lru_cache(maxsize=None)
+def _cast_of_a_result(casts: frozenset) -> re.Pattern:
+    # Between the bracket and the call: spaces, line breaks, continued lines
+    # (comments are blanked out in a CodeView's text).
+    gap = rb"[\s\\]*"
+    names = b"|".join(re.escape(cast.encode()) for cast in sorted(casts))
+    return re.compile(rb"[)\]]" + gap + rb"\." + gap + rb"(?:" + names + rb")" + gap + rb"\(" + gap + rb"\)")
 
 
 def _moved_from_a_source(chain: ast.AST, params: dict, sources: set) -> bool:

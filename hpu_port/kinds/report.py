@@ -73,13 +73,4 @@ class Report(Kind):
     def screen(self, rule, view):
         # The words of a name (`torch`, `masked`) are in most model files; a
         # use of the name needs an import that makes some name refer to it.
-        referenced = view.referenced_names()
-        if referenced is None:
-            return True
-        wanted = {name[:-2] if name.endswith(".*") else name for name in rule.params["names"]}
-        return any(not wanted.isdisjoint(_prefixes(name)) for name in referenced)
-
-
-def _prefixes(qualified: str) -> list:
-    parts = qualified.split(".")
-    return [".".join(parts[:end]) for end in range(1, len(parts) + 1)]
+        return view.may_reference(frozenset(name[:-2] if name.endswith(".*") else name for name in rule.params["names"]))
