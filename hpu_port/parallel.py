@@ -11,7 +11,7 @@ the progress display.
 from __future__ import annotations
 
 import os
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from hpu_port.results import FileResult
 
@@ -28,6 +28,8 @@ BATCH_FILES = 8
 _WORKER_RULESETS: list = []
 # The digest of the project facts the worker's rule sets were given last.
 _WORKER_FACTS: list = [None]
+# The queue the parent sends the facts on, then the facts once received.
+_FACTS_QUEUE: list = []
 
 
 def _engine():
@@ -51,19 +53,29 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def port_all(tasks: list, apply: bool, jobs: int, pool: Optional["Pool"] = None) -> Iterator[tuple[object, FileResult]]:
+def port_all(
+    tasks: list, apply: bool, jobs: int, pool: Optional["Pool"] = None, facts_later: Optional[Callable[[], None]] = None
+) -> Iterator[tuple[object, FileResult]]:
     """(task, result) for every task, as each finishes; ``pool``: workers
-    started earlier for these tasks' rule sets, closed when done."""
+    started earlier for these tasks' rule sets, closed when done;
+    ``facts_later``: finds the project facts and gives them to the rule
+    sets, called once the workers have their files to begin on."""
     if jobs <= 1 or len(tasks) < 2 or sum(len(t.source) for t in tasks) < POOL_MIN_BYTES:
         if pool is not None:
             pool.close()
+        if facts_later is not None:
+            facts_later()
         for task in tasks:
             yield task, port_one(task.path, task.source, task.ruleset, apply)
         return
     batches = _batches(tasks)
-    pool = pool or Pool([t.ruleset for t in tasks], min(jobs, len(batches)))
+    if pool is None:
+        if facts_later is not None:
+            facts_later()
+            facts_later = None
+        pool = Pool([t.ruleset for t in tasks], min(jobs, len(batches)))
     try:
-        yield from pool.port(batches, apply)
+        yield from pool.port(batches, apply, facts_later)
     finally:
         pool.close()
 
@@ -84,30 +96,42 @@ class Pool:
             if id(ruleset) not in self.numbers:
                 self.numbers[id(ruleset)] = len(self.rulesets)
                 self.rulesets.append(ruleset)
+        context = multiprocessing.get_context("spawn")
+        self.jobs = jobs
+        # The project facts, for batches sent before they were found.
+        self.facts_queue = context.Queue()
+        self._facts_sent = False
         self.executor = ProcessPoolExecutor(
             max_workers=jobs,
-            mp_context=multiprocessing.get_context("spawn"),
+            mp_context=context,
             initializer=_start_worker,
             # A rule set a worker cannot unpickle leaves the parent blocked on the
             # pipe it writes them to (multiprocessing's spawn): every part of a
             # rule, the rule cache's lazy patterns included, must pickle.
-            initargs=(self.rulesets,),
+            initargs=(self.rulesets, self.facts_queue),
         )
         # Each warm-up starts a worker (they start on demand) and loads what ports.
         for _ in range(jobs):
             self.executor.submit(_warm_up)
 
-    def port(self, batches: list[list], apply: bool) -> Iterator[tuple[object, FileResult]]:
-        """(task, result) for each task of ``batches`` (see ``_batches``), as each finishes."""
+    def port(
+        self, batches: list[list], apply: bool, facts_later: Optional[Callable[[], None]] = None
+    ) -> Iterator[tuple[object, FileResult]]:
+        """(task, result) for each task of ``batches`` (see ``_batches``), as
+        each finishes. With ``facts_later``, the workers begin on the files
+        (screens, parses) while it finds the facts, and wait for them only
+        where a port first reads them."""
         from concurrent.futures import as_completed
         from concurrent.futures.process import BrokenProcessPool
 
-        found = [ruleset.facts for ruleset in self.rulesets]
-        facts = ("\n".join(f.digest() for f in found), found)
+        facts = None if facts_later is not None else self._facts()
         futures = {
             self.executor.submit(_port_batch, [(t.path, t.source, self.numbers[id(t.ruleset)]) for t in batch], apply, facts): batch
             for batch in batches
         }
+        if facts_later is not None:
+            facts_later()
+            self._send_facts(self._facts())
         for future in as_completed(futures):
             batch = futures[future]
             try:
@@ -117,8 +141,28 @@ class Pool:
                 results = [FileResult(path=t.path, source=t.source, error=problem) for t in batch]
             yield from zip(batch, results)
 
+    def _facts(self) -> tuple:
+        found = [ruleset.facts for ruleset in self.rulesets]
+        return ("\n".join(f.digest() for f in found), found)
+
+    def _send_facts(self, facts: Optional[tuple]) -> None:
+        """One copy for each worker (a worker takes one, the first time a port
+        reads them); None tells a waiting worker that they will not come."""
+        if self._facts_sent:
+            return
+        self._facts_sent = True
+        for _ in range(self.jobs):
+            self.facts_queue.put(facts)
+
     def close(self) -> None:
+        # A worker waiting for facts that will never come would keep the
+        # shutdown waiting for it.
+        self._send_facts(None)
         self.executor.shutdown(wait=True, cancel_futures=True)
+        # Copies no worker took stay behind: they must not keep this process
+        # from exiting.
+        self.facts_queue.cancel_join_thread()
+        self.facts_queue.close()
 
 
 def _batches(tasks: list) -> list[list]:
@@ -138,13 +182,47 @@ def _batches(tasks: list) -> list[list]:
     return batches
 
 
-def _start_worker(rulesets: list) -> None:
+def _start_worker(rulesets: list, facts_queue) -> None:
     import signal
 
     # The parent decides what an interrupt means; workers just stop with it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER_RULESETS[:] = rulesets
     _WORKER_FACTS[:] = [None]
+    _FACTS_QUEUE[:] = [facts_queue]
+
+
+class _FactsToCome:
+    """A worker's rule set's project facts while the parent still finds them:
+    the first port that reads them waits for them (``RuleSet.facts``)."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+    def wait(self):
+        import multiprocessing
+        import queue
+
+        while _FACTS_QUEUE[1:] == []:
+            try:
+                _FACTS_QUEUE.append(_FACTS_QUEUE[0].get(timeout=1.0))
+            except queue.Empty:
+                parent = multiprocessing.parent_process()
+                if parent is not None and not parent.is_alive():
+                    raise RuntimeError("the process that started this worker stopped") from None
+        facts = _FACTS_QUEUE[1]
+        if facts is None:
+            raise RuntimeError("the project facts were not found")
+        digest, found = facts
+        _use_facts(digest, found)
+        return found[self.number]
+
+
+def _use_facts(digest: str, found: list) -> None:
+    if digest != _WORKER_FACTS[0]:
+        for ruleset, project in zip(_WORKER_RULESETS, found):
+            ruleset.facts = project
+        _WORKER_FACTS[0] = digest
 
 
 def _warm_up() -> None:
@@ -165,11 +243,12 @@ def _port_batch(items: list, apply: bool, facts: tuple) -> list[FileResult]:
     """``facts``: (their digest, the project facts of each rule set)."""
     from hpu_port import deep_stack
 
-    digest, found = facts
-    if digest != _WORKER_FACTS[0]:
-        for ruleset, project in zip(_WORKER_RULESETS, found):
-            ruleset.facts = project
-        _WORKER_FACTS[0] = digest
+    if facts is None:  # sent before the parent found them
+        if _WORKER_FACTS[0] is None:
+            for number, ruleset in enumerate(_WORKER_RULESETS):
+                ruleset.facts = _FactsToCome(number)
+    else:
+        _use_facts(*facts)
     # One hand-over to the deep-stack thread for the batch, not one per file.
     return deep_stack.call(_port_items, items, apply)
 

@@ -135,16 +135,20 @@ def run(
     sources = [_read_planned(entry) for entry, _ in planned]
     pool = []
 
-    def start_workers() -> None:
+    def start_workers() -> bool:
         # A cold run over a large tree ports most of its files in workers:
-        # they start while the facts are found, not after.
+        # they begin on them while the facts are found, not after.
         if jobs > 1 and sum(len(s) for s in sources if isinstance(s, bytes)) >= parallel.SCREEN_IN_POOL_BYTES:
             pool.append(parallel.Pool([ruleset for _, ruleset in planned if ruleset is not None], jobs))
+        return bool(pool)
 
     try:
-        _attach_project_facts(planned, sources, cache, start_workers)
+        facts_later = _attach_project_facts(planned, sources, cache, start_workers)
+        # Results cached for this project are keyed by its facts: with the
+        # facts still to find, there are none to look up.
+        lookups = cache if facts_later is None else None
         for index, ((entry, ruleset), source) in enumerate(zip(planned, sources)):
-            result = _answer(entry, source, ruleset, apply, cache)
+            result = _answer(entry, source, ruleset, apply, lookups)
             if isinstance(result, FileResult):
                 answered(index, result)
             else:
@@ -155,6 +159,9 @@ def run(
         work = unanswered
         total = sum(len(t.source) for t in unanswered)
         if total < parallel.SCREEN_IN_POOL_BYTES:
+            if facts_later is not None:  # results stored here are keyed by them
+                facts_later()
+                facts_later = None
             # In a short run (a pre-commit hook's few files) loading libcst costs
             # more than reading the code twice with the standard parser: the
             # screen then reads the code too, as the port would.
@@ -168,7 +175,7 @@ def run(
                     if cache is not None:
                         cache.store(task.ruleset, apply, result)
                     answered(task.index, result)
-        for task, result in parallel.port_all(work, apply, jobs, pool[0] if pool else None):
+        for task, result in parallel.port_all(work, apply, jobs, pool[0] if pool else None, facts_later):
             result.source = task.source
             results[task.index] = result
             if cache is not None:
@@ -242,13 +249,15 @@ def _read_planned(entry) -> Union[FileResult, bytes]:
 
 
 def _attach_project_facts(
-    planned: list, sources: list, cache: Optional[Cache] = None, before_finding: Callable[[], None] = lambda: None
-) -> None:
+    planned: list, sources: list, cache: Optional[Cache] = None, start_workers: Callable[[], bool] = lambda: False
+) -> Optional[Callable[[], None]]:
     """Find the project facts once, from the Python files as read, and give
     them to every rule set of the run (they are part of each file's result).
     With a cache, facts found for the same files and settings are reused:
-    finding them is most of a warm run. ``before_finding`` is called first
-    when they must be found for a project the cache has never seen."""
+    finding them is most of a warm run. When they must be found for a
+    project the cache has never seen, ``start_workers`` is called first; if
+    it started a pool, the facts are not found yet: what finds and gives
+    them is returned, for the pool to call once it has the files to begin on."""
     from hpu_port.project import find_facts
 
     python = {
@@ -258,7 +267,7 @@ def _attach_project_facts(
     }
     rulesets = list({id(ruleset): ruleset for _, ruleset in planned if ruleset is not None}.values())
     if not python or not rulesets:
-        return
+        return None
     holds = {
         rule.code: rule.project_hold
         for ruleset in rulesets
@@ -268,14 +277,24 @@ def _attach_project_facts(
     libraries, devices = _nvidia_only_libraries(rulesets), _other_devices(rulesets)
     key, name = _facts_key(python, libraries, devices, holds)
     facts = cache.project_facts(key, name) if cache is not None else None
-    if facts is None:
-        if cache is None or not cache.knows_project(name):
-            before_finding()
-        facts = find_facts(python, libraries, devices, holds)
+
+    def attach(facts) -> None:
+        for ruleset in rulesets:
+            ruleset.facts = facts
+
+    def find_and_attach() -> None:
+        found = find_facts(python, libraries, devices, holds)
         if cache is not None:
-            cache.store_project_facts(key, name, facts)
-    for ruleset in rulesets:
-        ruleset.facts = facts
+            cache.store_project_facts(key, name, found)
+        attach(found)
+
+    if facts is not None:
+        attach(facts)
+        return None
+    if (cache is None or not cache.knows_project(name)) and start_workers():
+        return find_and_attach
+    find_and_attach()
+    return None
 
 
 def _facts_key(python: dict, libraries: set, devices: set, holds: dict) -> tuple[str, str]:

@@ -39,7 +39,12 @@ class RuleSet:
         root = self
         while root.parent is not None:
             root = root.parent
-        return root._facts or NO_FACTS
+        facts = root._facts
+        if facts is not None and not isinstance(facts, ProjectFacts):
+            # Still being found by the process that sent this rule set to a
+            # worker (hpu_port.parallel): wait for them, once.
+            facts = root._facts = facts.wait()
+        return facts or NO_FACTS
 
     @facts.setter
     def facts(self, facts: ProjectFacts) -> None:

@@ -1,3 +1,4 @@
+import functools
 import os
 import re
 import subprocess
@@ -29,8 +30,31 @@ def all_rules():
 
 
 def make_ruleset(select=(), extra_rules=(), **options):
-    rules = load_rules(extra_rules)
+    rules = _bundled_rules() if not extra_rules else load_rules(extra_rules)
     return RuleSet(select_rules(rules, select), Options(**options))
+
+
+_LOADED: dict = {}
+
+
+def _bundled_rules() -> list:
+    """The bundled rules, read once per test process for as long as their
+    files and the device evidence stay as they are (reading and checking
+    every rule file takes a tenth of a second; the tests build rule sets
+    thousands of times). Rules are frozen: sharing them is what one
+    long-lived process does."""
+    from hpu_port import rule_cache
+    from hpu_port.device import evidence
+    from hpu_port.rules import bundled_rules_dir, rule_files
+
+    key = rule_cache.key([*rule_files([bundled_rules_dir()]), evidence.bundled_file()])
+    if key is None or key not in _LOADED:
+        rules = load_rules()
+        if key is None:
+            return rules
+        _LOADED.clear()
+        _LOADED[key] = rules
+    return list(_LOADED[key])
 
 
 def port(code, select=(), extra_rules=(), apply=True, **options):
@@ -43,6 +67,22 @@ def ported(code, **kwargs):
     result = port(code, **kwargs)
     assert result.error is None, result.error
     return (result.new_source or result.source).decode()
+
+
+def python_programs():
+    """Random Python programs from the language's grammar (hypothesmith), made
+    when a test first draws one: building the grammar's parser takes
+    seconds, which collecting the tests should not pay."""
+    from hypothesis import strategies as st
+
+    return st.deferred(lambda: _grammar_programs())
+
+
+@functools.lru_cache(maxsize=None)
+def _grammar_programs():
+    import hypothesmith
+
+    return hypothesmith.from_grammar()
 
 
 def rename_rule_toml(code="HPU901", name="my-rename", old="mylib.cuda_helper", new="mylib.hpu_helper") -> str:

@@ -83,6 +83,7 @@ def _python_examples():
                                    id=f"{rule.code}-{index}")
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 @pytest.mark.parametrize("name, source, options", list(_python_examples()))
 def test_what_is_held_is_held_again_after_the_rewrite(name, source, options):
     """Over every rule example, with every rule on: the blockers held back

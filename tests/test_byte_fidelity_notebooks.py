@@ -13,12 +13,12 @@ import os
 import re
 import warnings
 
-import hypothesmith
+import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from hpu_port.engine import port_bytes, port_source
-from tests.conftest import make_ruleset
+from tests.conftest import make_ruleset, python_programs
 
 RULES = make_ruleset()
 # Each example takes a few milliseconds: these stay well under the quick suite's budget.
@@ -280,8 +280,9 @@ def test_a_python_rewrite_keeps_every_byte_outside_the_changed_code(source):
     assert_python_rewrite_keeps_bytes(source)
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 @settings(SETTINGS, max_examples=100)
-@given(hypothesmith.from_grammar(), st.data())
+@given(python_programs(), st.data())
 def test_random_programs_keep_their_bytes_around_a_changed_line(program, data):
     lines = [line for line, _ in re.findall(r"([^\n]*)(\n|\Z)", program.rstrip("\n"))]
     text = data.draw(joined(lines + [data.draw(touchpoint_line())]))

@@ -236,6 +236,7 @@ def check(tmp_path: Path, name: str, text: str, expected: str) -> None:
         assert named or path.read_bytes() != data, f"{name}: neither ported nor named\n{run.output[-3000:]}"
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 @pytest.mark.parametrize("name", sorted(FAST))
 def test_hostile_input_is_ported_or_refused_in_bounded_time_and_memory(tmp_path, name):
     check(tmp_path, name, *FAST[name])

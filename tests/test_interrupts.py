@@ -17,6 +17,7 @@ def source(i: int) -> str:
     return f'import torch\n\ndef f{i}(x):\n    torch.cuda.synchronize()\n    return x.to("cuda:{i % 8}")\n'
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupted_run_leaves_whole_files(tmp_path, signum):
     ruleset = make_ruleset()

@@ -36,6 +36,7 @@ def invoke(*args, data=None):
     return CliRunner().invoke(main, list(args), input=data, catch_exceptions=False)
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 @pytest.mark.parametrize("trigger", [b"", TRIGGER], ids=["plain", "with-trigger"])
 @pytest.mark.parametrize("name", sorted(NOT_TEXT))
 @pytest.mark.parametrize("command", ["check", "rewrite"])

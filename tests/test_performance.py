@@ -37,6 +37,7 @@ def outcome(summary):
     return [(r.path, r.findings, r.new_source, r.error) for r in summary.results]
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 @pytest.mark.parametrize("screen_in_pool", [False, True])
 @pytest.mark.parametrize("apply", [True, False])
 def test_a_pool_of_workers_gives_the_same_results_in_the_same_order(tree, monkeypatch, screen_in_pool, apply):
@@ -71,6 +72,7 @@ def test_one_process_without_a_screen_first_gives_the_same_results(tree, monkeyp
     assert outcome(left_to_the_port) == outcome(screened_first)
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 def test_rules_read_from_the_rule_cache_work_in_a_pool(tree, tmp_path, monkeypatch):
     """The rule cache gives back lazily compiled patterns: they must reach the
     workers intact (a worker that cannot load them once hung the parent)."""
@@ -120,6 +122,7 @@ def _check_json(tree, *options):
     return json.loads(process.stdout)
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 def test_jobs_on_the_command_line_change_nothing_in_the_report(tree):
     for copy in range(3, 12):  # enough source for the pool to be worth starting
         shutil.copytree(tree / "pkg0", tree / f"pkg{copy}")
@@ -145,6 +148,7 @@ def test_a_warm_run_parses_no_file(tree, tmp_path, monkeypatch):
     assert all(r.from_cache for r in readable)
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 def test_the_cache_follows_the_bytes_and_the_settings(tree, tmp_path):
     cache_dir = tmp_path / "cache"
     run([str(tree)], make_ruleset(), apply=True, cache=Cache(cache_dir))
@@ -172,6 +176,7 @@ def test_a_file_has_one_entry_whatever_its_versions(tree, tmp_path):
     assert run([str(script)], make_ruleset(), apply=False, cache=Cache(cache_dir)).results[0].from_cache
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 def test_a_damaged_cache_is_ignored(tree, tmp_path):
     cache_dir = tmp_path / "cache"
     cold = run([str(tree)], make_ruleset(), apply=True, cache=Cache(cache_dir))
@@ -193,6 +198,7 @@ def _cli(tree, env, *arguments):
     )
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 def test_the_default_cache_is_outside_the_tree_and_no_cache_writes_none(tree, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "HPU_PORT_CACHE_DIR"}
     env["XDG_CACHE_HOME"] = str(tmp_path / "user-cache")

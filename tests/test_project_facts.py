@@ -2,10 +2,13 @@
 
 import os
 import textwrap
+import threading
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 from click.testing import CliRunner
 
+from hpu_port import project
 from hpu_port.cache import Cache
 from hpu_port.cli import main
 from hpu_port.project import find_facts
@@ -149,13 +152,46 @@ def test_workers_started_before_the_facts_were_found_port_with_them(tmp_path, mo
     monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "SCREEN_IN_POOL_BYTES", 0)
     monkeypatch.setattr(parallel, "BATCH_FILES", 1)
+    # The workers are given their files first, then the facts are found.
+    submitted, submitted_before_finding = [], []
+    original_submit = ProcessPoolExecutor.submit
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", lambda self, fn, *a: submitted.append(fn) or original_submit(self, fn, *a))
+    original_find = project.find_facts
+    monkeypatch.setattr(project, "find_facts", lambda *a: submitted_before_finding.append(submitted.count(parallel._port_batch)) or original_find(*a))
     # A new rule set: facts found for the run above must not ride along with it.
     pooled = run([str(tmp_path)], make_ruleset(), apply=True, jobs=2)
     assert started
+    assert submitted_before_finding == [len(PROJECT)]
     outcome = lambda summary: [(r.path, r.findings, r.new_source) for r in summary.results]
     assert outcome(pooled) == outcome(alone)
     messages = [f.message for r in pooled.results for f in r.findings]
     assert any("the code it guards uses `torch_utils.ops.upfirdn2d._init`" in m for m in messages)
+
+
+def test_workers_waiting_for_facts_that_are_never_found_do_not_hang_the_run(tmp_path, monkeypatch):
+    from hpu_port import parallel
+
+    _write(tmp_path, PROJECT)
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "SCREEN_IN_POOL_BYTES", 0)
+
+    def broken(*args):
+        raise OSError("no facts today")
+
+    monkeypatch.setattr(project, "find_facts", broken)
+    outcome = []
+
+    def attempt():
+        try:
+            run([str(tmp_path)], make_ruleset(), apply=True, jobs=2)
+        except OSError as exc:
+            outcome.append(str(exc))
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert not worker.is_alive(), "the run hung on workers waiting for the facts"
+    assert outcome == ["no facts today"]
 
 
 def test_a_new_module_of_the_project_changes_the_cached_answer(tmp_path):

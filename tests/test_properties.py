@@ -3,12 +3,12 @@
 import ast
 import warnings
 
-import hypothesmith
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from hpu_port.engine import port_source
-from tests.conftest import make_ruleset
+from tests.conftest import make_ruleset, python_programs
 
 RULES = make_ruleset(["ALL"], unsafe_fixes=True, fp16_to_bf16=True)
 
@@ -48,8 +48,9 @@ def parses(code: bytes) -> bool:
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 @SETTINGS
-@given(hypothesmith.from_grammar())
+@given(python_programs())
 def test_random_programs_never_crash_and_stay_valid(program):
     source = program.encode()
     assume(parses(source))
@@ -62,8 +63,9 @@ def test_random_programs_never_crash_and_stay_valid(program):
     assert again.new_source is None
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 @SETTINGS
-@given(hypothesmith.from_grammar(), st.lists(st.sampled_from(CUDA_LINES), min_size=1, max_size=8))
+@given(python_programs(), st.lists(st.sampled_from(CUDA_LINES), min_size=1, max_size=8))
 def test_random_programs_with_cuda_code(program, lines):
     source = (program.rstrip("\n") + "\n" + "\n".join(lines) + "\n").encode()
     assume(parses(source))
@@ -74,8 +76,9 @@ def test_random_programs_with_cuda_code(program, lines):
     assert port_source("mixed.py", output, RULES).new_source is None
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 @SETTINGS
-@given(hypothesmith.from_grammar())
+@given(python_programs())
 def test_programs_without_trigger_text_come_back_byte_identical(program):
     source = program.encode()
     assume(RULES.for_source(source) is None)

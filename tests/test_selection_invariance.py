@@ -50,6 +50,7 @@ def _of(findings: list, code: str) -> list:
     return [f for f in findings if f[0] == code]
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 @pytest.mark.parametrize("name, source, options", list(_sources()))
 def test_a_rules_findings_do_not_depend_on_the_selection(name, source, options):
     among_all = _findings(name, source, DEFAULT, options)

@@ -79,6 +79,7 @@ def test_a_user_mention_rule_speaks_beside_the_bundled_one(tmp_path):
     assert {(f.code, f.line) for f in result.findings} == {("HPU190", 1), ("XYZ190", 2)}
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 def test_the_most_specific_wildcard_answers_in_every_run(tmp_path):
     # `apex.*` (HPU506) and `apex.contrib.*` (HPU611) both cover this call;
     # which one reports must not depend on the interpreter's string hashing.

@@ -189,6 +189,7 @@ def _turn_screens_off(monkeypatch) -> None:
     monkeypatch.setattr(RuleSet, "for_source", lambda self, source: self)
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 @pytest.mark.parametrize("options", [{}, {"fp16_to_bf16": True, "unsafe_fixes": True}, {"mode": "eager"}])
 def test_screens_never_change_a_result(monkeypatch, options):
     """The screens only save work: with them or without, every file ports the same."""
@@ -205,6 +206,7 @@ def test_screens_never_change_a_result(monkeypatch, options):
         assert (a.findings, a.new_source, a.error) == (b.findings, b.new_source, b.error), name
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
 @pytest.mark.parametrize("options", [{}, {"fp16_to_bf16": True, "unsafe_fixes": True}, {"mode": "eager"}])
 def test_stubbing_out_code_no_rule_acts_on_never_changes_a_report(monkeypatch, options):
     """`check` parses only the functions and classes rules could act on; the

@@ -138,22 +138,33 @@ def fetch(package: Package, cache: Path) -> Path:
 
 
 def unpack(package: Package, cache: Path) -> Path:
-    """The unpacked source tree of the package (unpacked once)."""
+    """The unpacked source tree of the package (unpacked once). Unpacked
+    beside the target and moved into place whole, so that test processes
+    running at the same time never see a tree half unpacked."""
     target = cache / "src" / package.key
     done = target / ".unpacked"
     if done.exists():
         return target
     archive = fetch(package, cache)
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
-    if package.file.endswith(".whl"):
-        with zipfile.ZipFile(archive) as wheel:
-            wheel.extractall(target)
-    else:
-        with tarfile.open(archive) as sdist:
-            sdist.extractall(target, filter="data") if hasattr(tarfile, "data_filter") else sdist.extractall(target)
-    done.write_text(package.sha256)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+        staging = Path(scratch) / package.key
+        staging.mkdir()
+        if package.file.endswith(".whl"):
+            with zipfile.ZipFile(archive) as wheel:
+                wheel.extractall(staging)
+        else:
+            with tarfile.open(archive) as sdist:
+                sdist.extractall(staging, filter="data") if hasattr(tarfile, "data_filter") else sdist.extractall(staging)
+        (staging / ".unpacked").write_text(package.sha256)
+        if target.exists() and not done.exists():
+            shutil.rmtree(target, ignore_errors=True)  # left half done by an interrupted run
+        try:
+            os.rename(staging, target)
+        except OSError:
+            pass  # another process put it there first
+    if not done.exists():
+        raise RuntimeError(f"{target}: could not unpack {package.file}")
     return target
 
 
