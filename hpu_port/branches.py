@@ -28,6 +28,7 @@ NAMES_THE_HPU = re.compile(r"(?<![A-Za-z])(hpu|HPU)(?![A-Za-z])")
 # A test for the HPU may name Gaudi's software instead
 # (`importlib.util.find_spec("habana_frameworks")`, `is_gaudi2()`).
 TESTS_THE_HPU = re.compile(r"(?<![A-Za-z])(hpu|HPU|habana|Habana|HABANA|gaudi|Gaudi)(?![A-Za-z])")
+NAMES_THE_HPU_IN_BYTES = re.compile(TESTS_THE_HPU.pattern.encode())
 NAMES_CUDA = re.compile(r"(?<![A-Za-z])(cuda|CUDA|Cuda)(?![A-Za-z])")
 # Lightning names its accelerators: a test of the chosen one against "gpu"
 # picks NVIDIA's arm among the accelerators the user can name ("hpu" is Gaudi's).
@@ -96,6 +97,9 @@ class DeviceBranches:
         # The module probes another accelerator: it serves several devices,
         # and its code outside a device's own arm is shared by all of them.
         self.serves_several = False
+        # Whether the file names the HPU or Gaudi anywhere: if not, no test
+        # of a chain does, and none is written out to be searched.
+        self.hpu_named = True
         self._tests: dict[cst.CSTNode, str] = {}
 
     def enter_block(self, statements) -> None:
@@ -107,6 +111,8 @@ class DeviceBranches:
         side_by_side = sibling_dispatch(statements, self.module, self.other_probe)
         if side_by_side is not None:
             self.extended.add(side_by_side)
+        if not self.hpu_named:
+            return
         hpu_bodies = {self._as_cuda(s.body) for s in checks if TESTS_THE_HPU.search(self._tests_of(s))}
         if not hpu_bodies:
             return
@@ -125,7 +131,7 @@ class DeviceBranches:
             keys = set(table_keys(node))
             if not ("hpu" in keys and "cuda" in keys) and not self._extends(node):
                 return
-        elif not (node in self.beside_hpu or TESTS_THE_HPU.search(self._tests_of(node)) or self._extends(node)):
+        elif not (node in self.beside_hpu or self._tests_the_hpu(node) or self._extends(node)):
             return
         self.chains.add(node)
         self.depth += 1
@@ -148,6 +154,9 @@ class DeviceBranches:
             return False
         self.extended.add(node)
         return True
+
+    def _tests_the_hpu(self, node: cst.CSTNode) -> bool:
+        return self.hpu_named and TESTS_THE_HPU.search(self._tests_of(node)) is not None
 
     def _tests_of(self, node: cst.CSTNode) -> str:
         """The tests of the chain that starts at ``node``, as written."""
