@@ -259,15 +259,14 @@ class CodeView:
         after the imported one, so without those words no walk of every
         expression is needed."""
         if self._referenced is None:
-            imports = import_bindings(self)
+            imports = self.remembered("import bindings", lambda: _imports_and_targets(self))
             if imports is None:
                 return True
-            bound, imported = imports
+            imported, targets = imports
             if any(_under(name, wanted) for name in imported):
                 return True
-            targets = set().union(*bound.values())
             words = words_in(self.text)
-            if not any(_spelled_after(name, target, words) for name in wanted for target in targets):
+            if not any(_spelled_after(name, targets, words) for name in wanted):
                 return False
         referenced = self.referenced_names()
         return referenced is None or any(_under(name, wanted) for name in referenced)
@@ -299,12 +298,24 @@ def _under(qualified: str, wanted: frozenset) -> bool:
     return any(".".join(parts[:end]) in wanted for end in range(1, len(parts) + 1))
 
 
-def _spelled_after(name: str, target: str, words: frozenset) -> bool:
-    """Whether ``name`` lies under ``target`` and the file holds the words of
-    the parts between them."""
-    if not name.startswith(target + "."):
-        return False
-    return all(part.encode() in words for part in name[len(target) + 1:].split("."))
+def _spelled_after(name: str, targets: frozenset, words: frozenset) -> bool:
+    """Whether ``name`` lies under one of ``targets`` and the file holds the
+    words of the parts between them."""
+    parts = name.split(".")
+    return any(
+        ".".join(parts[:end]) in targets and all(part.encode() in words for part in parts[end:])
+        for end in range(1, len(parts))
+    )
+
+
+def _imports_and_targets(view: CodeView) -> Optional[tuple[set, frozenset]]:
+    """(the qualified names the file imports, those its imported names stand
+    for), or None after a star import."""
+    imports = import_bindings(view)
+    if imports is None:
+        return None
+    bound, imported = imports
+    return imported, frozenset().union(*bound.values())
 
 
 def import_bindings(view: CodeView) -> Optional[tuple[dict, set]]:
