@@ -84,16 +84,15 @@ class TriggerIndex:
         # Each trigger filed under one of its words (the longest: usually the
         # rarest), so that a file is tested only against the triggers whose
         # word it contains, not against every rule.
-        # Each filed as (position, its other words, texts, pattern, alongside).
-        self._by_word: dict[bytes, list[tuple]] = {}
-        self._wordless: list[tuple] = []
+        self._by_word: dict[bytes, list[tuple[int, Trigger]]] = {}
+        self._wordless: list[tuple[int, Trigger]] = []
         for position, (_, triggers) in enumerate(self.entries):
             for trigger in triggers or ():
                 if trigger.words:
                     key = max(sorted(trigger.words), key=len)
-                    self._by_word.setdefault(key, []).append(_filed(position, trigger, key))
+                    self._by_word.setdefault(key, []).append((position, trigger))
                 else:
-                    self._wordless.append(_filed(position, trigger, None))
+                    self._wordless.append((position, trigger))
 
     def could_use(self, words: Iterable[bytes]) -> bool:
         """Whether adding ``words`` to a text could make a trigger match it: one
@@ -131,25 +130,14 @@ class TriggerIndex:
         filed = chain.from_iterable(self._by_word[key] for key in words & self._by_word.keys())
         texts = _Texts(words, source)
         matched: set[int] = set()
-        # Run for every trigger of every file: the tests are spelled out here
-        # rather than called, cheapest first (most triggers are words only).
-        for position, other_words, trigger_texts, pattern, alongside in chain(filed, self._wordless):
-            if position in matched or (other_words and not other_words <= words):
-                continue
-            if trigger_texts and not all(map(texts.occurs, trigger_texts)):
-                continue
-            if pattern is not None and pattern.search(source) is None:
-                continue
-            if whole_file and alongside and not any(_occurs(t, words, texts, source) for t in alongside):
-                continue
-            matched.add(position)
-            if first_only:
-                break
+        for position, trigger in chain(filed, self._wordless):
+            if position not in matched and _occurs(trigger, words, texts, source):
+                if whole_file and trigger.alongside and not any(_occurs(t, words, texts, source) for t in trigger.alongside):
+                    continue
+                matched.add(position)
+                if first_only:
+                    break
         return matched
-
-
-def _filed(position: int, trigger: Trigger, key: Optional[bytes]) -> tuple:
-    return (position, trigger.words - {key}, trigger.texts, trigger.pattern, trigger.alongside)
 
 
 def _occurs(trigger: Trigger, words: set, texts: "_Texts", source: bytes) -> bool:
