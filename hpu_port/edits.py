@@ -16,7 +16,7 @@ from typing import Callable, Union
 
 import libcst as cst
 
-from hpu_port.import_order import imports_torch, in_sorted_order, is_import_line, place_at, sorted_place
+from hpu_port.import_order import imports_torch, in_sorted_order, is_import_line, merged_from_imports, place_at, sorted_place
 from hpu_port.lint_config import DEFAULT_STYLE, ImportStyle
 
 NodeEdit = Callable[[cst.CSTNode], cst.CSTNode]
@@ -244,7 +244,7 @@ def _insert_imports(body, imports: list[str], config, guarded: bool = False, sty
         index = torch_at + 1
         while index < len(body) and is_import_line(body[index]):
             index += 1
-    imports = _exempt_unused_gaudi_imports(imports, cst.Module(body=body).code)
+    imports = _exempt_unused_gaudi_imports(merged_from_imports(imports), cst.Module(body=body).code)
     if not guarded:
         body, index, imports = _place_sorted(body, index, imports, config, style)
     new = [cst.parse_statement(code, config=config) for code in (_guarded(imports, config) if guarded else imports)]

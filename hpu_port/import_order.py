@@ -58,8 +58,35 @@ def in_sorted_order(statements: list[str]) -> list[str]:
 
 def _statement_key(code: str) -> Optional[tuple[bool, str]]:
     words = code.split("#")[0].split()
-    if len(words) >= 2 and words[0] in ("import", "from") and "," not in code.split("#")[0]:
+    if len(words) >= 2 and (words[0] == "from" or words[0] == "import" and "," not in code.split("#")[0]):
         return words[0] == "from", _module_key(words[1])
+    return None
+
+
+def merged_from_imports(statements: list[str]) -> list[str]:
+    """``from m import a`` and ``from m import b`` as one ``from m import a, b``,
+    where the first of them stood, names in isort's order (constants, classes,
+    then functions); statements with an alias or a comment stay as they are."""
+    names: dict[str, list[str]] = {}
+    for code in statements:
+        module = _single_from_import(code)
+        if module is not None:
+            names.setdefault(module, []).append(code.rsplit(" import ", 1)[1].strip())
+    merged = []
+    for code in statements:
+        module = _single_from_import(code)
+        if module is None or len(names.get(module, ())) == 1:
+            merged.append(code)
+        elif module in names:  # the first of them: the others were merged into it
+            ordered = sorted(set(names.pop(module)), key=lambda name: (not name.isupper(), not name[:1].isupper(), name.lower()))
+            merged.append(f"from {module} import {', '.join(ordered)}")
+    return merged
+
+
+def _single_from_import(code: str) -> Optional[str]:
+    words = code.split()
+    if len(words) == 4 and words[0] == "from" and words[2] == "import" and words[3].isidentifier():
+        return words[1]
     return None
 
 

@@ -22,7 +22,7 @@ IMPORTS = [r for r in RULES if r.kind == "ensure-import"]
 # Kinds whose visitors let the first rule that matches a node have it: the
 # copy then finds nothing there, but must never change what the first reports.
 CLAIMING = {"call-rewrite", "device-index", "device-string", "drop-call", "import-in-branch", "in-step-loop", "method-call",
-            "rename", "report", "string-literal", "unwrap-context"}
+            "rename", "report", "string-literal", "trainer-move", "unwrap-context"}
 
 
 def _first_rule_with_a_finding(kind):

@@ -17,6 +17,7 @@ from hpu_port.visitors._references import (
     same_literal,
     written,
 )
+from hpu_port.visitors._call_arguments import keyword_arg, named_arguments, with_commas
 from hpu_port.walk import contains, walk
 from hpu_port.branches import Held
 
@@ -52,7 +53,7 @@ class _CallRewriteVisitor(Choices, Functions, ReferenceVisitor):
         if hit is None or hit[0] not in self.table or not self.ctx.claim(node.func):
             return
         rule, entry = self.table[hit[0]]
-        arguments = _arguments(node, entry["positional"])
+        arguments = named_arguments(node, entry["positional"])
         if arguments is None or not _required(arguments, entry["require"]) or self._is_fallback(entry) or _already_set(arguments, entry):
             self.left_alone.add(node)
             return
@@ -87,7 +88,7 @@ class _CallRewriteVisitor(Choices, Functions, ReferenceVisitor):
         new_call = _new_call(node, arguments, entry, spelling.code)
         if written(new_call) == written(node):
             return
-        edit = lambda updated: _new_call(updated, _arguments(updated, entry["positional"]), entry, spelling.code)
+        edit = lambda updated: _new_call(updated, named_arguments(updated, entry["positional"]), entry, spelling.code)
         if self.choices and entry["arms-agree"]:
             self.in_arms.append((list(self.choices), rule, node, message, spelling, hit[1], edit))
             return
@@ -190,21 +191,6 @@ class _CallsWithVariableFirstArgument:
                 self.names.add(hit[0])
 
 
-def _arguments(call: cst.Call, positional: list[str]) -> Optional[dict[str, cst.Arg]]:
-    """Arguments by parameter name; None when they cannot be named (*args, too many)."""
-    named: dict[str, cst.Arg] = {}
-    index = 0
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            if index >= len(positional):
-                return None
-            named[positional[index]] = arg
-            index += 1
-        else:
-            named[arg.keyword.value] = arg
-    return named
 
 
 def _already_set(arguments, entry) -> bool:
@@ -276,14 +262,14 @@ def _new_call(call: cst.Call, arguments, entry, func_code: str) -> cst.Call:
     args = [cst.Arg(value=cst.parse_expression(code)) for code in entry["prepend-positional"]] + args
     args += _as_positional(arguments, entry["as-positional"])
     skip |= set(entry["as-positional"]) | (set(kept) if by_position else set())
-    args += [_keyword_arg(k, cst.parse_expression(v)) for k, v in entry["prepend"].items()]
+    args += [keyword_arg(k, cst.parse_expression(v)) for k, v in entry["prepend"].items()]
     for name, arg in arguments.items():
         if name in skip or any(arg is a for a in args):
             continue
-        args.append(arg if arg.keyword is not None else _keyword_arg(name, arg.value, arg.comma))
-    args += [_keyword_arg(k, cst.parse_expression(v)) for k, v in entry["set"].items()]
-    args += [_keyword_arg(k, cst.parse_expression(v)) for k, v in entry["defaults"].items() if k not in arguments]
-    args = _fix_commas(args, call.args[-1] if call.args else None)
+        args.append(arg if arg.keyword is not None else keyword_arg(name, arg.value, arg.comma))
+    args += [keyword_arg(k, cst.parse_expression(v)) for k, v in entry["set"].items()]
+    args += [keyword_arg(k, cst.parse_expression(v)) for k, v in entry["defaults"].items() if k not in arguments]
+    args = with_commas(args, call.args[-1] if call.args else None)
     return call.with_changes(func=cst.parse_expression(func_code), args=args)
 
 
@@ -314,69 +300,12 @@ def _as_positional(arguments, defaults: dict) -> list:
     ]
 
 
-def _keyword_arg(name: str, value, comma=cst.MaybeSentinel.DEFAULT) -> cst.Arg:
-    return cst.Arg(
-        value=value,
-        keyword=cst.Name(name),
-        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-        comma=comma,
-    )
 
 
-def _fix_commas(args: list, old_last: Optional[cst.Arg]) -> list:
-    """Commas between ``args``; the last one ends as the call's old last
-    argument did (its trailing comma, and the line break before a closing
-    parenthesis on a line of its own), wherever that argument now stands.
-    In a call laid out one argument per line, each argument keeps a line of
-    its own, and a comment after the old last argument stays on its line."""
-    last_comma = old_last.comma if old_last is not None else cst.MaybeSentinel.DEFAULT
-    closing = old_last.whitespace_after_arg if old_last is not None else cst.SimpleWhitespace("")
-    between = _line_between(args, old_last)
-    separator = cst.Comma(whitespace_after=between if between is not None else cst.SimpleWhitespace(" "))
-    fixed = []
-    for index, arg in enumerate(args):
-        was_last = arg is old_last
-        if arg.whitespace_after_arg is closing:
-            arg = arg.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
-        if index == len(args) - 1:
-            ending = closing
-            if not was_last:
-                last_comma = _without_comment(last_comma)
-                if isinstance(closing, cst.ParenthesizedWhitespace):
-                    ending = closing.with_changes(first_line=cst.TrailingWhitespace())
-            fixed.append(arg.with_changes(comma=last_comma, whitespace_after_arg=ending))
-        elif was_last and between is not None:
-            ended = arg.comma.whitespace_after if isinstance(arg.comma, cst.Comma) else closing
-            first = ended.first_line if isinstance(ended, cst.ParenthesizedWhitespace) else cst.TrailingWhitespace()
-            fixed.append(arg.with_changes(comma=cst.Comma(whitespace_after=between.with_changes(first_line=first))))
-        elif not isinstance(arg.comma, cst.Comma):
-            fixed.append(arg.with_changes(comma=separator))
-        else:
-            fixed.append(arg)
-    return fixed
 
 
-def _line_between(args: list, old_last: Optional[cst.Arg]):
-    """The line break between two arguments (comments left out), when the
-    call was laid out one argument per line: its old last argument ends its
-    line too; None otherwise."""
-    if old_last is None:
-        return None
-    ended = old_last.comma.whitespace_after if isinstance(old_last.comma, cst.Comma) else old_last.whitespace_after_arg
-    if not isinstance(ended, cst.ParenthesizedWhitespace):
-        return None
-    for arg in args:
-        if arg is not old_last and isinstance(arg.comma, cst.Comma) and isinstance(arg.comma.whitespace_after, cst.ParenthesizedWhitespace):
-            return arg.comma.whitespace_after.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
-    return None
 
 
-def _without_comment(comma):
-    """``comma`` without the comment on the line it ends: it belongs to the
-    argument it followed, which keeps it."""
-    if isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
-        return comma.with_changes(whitespace_after=comma.whitespace_after.with_changes(first_line=cst.TrailingWhitespace()))
-    return comma
 
 
 _FLOAT16 = {"torch.float16", "torch.half", "float16", "half"}

@@ -1,0 +1,159 @@
+"""Kind ``trainer-move``: a file that trains with a library's trainer moves to its Gaudi trainer.
+
+- ``[trainers."<qualified name>"]``: a trainer class and its Gaudi
+  counterpart: ``to`` (qualified name), ``positional`` (the parameters its
+  calls may pass by position, in order: the Gaudi class may order the rest
+  differently) and ``advice`` (said when the move is not made).
+- ``[arguments."<qualified name>"]``: a class of training arguments and its
+  Gaudi counterpart (``to``, ``advice``); a call of it gets the keywords of
+  ``argument-defaults`` that it does not pass (``use_habana = "True"``).
+- ``gaudi-config``: the qualified name of the Gaudi configuration class;
+  ``gaudi-config-from-arguments``: the code that makes one from the
+  arguments a trainer is given (``{config}`` and ``{args}`` stand for the
+  class and the arguments, as written there); ``gaudi-config-default``: the
+  code that makes one when the arguments are built in the call and name no
+  configuration. The trainer call gets it as ``gaudi_config=``.
+- ``[names]``: other names (qualified) that are only reported, with their
+  advice (trainers whose Gaudi counterparts follow another API).
+- ``package``: the requirement the moved code needs, as the release it was
+  tested with (``optimum-habana==1.21.2``), named on the rule's page.
+- ``launch-flags``: what a script that reads the arguments from its command
+  line must be launched with, said where the class is handed to a parser.
+
+The move is all or nothing in a file: every trainer call must name its
+arguments (``args=`` or the second argument) with a name or attribute chain,
+or build them in the call; every subclass of a trainer defined in the file
+either keeps the trainer's ``__init__`` or passes ``**kwargs`` on; a trainer
+called with more arguments by position, with ``*args`` or ``**kwargs``, or a
+subclass that takes its own parameters, leaves the whole file as it is, with
+each use reported and the reason given.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from hpu_port.kinds import Kind, markdown_table, register_kind, string_list, string_table
+from hpu_port.triggers import name_trigger
+
+_TRAINER_KEYS = {"to", "positional", "advice"}
+_ARGUMENT_KEYS = {"to", "advice"}
+
+
+@register_kind
+class TrainerMove(Kind):
+    name = "trainer-move"
+    KEYS = {
+        "trainers": (dict, True),
+        "arguments": (dict, True),
+        "argument-defaults": (dict, True),
+        "gaudi-config": (str, True),
+        "gaudi-config-from-arguments": (str, True),
+        "gaudi-config-default": (str, True),
+        "names": (dict, False),
+        "launch-flags": (str, False),
+        "package": (str, True),
+    }
+    MESSAGE_FIELDS = frozenset({"name", "advice"})
+
+    def build_params(self, table):
+        trainers = {name: _entry(name, entry, _TRAINER_KEYS, "trainers") for name, entry in table["trainers"].items()}
+        for name, entry in trainers.items():
+            entry["positional"] = string_list(entry.get("positional", []), f"trainers.{name}.positional")
+        arguments = {name: _entry(name, entry, _ARGUMENT_KEYS, "arguments") for name, entry in table["arguments"].items()}
+        for template_key in ("gaudi-config-from-arguments", "gaudi-config-default"):
+            _check_expression(table[template_key].format(config="C", args="a"), template_key)
+        defaults = string_table(table["argument-defaults"], "argument-defaults")
+        for keyword, code in defaults.items():
+            _check_expression(code, f"argument-defaults.{keyword}")
+        return {
+            "trainers": trainers,
+            "arguments": arguments,
+            "argument-defaults": defaults,
+            "gaudi-config": _dotted(table["gaudi-config"], "gaudi-config"),
+            "gaudi-config-from-arguments": table["gaudi-config-from-arguments"],
+            "gaudi-config-default": table["gaudi-config-default"],
+            "names": string_table(table.get("names", {}), "names"),
+            "launch-flags": table.get("launch-flags", ""),
+            "package": _requirement(table["package"]),
+        }
+
+    def describe(self, rule):
+        moves = {name: entry["to"] for table in ("trainers", "arguments") for name, entry in rule.params[table].items()}
+        table = f"The moved code needs `{rule.params['package']}` (`pip install {rule.params['package']}`).\n\n"
+        table += markdown_table(("name", "moves to"), moves, code_values=True)
+        if rule.params["names"]:
+            table += "\n\nReported only:\n\n" + markdown_table(("name", "what to do"), rule.params["names"], code_values=False)
+        return table
+
+    def handled_names(self, rule):
+        return set(rule.params["trainers"]) | set(rule.params["arguments"]) | set(rule.params["names"])
+
+    def triggers(self, rule):
+        return [name_trigger(name) for name in self.handled_names(rule)]
+
+    def places(self, rule, view):
+        # A subclass's calls and `__init__` hold no trainer name, yet the move
+        # edits them: every line that names a trainer, or a class of the file
+        # built on one, is a place.
+        last_parts = {name.rsplit(".", 1)[-1] for name in self.handled_names(rule)}
+        local = _subclasses(view.tree, last_parts)
+        wanted = last_parts | local
+        spans = []
+        for node in ast.walk(view.tree):
+            if isinstance(node, ast.Name) and node.id in wanted or isinstance(node, ast.Attribute) and node.attr in wanted:
+                spans.append((node.lineno, node.end_lineno))
+            elif isinstance(node, ast.ClassDef) and node.name in local:
+                spans.extend((item.lineno, item.end_lineno) for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "__init__")
+        return spans
+
+
+def _subclasses(tree: ast.Module, bases: set) -> set:
+    """The names of the module's classes built on one of ``bases`` (by last
+    name), directly or through another such class of the module."""
+    found: set = set()
+    grown = True
+    while grown:
+        grown = False
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name not in found:
+                names = {base.id if isinstance(base, ast.Name) else getattr(base, "attr", None) for base in node.bases}
+                if names & (bases | found):
+                    found.add(node.name)
+                    grown = True
+    return found
+
+
+def _entry(name: str, entry, keys: set, table: str) -> dict:
+    where = f"{table}.{name}"
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where!r} must be a table")
+    unknown = set(entry) - keys
+    if unknown:
+        raise ValueError(f"{where!r}: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(keys))})")
+    for key in ("to", "advice"):
+        if not isinstance(entry.get(key), str):
+            raise ValueError(f"{where!r}: {key!r} must be a string")
+    _dotted(name, table)
+    _dotted(entry["to"], f"{where}.to")
+    return dict(entry)
+
+
+def _requirement(text: str) -> str:
+    name, _, version = text.partition("==")
+    if not name or not version or not all(part.isdigit() for part in version.split(".")):
+        raise ValueError(f"'package': {text!r} is not `name==version`")
+    return text
+
+
+def _dotted(name: str, key: str) -> str:
+    if not all(part.isidentifier() for part in name.split(".")):
+        raise ValueError(f"{key!r}: {name!r} is not a dotted Python name")
+    return name
+
+
+def _check_expression(code: str, key: str) -> None:
+    try:
+        ast.parse(code, mode="eval")
+    except SyntaxError:
+        raise ValueError(f"{key!r}: {code!r} is not a Python expression") from None

@@ -1,0 +1,258 @@
+"""How the ``trainer-move`` kind matches and fixes code (see ``hpu_port.kinds.trainer_move``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from hpu_port.branches import Held
+from hpu_port.context import FileContext, Spelling
+from hpu_port.model import Rule
+from hpu_port.visitors._call_arguments import keyword_arg, named_arguments, with_commas
+from hpu_port.visitors._references import ReferenceVisitor, written
+
+TRAINER, ARGUMENTS, REPORTED = "trainer", "arguments", "reported"
+_CHAINS = (cst.Name, cst.Attribute)
+
+
+def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
+    return _TrainerMoveVisitor(ctx, rules)
+
+
+@dataclass
+class _Use:
+    """One use of a trainer or arguments class (or of a subclass of the file)."""
+
+    rule: Rule
+    role: str
+    entry: Optional[dict]
+    node: cst.CSTNode  # the reference, or the call of a subclass
+    call: Optional[cst.Call] = None
+    spelling: Optional[Spelling] = None
+    binding: object = None
+    config: Optional[Spelling] = None  # GaudiConfig, for a trainer call
+    subclass: Optional["_Subclass"] = None  # set for the call of a subclass of the file
+
+
+@dataclass
+class _Subclass:
+    role: str
+    rule: Rule
+    entry: Optional[dict]
+    passes_keywords: bool  # no `__init__` of its own, or one that takes **kwargs
+    uses: list = field(default_factory=list)
+
+
+class _TrainerMoveVisitor(ReferenceVisitor):
+    def __init__(self, ctx, rules) -> None:
+        self.table: dict[str, tuple] = {}
+        for rule in rules:
+            for name, entry in rule.params["trainers"].items():
+                self.table.setdefault(name, (rule, TRAINER, entry))
+            for name, entry in rule.params["arguments"].items():
+                self.table.setdefault(name, (rule, ARGUMENTS, entry))
+            for name, advice in rule.params["names"].items():
+                self.table.setdefault(name, (rule, REPORTED, {"advice": advice}))
+        super().__init__(ctx, set(self.table))
+        self.call_of: dict[cst.CSTNode, cst.Call] = {}
+        self.uses: list[_Use] = []
+        self.base_of: dict[cst.CSTNode, cst.ClassDef] = {}  # a base expression -> its class
+        self.classes: list[cst.ClassDef] = []
+        self.subclasses: dict[str, _Subclass] = {}
+        self.local_calls: list[tuple[cst.Call, object]] = []  # calls of a bare name, with the scope's spelling of GaudiConfig
+        self.parsers = 0  # open calls of an argument parser (`HfArgumentParser((..., TrainingArguments))`)
+        self.parsed: set[cst.CSTNode] = set()  # the classes handed to one
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if not self.classes:
+            for base in node.bases:
+                self.base_of[base.value] = node
+        self.classes.append(node)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.pop()
+        subclass = self._subclass_of(node)
+        if subclass is not None and len(self.classes) == 0:
+            self.subclasses[node.name.value] = subclass
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.call_of[node.func] = node
+        if isinstance(node.func, cst.Name):
+            self.local_calls.append((node, self._config_spelling()))
+        if written(node.func).endswith("ArgumentParser"):
+            self.parsers += 1
+
+    def leave_Call(self, node: cst.Call) -> None:
+        if written(node.func).endswith("ArgumentParser"):
+            self.parsers -= 1
+
+    def on_reference(self, node, qualified, binding) -> None:
+        rule, role, entry = self.table[qualified]
+        use = _Use(rule, role, entry, node, self.call_of.get(node), binding=binding)
+        if self.parsers and use.call is None:
+            self.parsed.add(node)
+        if role != REPORTED:
+            use.spelling = self.ctx.spell(entry["to"], from_imports=frozenset({entry["to"].rsplit(".", 1)[0]}))
+            if role == TRAINER and use.call is not None:
+                use.config = self._config_spelling()
+        self.uses.append(use)
+
+    def _config_spelling(self) -> Optional[Spelling]:
+        name = self.rules_params()["gaudi-config"]
+        return self.ctx.spell(name, from_imports=frozenset({name.rsplit(".", 1)[0]}))
+
+    def rules_params(self) -> dict:
+        return next(iter(self.table.values()))[0].params
+
+    def _subclass_of(self, node: cst.ClassDef) -> Optional[_Subclass]:
+        for base in node.bases:
+            found = next((use for use in self.uses if use.node is base.value), None)
+            if found is not None and found.role != REPORTED:
+                return _Subclass(found.role, found.rule, found.entry, _passes_keywords(node))
+            if isinstance(base.value, cst.Name) and base.value.value in self.subclasses:
+                parent = self.subclasses[base.value.value]
+                return _Subclass(parent.role, parent.rule, parent.entry, parent.passes_keywords and _passes_keywords(node))
+        return None
+
+    # -- deciding once the whole file was seen ------------------------------------
+
+    def leave_Module(self, node) -> None:
+        for call, config in self.local_calls:
+            subclass = self.subclasses.get(call.func.value)
+            if subclass is not None:
+                self.uses.append(_Use(subclass.rule, subclass.role, subclass.entry, call, call, config=config, subclass=subclass))
+        moved = [use for use in self.uses if use.role != REPORTED]
+        why = self._why_not_moved(moved)
+        for use in self.uses:
+            self._report(use, why)
+
+    def _why_not_moved(self, moved: list) -> Optional[str]:
+        for use in moved:
+            subclass = use.subclass
+            if use.spelling is None and subclass is None:
+                return f"a local name hides `{use.entry['to'].rsplit('.', 1)[-1]}`"
+            if use.role != TRAINER or use.call is None:
+                continue
+            if subclass is not None and not subclass.passes_keywords:
+                return f"`{written(use.call.func)}` takes parameters of its own: give it `gaudi_config=` by hand"
+            if use.config is None:
+                return f"a local name hides `{self.rules_params()['gaudi-config'].rsplit('.', 1)[-1]}`"
+            problem = self._trainer_call_problem(use)
+            if problem is not None:
+                return problem
+        return None
+
+    def _trainer_call_problem(self, use: _Use) -> Optional[str]:
+        call = use.call
+        arguments = named_arguments(call, use.entry["positional"])
+        if arguments is None:
+            return f"`{written(call.func)}(...)` passes arguments by position or with `*`/`**`, which the Gaudi trainer orders differently"
+        if "gaudi_config" in arguments:
+            return None
+        args = arguments.get("args")
+        if args is None:
+            return f"`{written(call.func)}(...)` is given no `args=`: the Gaudi trainer's default arguments need `use_habana`"
+        if isinstance(args.value, _CHAINS) or self._arguments_call(args.value) is not None:
+            return None
+        return f"the arguments of `{written(call.func)}(...)` are neither a name nor built in the call"
+
+    def _arguments_call(self, value) -> Optional[_Use]:
+        if not isinstance(value, cst.Call):
+            return None
+        return next((use for use in self.uses if use.call is value and use.role == ARGUMENTS), None)
+
+    def _report(self, use: _Use, why: Optional[str]) -> None:
+        rule = use.rule
+        name = written(use.call.func if use.subclass is not None else use.node)
+        message = rule.message.format(name=name, advice=use.entry["advice"]).strip()
+        if use.role == REPORTED:
+            self.ctx.report(rule, use.node, message)
+            return
+        if use.node in self.parsed and rule.params["launch-flags"]:
+            message += f" (read from the command line: launch the script with {rule.params['launch-flags']})"
+        if why is not None:
+            self.ctx.report(rule, use.node, message, kept=Held("unclear", why))
+            return
+        edit = self._edit(use)
+        if edit is None:
+            return
+        if use.subclass is not None:
+            self.ctx.report(rule, use.call, message, self._with_config(use, self.ctx.replace(use.call, edit)))
+            return
+        at = use.call if use.call is not None else use.node
+        fix = self.ctx.replace(at, edit)
+        if use.config is not None:
+            fix = self._with_config(use, fix)
+        self.ctx.report(rule, at, message, fix, use.spelling, use.binding)
+
+    def _with_config(self, use: _Use, fix):
+        if use.role != TRAINER:
+            return fix
+
+        def apply(plan) -> None:
+            fix(plan)
+            use.config.commit(self.ctx)
+
+        return apply
+
+    def _edit(self, use: _Use):
+        params = use.rule.params
+        new_name = None if use.subclass is not None else use.spelling.code
+        if use.call is None:
+            return lambda updated: cst.parse_expression(new_name)
+        if use.role == ARGUMENTS:
+            defaults = params["argument-defaults"]
+            return lambda updated: _add_keywords(updated, new_name, defaults)
+        config = self._config_code(use)
+        return lambda updated: _trainer_call(updated, new_name, use.entry["positional"], config)
+
+    def _config_code(self, use: _Use) -> Optional[str]:
+        params = use.rule.params
+        arguments = named_arguments(use.call, use.entry["positional"]) or {}
+        if "gaudi_config" in arguments:
+            return None
+        args = arguments["args"].value
+        built = self._arguments_call(args)
+        if built is not None:
+            if any(arg.keyword is not None and arg.keyword.value == "gaudi_config_name" for arg in args.args):
+                return None  # the trainer reads the configuration it names
+            return params["gaudi-config-default"].format(config=use.config.code)
+        return params["gaudi-config-from-arguments"].format(config=use.config.code, args=written(args))
+
+
+def _passes_keywords(node: cst.ClassDef) -> bool:
+    """Whether a class keeps its base's ``__init__`` or takes ``**kwargs`` in its own."""
+    for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__":
+            return statement.params.star_kwarg is not None
+    return True
+
+
+def _add_keywords(call: cst.Call, func: Optional[str], defaults: dict) -> cst.Call:
+    given = {arg.keyword.value for arg in call.args if arg.keyword is not None}
+    added = [keyword_arg(k, cst.parse_expression(v)) for k, v in defaults.items() if k not in given]
+    args = with_commas([*call.args, *added], call.args[-1] if call.args else None) if added else call.args
+    return call.with_changes(func=cst.parse_expression(func) if func else call.func, args=args)
+
+
+def _trainer_call(call: cst.Call, func: Optional[str], positional: list, config: Optional[str]) -> cst.Call:
+    """The call with its arguments after the first passed by keyword (the Gaudi
+    trainer takes its configuration second) and ``gaudi_config=`` added."""
+    args = []
+    last = None
+    index = 0
+    for arg in call.args:
+        new = arg
+        if arg.keyword is None and not arg.star:
+            if index > 0:
+                new = keyword_arg(positional[index], arg.value, arg.comma).with_changes(whitespace_after_arg=arg.whitespace_after_arg)
+            index += 1
+        if arg is call.args[-1]:
+            last = new
+        args.append(new)
+    if config is not None:
+        args.append(keyword_arg("gaudi_config", cst.parse_expression(config)))
+    args = with_commas(args, last)
+    return call.with_changes(func=cst.parse_expression(func) if func else call.func, args=args)
