@@ -155,12 +155,15 @@ class FileContext:
         binding: Optional[ImportBinding] = None,
         kept: Optional[Held] = None,
         extends: bool = False,
+        moves_script: bool = False,
     ) -> "Hit":
         """Record a finding at ``node``, with the ``fix`` that rewrites it (None:
         a person must act), or ``kept``: why the rule withholds its fix.
         ``binding`` is the import whose use the fix replaces. Fixes are
         planned once the finding's place is known, so that a `# hpu-port:
-        ignore` comment switches off the fix too.
+        ignore` comment switches off the fix too. ``moves_script``: the fix
+        moves the whole file to Gaudi on purpose (an opt-in fix), so code that
+        a script outside any package shares among devices moves with it.
         """
         has_fix = rule.has_fix and fix is not None
         if kept is None and has_fix and binding is not None and binding.guarded and spelling is not None and spelling.new_import:
@@ -169,6 +172,8 @@ class FileContext:
             kept = Held("optional-import", f"`{binding.name}` is imported conditionally or locally here")
         if kept is None and has_fix:
             kept = self.other_backend.held(node) or self.branches.held(rule.kind)
+            if kept is not None and kept.reason == "shared-code" and moves_script and not self.facts.top_package(self.path):
+                kept = None
         if kept is None and has_fix and rule.project_hold is not None:
             where = self.facts.project_hold(rule.code)
             if where is not None:

@@ -104,6 +104,8 @@ class Screening:
     context: tuple = ()
     # The kind tells where in a file the rule could act (``Kind.places``).
     placed: bool = False
+    # Library classes whose subclasses in the project the rule must know (``Kind.project_bases``).
+    project_bases: frozenset = frozenset()
 
 
 DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024

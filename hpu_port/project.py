@@ -43,6 +43,7 @@ from hpu_port.device.declarations import (
     hpu_probes,
 )
 from hpu_port.device.judging import ModuleJudge, absolute, all_statements, is_library
+from hpu_port.device.subclasses import subclasses_of
 from hpu_port.device.probes import probed_in
 
 # How many rounds of "calls a function found in the last round" are followed.
@@ -84,6 +85,10 @@ class ProjectFacts:
     # The NVIDIA-only definitions whose reason is CUDA kernel code: they build
     # or call a CUDA extension, themselves or through calls they always make.
     kernel_code: frozenset = frozenset()
+    # (qualified class, whether it passes keywords on to its base) for the
+    # project's classes built on a class some rule follows into subclasses
+    # (a library's trainer: ``Kind.project_bases``).
+    subclasses: tuple = ()
     # The folder that holds every Python file of the run: folders above it
     # (where the project is checked out) say nothing of its modules.
     root: str = ""
@@ -94,6 +99,12 @@ class ProjectFacts:
         if not self._index and self.nvidia_only:
             self._index.update(self.nvidia_only)
         return self._index.get(qualified)
+
+    def subclass_passes_keywords(self, qualified: str) -> Optional[bool]:
+        """For a class of the project built on one of the library classes
+        rules follow (see ``subclasses``): whether its ``__init__`` takes
+        keywords on to its base's; None for any other name."""
+        return next((passes for name, passes in self.subclasses if name == qualified), None)
 
     def why_kernel_code(self, qualified: str) -> Optional[str]:
         """Why a definition only runs on NVIDIA GPUs, when the reason is a
@@ -168,6 +179,7 @@ class ProjectFacts:
             sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several,
             sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds, self.device_enums,
             self.hpu_probes, self.nvidia_modules, self.config_reads, sorted(self.cli_flags), sorted(self.kernel_code),
+            self.subclasses,
         ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
@@ -176,13 +188,15 @@ NO_FACTS = ProjectFacts()
 
 
 def find_facts(
-    python_files: dict, libraries: Iterable[str], other_devices: Iterable[str] = (), holds: Optional[dict] = None
+    python_files: dict, libraries: Iterable[str], other_devices: Iterable[str] = (), holds: Optional[dict] = None,
+    bases: Iterable[str] = (),
 ) -> ProjectFacts:
     """The facts of the project made of ``python_files`` (path -> bytes, as
     the run read them); ``libraries``: the NVIDIA-only libraries' top-level
     modules (triton, tensorrt...); ``other_devices``: the other accelerators
     (npu, xpu, mps...) whose probes make a project serve several devices;
-    ``holds``: rule code -> its ``ProjectHold``."""
+    ``holds``: rule code -> its ``ProjectHold``; ``bases``: the library
+    classes whose subclasses in the project rules follow."""
     sources = {os.path.abspath(path): source for path, source in python_files.items()}
     files = sorted(sources)
     packages = _packages(files)
@@ -224,8 +238,16 @@ def find_facts(
         config_reads(sources.values()),
         cli_flags(sources.values()),
         frozenset(kernel),
+        _subclasses(sources, trees, facts, frozenset(bases)),
         _common_folder(files),
     )
+
+
+def _subclasses(sources: dict, trees: "_Trees", facts: ProjectFacts, bases: frozenset) -> tuple:
+    if not bases:
+        return ()
+    needles = tuple(sorted({base.rsplit(".", 1)[-1].encode() for base in bases}))
+    return subclasses_of(trees.holding(sources, needles), facts.module_name, bases)
 
 
 def _common_folder(files: list) -> str:

@@ -275,7 +275,8 @@ def _attach_project_facts(
         if rule.project_hold is not None
     }
     libraries, devices = _nvidia_only_libraries(rulesets), _other_devices(rulesets)
-    key, name = _facts_key(python, libraries, devices, holds)
+    bases = _project_bases(rulesets)
+    key, name = _facts_key(python, libraries, devices, holds, bases)
     facts = cache.project_facts(key, name) if cache is not None else None
 
     def attach(facts) -> None:
@@ -283,7 +284,7 @@ def _attach_project_facts(
             ruleset.facts = facts
 
     def find_and_attach() -> None:
-        found = find_facts(python, libraries, devices, holds)
+        found = find_facts(python, libraries, devices, holds, bases)
         if cache is not None:
             cache.store_project_facts(key, name, found)
         attach(found)
@@ -297,13 +298,13 @@ def _attach_project_facts(
     return None
 
 
-def _facts_key(python: dict, libraries: set, devices: set, holds: dict) -> tuple[str, str]:
+def _facts_key(python: dict, libraries: set, devices: set, holds: dict, bases: frozenset = frozenset()) -> tuple[str, str]:
     """(the digest of everything the project facts depend on: hpu-port's
     code, the evidence and each Python file's path and bytes; a name for the
     set of files, under which one entry is kept)."""
     from hpu_port.cache import code_stamp
 
-    digest = blake2b(f"{__version__}\n{code_stamp()}\n{sorted(libraries)}\n{sorted(devices)}\n".encode())
+    digest = blake2b(f"{__version__}\n{code_stamp()}\n{sorted(libraries)}\n{sorted(devices)}\n{sorted(bases)}\n".encode())
     digest.update(repr(sorted((code, repr(hold)) for code, hold in holds.items())).encode())
     paths = sorted(python)
     for path in paths:
@@ -320,6 +321,15 @@ def _nvidia_only_libraries(rulesets: list) -> set:
     from hpu_port.device.evidence import of_options
 
     return {library for ruleset in rulesets for library in of_options(ruleset.options).libraries}
+
+
+def _project_bases(rulesets: list) -> frozenset:
+    """The library classes whose subclasses in the project some rule follows."""
+    from hpu_port.kinds import screening
+
+    return frozenset(
+        base for ruleset in rulesets for rule in (ruleset.analysis or ruleset.rules) for base in screening(rule).project_bases
+    )
 
 
 def _other_devices(rulesets: list) -> set:

@@ -1,5 +1,7 @@
 """The move to the Gaudi trainer (HPU521, kind ``trainer-move``): when it is made, and when the file is left as it is."""
 
+import textwrap
+
 import pytest
 
 from hpu_port.engine import port_source
@@ -111,3 +113,67 @@ def test_trl_trainers_are_reported_not_moved():
     assert result.new_source is None
     [finding] = [f for f in result.findings if f.code == "HPU521"]
     assert "GaudiSFTTrainer" in finding.message and not finding.fixable
+
+
+def _rewrite_tree(tmp_path, files: dict) -> dict:
+    from click.testing import CliRunner
+
+    from hpu_port.cli import main
+
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    result = CliRunner().invoke(main, ["rewrite", "--unsafe-fixes", "--select", "HPU521", "--no-cache", str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output
+    return {name: (tmp_path / name).read_text() for name in files}
+
+
+TRAINER_MODULE = """
+from transformers import Trainer
+
+
+class QuestionAnsweringTrainer(Trainer):
+    def __init__(self, *args, eval_examples=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.eval_examples = eval_examples
+"""
+
+SCRIPT = """
+from transformers import HfArgumentParser, TrainingArguments
+from trainer_qa import QuestionAnsweringTrainer
+
+
+def main():
+    (training_args,) = HfArgumentParser((TrainingArguments,)).parse_args_into_dataclasses()
+    trainer = QuestionAnsweringTrainer(model=model, args=training_args, eval_examples=examples)
+    trainer.train()
+"""
+
+
+def test_a_trainer_subclass_of_another_module_gets_the_configuration(tmp_path):
+    ported = _rewrite_tree(tmp_path, {"trainer_qa.py": TRAINER_MODULE, "run_qa.py": SCRIPT})
+    assert "class QuestionAnsweringTrainer(GaudiTrainer):" in ported["trainer_qa.py"]
+    assert "eval_examples=examples, gaudi_config=GaudiConfig.from_pretrained(training_args.gaudi_config_name)" in ported["run_qa.py"]
+
+
+def test_a_subclass_of_another_module_with_parameters_of_its_own_holds_the_script(tmp_path):
+    own = TRAINER_MODULE.replace("*args, eval_examples=None, **kwargs", "model, args, eval_examples=None").replace(
+        "super().__init__(*args, **kwargs)", "super().__init__(model, args)"
+    )
+    ported = _rewrite_tree(tmp_path, {"trainer_qa.py": own, "run_qa.py": SCRIPT})
+    assert ported["run_qa.py"] == textwrap.dedent(SCRIPT).lstrip("\n")
+
+
+def test_a_script_that_also_probes_another_accelerator_moves(tmp_path):
+    # Not in a package: a script for one run, whose XLA branch is a metric's detail.
+    script = SCRIPT.replace("def main():", "def main():\n    if is_torch_xla_available():\n        import torch_xla")
+    script = script.replace("from trainer_qa import", "from transformers import is_torch_xla_available\nfrom trainer_qa import")
+    ported = _rewrite_tree(tmp_path, {"trainer_qa.py": TRAINER_MODULE, "run_qa.py": script})
+    assert "GaudiTrainingArguments" in ported["run_qa.py"]
+
+
+def test_a_package_module_that_serves_several_devices_is_held(tmp_path):
+    library = TRAINER_MODULE + "\n\ndef device():\n    return 'npu' if torch.npu.is_available() else 'cuda'\n"
+    ported = _rewrite_tree(tmp_path, {"lib/__init__.py": "", "lib/trainers.py": library})
+    assert ported["lib/trainers.py"] == textwrap.dedent(library).lstrip("\n")

@@ -100,6 +100,12 @@ class Kind:
             names |= set(value)
         return names
 
+    def project_bases(self, rule: Rule) -> frozenset:
+        """Qualified names of library classes whose subclasses in the project
+        ``rule`` must know (a trainer it moves): the project facts find them
+        across modules (``ProjectFacts.subclasses``)."""
+        return frozenset()
+
     def triggers(self, rule: Rule) -> list[Trigger]:
         """What must occur in a file for this rule to possibly match it (any of
         these); none: the rule only acts along with others."""
@@ -258,6 +264,7 @@ def derive_screening(rule: Rule) -> Screening:
         fallback=kind.FALLBACK,
         context=tuple(kind.context(rule)),
         placed=type(kind).places is not Kind.places,
+        project_bases=frozenset(kind.project_bases(rule)),
     )
 
 

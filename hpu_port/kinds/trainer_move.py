@@ -20,6 +20,12 @@
 - ``launch-flags``: what a script that reads the arguments from its command
   line must be launched with, said where the class is handed to a parser.
 
+A subclass of a trainer that another module of the project defines is
+found through the project facts (``Kind.project_bases``) and treated as one
+defined in the file. The move is made in a module outside any package even
+where it serves several devices (a script that also probes XLA): it makes
+the file Gaudi's on purpose, so code shared among devices moves with it.
+
 The move is all or nothing in a file: every trainer call must name its
 arguments (``args=`` or the second argument) with a name or attribute chain,
 or build them in the call; every subclass of a trainer defined in the file
@@ -91,6 +97,9 @@ class TrainerMove(Kind):
 
     def triggers(self, rule):
         return [name_trigger(name) for name in self.handled_names(rule)]
+
+    def project_bases(self, rule):
+        return frozenset(rule.params["trainers"])
 
     def places(self, rule, view):
         # A subclass's calls and `__init__` hold no trainer name, yet the move

@@ -62,6 +62,9 @@ class _TrainerMoveVisitor(ReferenceVisitor):
         self.classes: list[cst.ClassDef] = []
         self.subclasses: dict[str, _Subclass] = {}
         self.local_calls: list[tuple[cst.Call, object]] = []  # calls of a bare name, with the scope's spelling of GaudiConfig
+        # Calls of a trainer subclass another module of the project defines,
+        # with the scope's spelling of GaudiConfig and whether it passes keywords on.
+        self.project_calls: list[tuple[cst.Call, object, bool]] = []
         self.parsers = 0  # open calls of an argument parser (`HfArgumentParser((..., TrainingArguments))`)
         self.parsed: set[cst.CSTNode] = set()  # the classes handed to one
 
@@ -81,6 +84,11 @@ class _TrainerMoveVisitor(ReferenceVisitor):
         self.call_of[node.func] = node
         if isinstance(node.func, cst.Name):
             self.local_calls.append((node, self._config_spelling()))
+        if self.ctx.facts.subclasses:
+            hit = self.ctx.qualify(node.func)
+            passes = self.ctx.facts.subclass_passes_keywords(hit[0]) if hit is not None else None
+            if passes is not None:
+                self.project_calls.append((node, self._config_spelling(), passes))
         if written(node.func).endswith("ArgumentParser"):
             self.parsers += 1
 
@@ -123,6 +131,11 @@ class _TrainerMoveVisitor(ReferenceVisitor):
             subclass = self.subclasses.get(call.func.value)
             if subclass is not None:
                 self.uses.append(_Use(subclass.rule, subclass.role, subclass.entry, call, call, config=config, subclass=subclass))
+        trainers = [(rule, entry) for rule, role, entry in self.table.values() if role == TRAINER]
+        for call, config, passes in self.project_calls:
+            if trainers and not (isinstance(call.func, cst.Name) and call.func.value in self.subclasses):
+                rule, entry = trainers[0]
+                self.uses.append(_Use(rule, TRAINER, entry, call, call, config=config, subclass=_Subclass(TRAINER, rule, entry, passes)))
         moved = [use for use in self.uses if use.role != REPORTED]
         why = self._why_not_moved(moved)
         for use in self.uses:
@@ -179,13 +192,13 @@ class _TrainerMoveVisitor(ReferenceVisitor):
         if edit is None:
             return
         if use.subclass is not None:
-            self.ctx.report(rule, use.call, message, self._with_config(use, self.ctx.replace(use.call, edit)))
+            self.ctx.report(rule, use.call, message, self._with_config(use, self.ctx.replace(use.call, edit)), moves_script=True)
             return
         at = use.call if use.call is not None else use.node
         fix = self.ctx.replace(at, edit)
         if use.config is not None:
             fix = self._with_config(use, fix)
-        self.ctx.report(rule, at, message, fix, use.spelling, use.binding)
+        self.ctx.report(rule, at, message, fix, use.spelling, use.binding, moves_script=True)
 
     def _with_config(self, use: _Use, fix):
         if use.role != TRAINER:

@@ -1,0 +1,73 @@
+"""The project's own classes built on a library's class, across its modules.
+
+Moving a file to the Gaudi trainer gives each trainer call a Gaudi
+configuration; a trainer subclass the project defines in another module
+(`from trainer_qa import QuestionAnsweringTrainer`) is a trainer too, and its
+calls need the same. A subclass is found by what its bases name through the
+module's own imports, directly or through another class of the project.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Iterable, Optional
+
+from hpu_port.device.judging import absolute
+
+
+def subclasses_of(trees: Iterable[tuple[str, ast.Module]], module_name: Callable[[str], str], bases: frozenset) -> tuple:
+    """(qualified class, whether it passes keywords on to its base's
+    ``__init__``) for the module-level classes of ``trees`` (path, tree)
+    built on one of ``bases`` (qualified names)."""
+    classes = []
+    for path, tree in trees:
+        module = module_name(path)
+        package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+        names = _imported_names(tree, package)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                based_on = [name for name in (_qualified(base, names, module) for base in node.bases) if name]
+                classes.append((f"{module}.{node.name}", based_on, _passes_keywords(node)))
+    found: dict[str, bool] = {}
+    grown = True
+    while grown:
+        grown = False
+        for qualified, based_on, passes in classes:
+            if qualified in found:
+                continue
+            parent = next((name for name in based_on if name in bases or name in found), None)
+            if parent is not None:
+                found[qualified] = passes and found.get(parent, True)
+                grown = True
+    return tuple(sorted(found.items()))
+
+
+def _imported_names(tree: ast.Module, package: str) -> dict[str, str]:
+    """Local name -> the qualified name it is bound to by the module's top-level imports."""
+    names = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = absolute(node, package)
+            if base:
+                names.update({alias.asname or alias.name: f"{base}.{alias.name}" for alias in node.names if alias.name != "*"})
+    return names
+
+
+def _qualified(base: ast.expr, names: dict, module: str) -> Optional[str]:
+    parts = []
+    while isinstance(base, ast.Attribute):
+        parts.insert(0, base.attr)
+        base = base.value
+    if not isinstance(base, ast.Name):
+        return None
+    root = names.get(base.id, f"{module}.{base.id}")  # else a class of the module itself
+    return ".".join([root, *parts])
+
+
+def _passes_keywords(node: ast.ClassDef) -> bool:
+    """Whether a class keeps its base's ``__init__`` or takes ``**kwargs`` in its own."""
+    init = next((item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None)
+    return init is None or init.args.kwarg is not None
