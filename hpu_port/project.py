@@ -43,7 +43,7 @@ from hpu_port.device.declarations import (
     hpu_probes,
 )
 from hpu_port.device.judging import ModuleJudge, absolute, all_statements, is_library
-from hpu_port.device.subclasses import subclasses_of
+from hpu_port.device.subclasses import parsing_scripts, subclasses_of
 from hpu_port.device.probes import probed_in
 
 # How many rounds of "calls a function found in the last round" are followed.
@@ -85,10 +85,14 @@ class ProjectFacts:
     # The NVIDIA-only definitions whose reason is CUDA kernel code: they build
     # or call a CUDA extension, themselves or through calls they always make.
     kernel_code: frozenset = frozenset()
-    # (qualified class, whether it passes keywords on to its base) for the
-    # project's classes built on a class some rule follows into subclasses
-    # (a library's trainer: ``Kind.project_bases``).
+    # (qualified class, whether it passes keywords on to its base, the
+    # library class it is built on) for the project's classes built on a
+    # class some rule follows into subclasses (``Kind.project_bases``: a
+    # library's trainer or its arguments).
     subclasses: tuple = ()
+    # The scripts (absolute paths) that hand one of those classes, or a
+    # subclass, to an argument parser: their command lines fill it.
+    parsing_scripts: tuple = ()
     # The folder that holds every Python file of the run: folders above it
     # (where the project is checked out) say nothing of its modules.
     root: str = ""
@@ -104,7 +108,11 @@ class ProjectFacts:
         """For a class of the project built on one of the library classes
         rules follow (see ``subclasses``): whether its ``__init__`` takes
         keywords on to its base's; None for any other name."""
-        return next((passes for name, passes in self.subclasses if name == qualified), None)
+        return next((passes for name, passes, _ in self.subclasses if name == qualified), None)
+
+    def subclass_base(self, qualified: str) -> Optional[str]:
+        """The library class a class of the project is built on (see ``subclasses``)."""
+        return next((base for name, _, base in self.subclasses if name == qualified), None)
 
     def why_kernel_code(self, qualified: str) -> Optional[str]:
         """Why a definition only runs on NVIDIA GPUs, when the reason is a
@@ -179,7 +187,7 @@ class ProjectFacts:
             sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several,
             sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds, self.device_enums,
             self.hpu_probes, self.nvidia_modules, self.config_reads, sorted(self.cli_flags), sorted(self.kernel_code),
-            self.subclasses,
+            self.subclasses, self.parsing_scripts,
         ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
@@ -238,16 +246,19 @@ def find_facts(
         config_reads(sources.values()),
         cli_flags(sources.values()),
         frozenset(kernel),
-        _subclasses(sources, trees, facts, frozenset(bases)),
+        *_subclasses(sources, trees, facts, frozenset(bases)),
         _common_folder(files),
     )
 
 
-def _subclasses(sources: dict, trees: "_Trees", facts: ProjectFacts, bases: frozenset) -> tuple:
+def _subclasses(sources: dict, trees: "_Trees", facts: ProjectFacts, bases: frozenset) -> tuple[tuple, tuple]:
+    """The project's subclasses of ``bases``, and the scripts that parse one of them."""
     if not bases:
-        return ()
+        return (), ()
     needles = tuple(sorted({base.rsplit(".", 1)[-1].encode() for base in bases}))
-    return subclasses_of(trees.holding(sources, needles), facts.module_name, bases)
+    found = subclasses_of(trees.holding(sources, needles), facts.module_name, bases)
+    parsed = bases | {name for name, _, _ in found}
+    return found, parsing_scripts(trees.holding(sources, (b"ArgumentParser",)), facts.module_name, parsed)
 
 
 def _common_folder(files: list) -> str:

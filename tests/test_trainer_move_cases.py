@@ -177,3 +177,33 @@ def test_a_package_module_that_serves_several_devices_is_held(tmp_path):
     library = TRAINER_MODULE + "\n\ndef device():\n    return 'npu' if torch.npu.is_available() else 'cuda'\n"
     ported = _rewrite_tree(tmp_path, {"lib/__init__.py": "", "lib/trainers.py": library})
     assert ported["lib/trainers.py"] == textwrap.dedent(library).lstrip("\n")
+
+
+def _launch_findings(tmp_path, files: dict, *options) -> list:
+    import json
+
+    from click.testing import CliRunner
+
+    from hpu_port.cli import main
+
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    result = CliRunner().invoke(main, ["check", "--select", "HPU847", "--no-cache", "--format", "json", *options, str(tmp_path)], catch_exceptions=False)
+    return [(f["path"].rsplit("/", 1)[-1], f["line"]) for f in json.loads(result.stdout)["findings"]]
+
+
+LAUNCHES = """
+#!/bin/bash
+python run_qa.py --model_name_or_path bert-base-uncased --dataset_name squad
+torchrun --nproc_per_node 8 evaluate.py --output_dir out --do_eval
+python run_qa.py --use_habana --use_lazy_mode --dataset_name squad
+"""
+
+
+def test_launch_lines_of_a_script_that_parses_the_trainer_arguments_are_reported(tmp_path):
+    files = {"trainer_qa.py": TRAINER_MODULE, "run_qa.py": SCRIPT, "evaluate.py": "print('no trainer here')\n", "scripts/run.sh": LAUNCHES}
+    # evaluate.py is the project's and parses nothing: its trainer-like flags do not count.
+    assert _launch_findings(tmp_path, files, "--unsafe-fixes") == [("run.sh", 2)]
+    assert _launch_findings(tmp_path, files) == []

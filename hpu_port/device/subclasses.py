@@ -17,18 +17,18 @@ from hpu_port.device.judging import absolute
 
 def subclasses_of(trees: Iterable[tuple[str, ast.Module]], module_name: Callable[[str], str], bases: frozenset) -> tuple:
     """(qualified class, whether it passes keywords on to its base's
-    ``__init__``) for the module-level classes of ``trees`` (path, tree)
-    built on one of ``bases`` (qualified names)."""
+    ``__init__``, the one of ``bases`` it is built on) for the module-level
+    classes of ``trees`` (path, tree) built on one of ``bases`` (qualified
+    names)."""
     classes = []
     for path, tree in trees:
         module = module_name(path)
-        package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
-        names = _imported_names(tree, package)
+        names = imported_names(tree, _package(path, module))
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
-                based_on = [name for name in (_qualified(base, names, module) for base in node.bases) if name]
+                based_on = [name for name in (qualified_name(base, names, module) for base in node.bases) if name]
                 classes.append((f"{module}.{node.name}", based_on, _passes_keywords(node)))
-    found: dict[str, bool] = {}
+    found: dict[str, tuple[bool, str]] = {}
     grown = True
     while grown:
         grown = False
@@ -37,12 +37,44 @@ def subclasses_of(trees: Iterable[tuple[str, ast.Module]], module_name: Callable
                 continue
             parent = next((name for name in based_on if name in bases or name in found), None)
             if parent is not None:
-                found[qualified] = passes and found.get(parent, True)
+                inherited, library = found.get(parent, (True, parent))
+                found[qualified] = (passes and inherited, library)
                 grown = True
-    return tuple(sorted(found.items()))
+    return tuple(sorted((name, passes, library) for name, (passes, library) in found.items()))
 
 
-def _imported_names(tree: ast.Module, package: str) -> dict[str, str]:
+def parsing_scripts(trees: Iterable[tuple[str, ast.Module]], module_name: Callable[[str], str], classes: frozenset) -> tuple:
+    """The paths of ``trees`` that hand one of ``classes`` (qualified names)
+    to an argument parser (`HfArgumentParser((ModelArguments,
+    TrainingArguments))`): scripts whose command line fills them."""
+    found = []
+    for path, tree in trees:
+        module = module_name(path)
+        names = imported_names(tree, _package(path, module))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _called(node.func).endswith("ArgumentParser") and _hands_one_of(node, names, module, classes):
+                found.append(path)
+                break
+    return tuple(sorted(found))
+
+
+def _hands_one_of(call: ast.Call, names: dict, module: str, classes: frozenset) -> bool:
+    for arg in call.args:
+        items = arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg]
+        if any(qualified_name(item, names, module) in classes for item in items):
+            return True
+    return False
+
+
+def _called(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _package(path: str, module: str) -> str:
+    return module if path.endswith("__init__.py") else module.rpartition(".")[0]
+
+
+def imported_names(tree: ast.Module, package: str) -> dict[str, str]:
     """Local name -> the qualified name it is bound to by the module's top-level imports."""
     names = {}
     for node in tree.body:
@@ -56,14 +88,16 @@ def _imported_names(tree: ast.Module, package: str) -> dict[str, str]:
     return names
 
 
-def _qualified(base: ast.expr, names: dict, module: str) -> Optional[str]:
+def qualified_name(base: ast.expr, names: dict, module: str) -> Optional[str]:
+    """What ``base`` names, through the module's imports (``names``), else
+    as a name of ``module`` itself; None for other expressions."""
     parts = []
     while isinstance(base, ast.Attribute):
         parts.insert(0, base.attr)
         base = base.value
     if not isinstance(base, ast.Name):
         return None
-    root = names.get(base.id, f"{module}.{base.id}")  # else a class of the module itself
+    root = names.get(base.id, f"{module}.{base.id}")
     return ".".join([root, *parts])
 
 

@@ -99,7 +99,7 @@ class TrainerMove(Kind):
         return [name_trigger(name) for name in self.handled_names(rule)]
 
     def project_bases(self, rule):
-        return frozenset(rule.params["trainers"])
+        return frozenset(rule.params["trainers"]) | frozenset(rule.params["arguments"])
 
     def places(self, rule, view):
         # A subclass's calls and `__init__` hold no trainer name, yet the move

@@ -64,7 +64,7 @@ class _TrainerMoveVisitor(ReferenceVisitor):
         self.local_calls: list[tuple[cst.Call, object]] = []  # calls of a bare name, with the scope's spelling of GaudiConfig
         # Calls of a trainer subclass another module of the project defines,
         # with the scope's spelling of GaudiConfig and whether it passes keywords on.
-        self.project_calls: list[tuple[cst.Call, object, bool]] = []
+        self.project_calls: list[tuple[cst.Call, object, bool, str]] = []
         self.parsers = 0  # open calls of an argument parser (`HfArgumentParser((..., TrainingArguments))`)
         self.parsed: set[cst.CSTNode] = set()  # the classes handed to one
 
@@ -88,7 +88,7 @@ class _TrainerMoveVisitor(ReferenceVisitor):
             hit = self.ctx.qualify(node.func)
             passes = self.ctx.facts.subclass_passes_keywords(hit[0]) if hit is not None else None
             if passes is not None:
-                self.project_calls.append((node, self._config_spelling(), passes))
+                self.project_calls.append((node, self._config_spelling(), passes, self.ctx.facts.subclass_base(hit[0])))
         if written(node.func).endswith("ArgumentParser"):
             self.parsers += 1
 
@@ -131,11 +131,10 @@ class _TrainerMoveVisitor(ReferenceVisitor):
             subclass = self.subclasses.get(call.func.value)
             if subclass is not None:
                 self.uses.append(_Use(subclass.rule, subclass.role, subclass.entry, call, call, config=config, subclass=subclass))
-        trainers = [(rule, entry) for rule, role, entry in self.table.values() if role == TRAINER]
-        for call, config, passes in self.project_calls:
-            if trainers and not (isinstance(call.func, cst.Name) and call.func.value in self.subclasses):
-                rule, entry = trainers[0]
-                self.uses.append(_Use(rule, TRAINER, entry, call, call, config=config, subclass=_Subclass(TRAINER, rule, entry, passes)))
+        for call, config, passes, base in self.project_calls:
+            if base in self.table and not (isinstance(call.func, cst.Name) and call.func.value in self.subclasses):
+                rule, role, entry = self.table[base]
+                self.uses.append(_Use(rule, role, entry, call, call, config=config, subclass=_Subclass(role, rule, entry, passes)))
         moved = [use for use in self.uses if use.role != REPORTED]
         why = self._why_not_moved(moved)
         for use in self.uses:
