@@ -19,7 +19,8 @@ def _held(result) -> list:
     [
         ("Trainer(model)", "is given no `args=`"),
         ("Trainer(model, training_args, collator)", "by position"),
-        ("Trainer(model, **options)", "by position or with"),
+        ("Trainer(model, *options)", "by position or with"),
+        ("Trainer(model, **options)", "is given no `args=`"),
         ("Trainer(model=model, args=make_args())", "neither a name nor built in the call"),
     ],
 )
@@ -30,6 +31,15 @@ def test_a_trainer_call_the_move_cannot_complete_leaves_the_file(call, why):
     held = _held(result)
     assert len(held) == 2  # the trainer and the arguments: every use says why
     assert all(why in message for message in held)
+
+
+def test_a_mapping_of_keywords_is_passed_on():
+    code = """
+    from transformers import Trainer
+
+    trainer = Trainer(model=model, args=training_args, **data_module)
+    """
+    assert "GaudiTrainer(model=model, args=training_args, **data_module, gaudi_config=GaudiConfig.from_pretrained(" in ported(code, **MOVE)
 
 
 def test_a_configuration_already_given_is_kept():

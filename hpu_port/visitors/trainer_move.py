@@ -158,9 +158,9 @@ class _TrainerMoveVisitor(ReferenceVisitor):
 
     def _trainer_call_problem(self, use: _Use) -> Optional[str]:
         call = use.call
-        arguments = named_arguments(call, use.entry["positional"])
+        arguments = _keyword_arguments(call, use.entry["positional"])
         if arguments is None:
-            return f"`{written(call.func)}(...)` passes arguments by position or with `*`/`**`, which the Gaudi trainer orders differently"
+            return f"`{written(call.func)}(...)` passes arguments by position or with `*`, which the Gaudi trainer orders differently"
         if "gaudi_config" in arguments:
             return None
         args = arguments.get("args")
@@ -222,7 +222,7 @@ class _TrainerMoveVisitor(ReferenceVisitor):
 
     def _config_code(self, use: _Use) -> Optional[str]:
         params = use.rule.params
-        arguments = named_arguments(use.call, use.entry["positional"]) or {}
+        arguments = _keyword_arguments(use.call, use.entry["positional"]) or {}
         if "gaudi_config" in arguments:
             return None
         args = arguments["args"].value
@@ -232,6 +232,14 @@ class _TrainerMoveVisitor(ReferenceVisitor):
                 return None  # the trainer reads the configuration it names
             return params["gaudi-config-default"].format(config=use.config.code)
         return params["gaudi-config-from-arguments"].format(config=use.config.code, args=written(args))
+
+
+def _keyword_arguments(call: cst.Call, positional: list) -> Optional[dict]:
+    """The call's arguments by parameter name, a mapping unpacked with `**`
+    aside (its keys are keywords, which the Gaudi trainer takes by the same
+    names); None when some are passed by position beyond ``positional`` or
+    unpacked with `*`."""
+    return named_arguments(call.with_changes(args=[arg for arg in call.args if arg.star != "**"]), positional)
 
 
 def _passes_keywords(node: cst.ClassDef) -> bool:
