@@ -255,10 +255,34 @@ def _subclasses(sources: dict, trees: "_Trees", facts: ProjectFacts, bases: froz
     """The project's subclasses of ``bases``, and the scripts that parse one of them."""
     if not bases:
         return (), ()
-    needles = tuple(sorted({base.rsplit(".", 1)[-1].encode() for base in bases}))
-    found = subclasses_of(trees.holding(sources, needles), facts.module_name, bases)
+    # Only files with a class statement that names a base (or a subclass
+    # found so far) among its bases are parsed: a library's own big modules
+    # mention its trainer everywhere, and define few classes on it.
+    names = {base.rsplit(".", 1)[-1] for base in bases}
+    candidates: dict = {}
+    found: tuple = ()
+    while True:
+        words = sorted(name.encode() for name in names)
+        # `Trainer` is in `Seq2SeqTrainer`: the shortest words screen the bytes.
+        screen = [word for word in words if not any(other != word and other in word for other in words)]
+        header = re.compile(rb"\bclass\s+\w+\s*\([^)]*\b(?:" + b"|".join(words) + rb")\b")
+        new = {
+            path: source
+            for path, source in sources.items()
+            if path not in candidates and isinstance(source, bytes) and any(w in source for w in screen) and header.search(source)
+        }
+        if not new:
+            break
+        candidates.update(new)
+        found = subclasses_of(trees.holding(candidates, (b"class",)), facts.module_name, bases)
+        grown = {name.rsplit(".", 1)[-1] for name, _, _ in found} - names
+        if not grown:
+            break
+        names |= grown
     parsed = bases | {name for name, _, _ in found}
-    return found, parsing_scripts(trees.holding(sources, (b"ArgumentParser",)), facts.module_name, parsed)
+    words = tuple(sorted({name.rsplit(".", 1)[-1].encode() for name in parsed}))
+    scripts = {path: source for path, source in sources.items() if isinstance(source, bytes) and b"ArgumentParser" in source and any(w in source for w in words)}
+    return found, parsing_scripts(trees.holding(scripts, (b"ArgumentParser",)), facts.module_name, parsed)
 
 
 def _common_folder(files: list) -> str:
