@@ -360,6 +360,8 @@ def _needs_parsing(task: "Task", deep: bool = False) -> bool:
         return True  # documents are screened by their own engine
     if text_problem(task.source, file_type) is not None:
         return True
+    if file_type == filetypes.NOTEBOOK and _shell_lines_could_match(task):
+        return True
     rules = task.ruleset.python_rules
     if rules.for_source(task.source) is None:
         return False
@@ -368,6 +370,15 @@ def _needs_parsing(task: "Task", deep: bool = False) -> bool:
     # What the port itself asks first (hpu_port.engine: every rule walks).
     walked = rules.walked.for_source(task.source)
     return walked is not None and walked.for_code(task.source) is not None
+
+
+def _shell_lines_could_match(task: "Task") -> bool:
+    """Whether a rule that reads a notebook's shell lines (`!torchrun ...`)
+    could match the notebook, whatever its code cells hold."""
+    from hpu_port.documents import could_match, document_rules
+
+    rules = document_rules(task.ruleset, filetypes.NOTEBOOK)
+    return bool(rules) and could_match(rules, task.source.decode("utf-8", "replace"))
 
 
 def interrupt_on_sigterm() -> None:

@@ -276,3 +276,15 @@ def test_a_shell_line_continued_over_a_backslash_is_one_command(tmp_path):
     assert new[1] == (
         "if True:\n    !PT_HPU_LAZY_MODE=1 torchrun --nproc_per_node 8 \\\n        train.py --device hpu\n    x = 1\n"
     )
+
+
+def test_a_notebook_whose_only_touchpoints_are_shell_lines_is_ported(tmp_path):
+    # No code cell names anything a Python rule acts on: the launch line alone
+    # must bring the notebook to the port, in `check` as in `rewrite`.
+    notebook = {**NOTEBOOK, "cells": [cell("code", ["!torchrun --nproc_per_node 2 train.py --epochs 3\n"]), cell("code", ["print('done')"])]}
+    path = tmp_path / "launch.ipynb"
+    write(path, notebook)
+    report = invoke("check", "--no-cache", "--select", "HPU816", path).stdout
+    assert ":cell 1:1:2: HPU816" in report
+    invoke("rewrite", "--no-cache", "--select", "HPU816", path)
+    assert json.loads(path.read_text())["cells"][0]["source"] == ["!PT_HPU_LAZY_MODE=1 torchrun --nproc_per_node 2 train.py --epochs 3\n"]
