@@ -98,6 +98,11 @@ class TrainerMove(Kind):
     def triggers(self, rule):
         return [name_trigger(name) for name in self.handled_names(rule)]
 
+    def screen(self, rule, view):
+        # `Trainer` is a word of most training code; a use of the library's
+        # needs an import that makes some name refer to it.
+        return view.may_reference(frozenset(self.handled_names(rule)))
+
     def project_bases(self, rule):
         return frozenset(rule.params["trainers"]) | frozenset(rule.params["arguments"])
 
