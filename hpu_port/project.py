@@ -43,6 +43,7 @@ from hpu_port.device.declarations import (
     hpu_probes,
 )
 from hpu_port.device.judging import ModuleJudge, absolute, all_statements, is_library
+from hpu_port.device.pins import normalized, pins_in
 from hpu_port.device.subclasses import parsing_scripts, subclasses_of
 from hpu_port.device.probes import probed_in
 
@@ -93,6 +94,9 @@ class ProjectFacts:
     # The scripts (absolute paths) that hand one of those classes, or a
     # subclass, to an argument parser: their command lines fill it.
     parsing_scripts: tuple = ()
+    # (package, version specifiers) for each dependency the project pins a
+    # version of, in its requirements, pyproject.toml, setup.cfg or setup.py.
+    pins: tuple = ()
     # The folder that holds every Python file of the run: folders above it
     # (where the project is checked out) say nothing of its modules.
     root: str = ""
@@ -109,6 +113,11 @@ class ProjectFacts:
         rules follow (see ``subclasses``): whether its ``__init__`` takes
         keywords on to its base's; None for any other name."""
         return next((passes for name, passes, _ in self.subclasses if name == qualified), None)
+
+    def pinned(self, package: str) -> tuple:
+        """The version specifiers the project gives ``package`` (none: not pinned)."""
+        name = normalized(package)
+        return tuple(specifiers for pinned, specifiers in self.pins if pinned == name)
 
     def subclass_base(self, qualified: str) -> Optional[str]:
         """The library class a class of the project is built on (see ``subclasses``)."""
@@ -187,7 +196,7 @@ class ProjectFacts:
             sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several,
             sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds, self.device_enums,
             self.hpu_probes, self.nvidia_modules, self.config_reads, sorted(self.cli_flags), sorted(self.kernel_code),
-            self.subclasses, self.parsing_scripts,
+            self.subclasses, self.parsing_scripts, self.pins,
         ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
@@ -197,14 +206,16 @@ NO_FACTS = ProjectFacts()
 
 def find_facts(
     python_files: dict, libraries: Iterable[str], other_devices: Iterable[str] = (), holds: Optional[dict] = None,
-    bases: Iterable[str] = (),
+    bases: Iterable[str] = (), dependency_files: Optional[dict] = None,
 ) -> ProjectFacts:
     """The facts of the project made of ``python_files`` (path -> bytes, as
     the run read them); ``libraries``: the NVIDIA-only libraries' top-level
     modules (triton, tensorrt...); ``other_devices``: the other accelerators
     (npu, xpu, mps...) whose probes make a project serve several devices;
     ``holds``: rule code -> its ``ProjectHold``; ``bases``: the library
-    classes whose subclasses in the project rules follow."""
+    classes whose subclasses in the project rules follow;
+    ``dependency_files``: path -> bytes of its requirements files,
+    pyproject.toml and setup.cfg (setup.py is among the Python files)."""
     sources = {os.path.abspath(path): source for path, source in python_files.items()}
     files = sorted(sources)
     packages = _packages(files)
@@ -247,8 +258,14 @@ def find_facts(
         cli_flags(sources.values()),
         frozenset(kernel),
         *_subclasses(sources, trees, facts, frozenset(bases)),
+        _pins(sources, dependency_files or {}),
         _common_folder(files),
     )
+
+
+def _pins(sources: dict, dependency_files: dict) -> tuple:
+    setup_scripts = [(path, source) for path, source in sources.items() if os.path.basename(path) == "setup.py" and isinstance(source, bytes)]
+    return pins_in([*setup_scripts, *((path, source) for path, source in dependency_files.items() if isinstance(source, bytes))])
 
 
 def _subclasses(sources: dict, trees: "_Trees", facts: ProjectFacts, bases: frozenset) -> tuple[tuple, tuple]:

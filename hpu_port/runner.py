@@ -76,6 +76,10 @@ class RunSummary:
         return sum(1 for r in self.results for f in r.findings if f.needs_person)
 
 
+# The files that pin the project's dependencies (see ``ProjectFacts.pins``).
+DEPENDENCY_TYPES = frozenset({filetypes.REQUIREMENTS, filetypes.PYPROJECT, filetypes.SETUP_CFG})
+
+
 def _read(path: str) -> Union[bytes, FileResult]:
     try:
         return read_source(path)
@@ -114,7 +118,12 @@ def run(
     planned = []
     found = discover(paths)
     not_examined = Counter(found.passed_over)
+    # The dependency files, read for the project facts whatever rules are
+    # selected: advice that depends on a pinned version must not change with them.
+    dependency_paths = []
     for source in found:
+        if source.file_type in DEPENDENCY_TYPES and not source.error:
+            dependency_paths.append(source.path)
         ruleset = None if source.error else ruleset_for(Path(source.path))
         if ruleset is not None and not ruleset.reads(source.file_type):
             not_examined[source.file_type] += 1
@@ -143,7 +152,7 @@ def run(
         return bool(pool)
 
     try:
-        facts_later = _attach_project_facts(planned, sources, cache, start_workers)
+        facts_later = _attach_project_facts(planned, sources, cache, start_workers, dependency_paths)
         # Results cached for this project are keyed by its facts: with the
         # facts still to find, there are none to look up.
         lookups = cache if facts_later is None else None
@@ -249,7 +258,8 @@ def _read_planned(entry) -> Union[FileResult, bytes]:
 
 
 def _attach_project_facts(
-    planned: list, sources: list, cache: Optional[Cache] = None, start_workers: Callable[[], bool] = lambda: False
+    planned: list, sources: list, cache: Optional[Cache] = None, start_workers: Callable[[], bool] = lambda: False,
+    dependency_paths: list = (),
 ) -> Optional[Callable[[], None]]:
     """Find the project facts once, from the Python files as read, and give
     them to every rule set of the run (they are part of each file's result).
@@ -265,6 +275,7 @@ def _attach_project_facts(
         for (entry, ruleset), source in zip(planned, sources)
         if ruleset is not None and isinstance(source, bytes) and entry.file_type == filetypes.PYTHON
     }
+    dependencies = {path: source for path in dependency_paths if isinstance(source := _read(path), bytes)}
     rulesets = list({id(ruleset): ruleset for _, ruleset in planned if ruleset is not None}.values())
     if not python or not rulesets:
         return None
@@ -276,7 +287,7 @@ def _attach_project_facts(
     }
     libraries, devices = _nvidia_only_libraries(rulesets), _other_devices(rulesets)
     bases = _project_bases(rulesets)
-    key, name = _facts_key(python, libraries, devices, holds, bases)
+    key, name = _facts_key({**python, **dependencies}, libraries, devices, holds, bases)
     facts = cache.project_facts(key, name) if cache is not None else None
 
     def attach(facts) -> None:
@@ -284,7 +295,7 @@ def _attach_project_facts(
             ruleset.facts = facts
 
     def find_and_attach() -> None:
-        found = find_facts(python, libraries, devices, holds, bases)
+        found = find_facts(python, libraries, devices, holds, bases, dependencies)
         if cache is not None:
             cache.store_project_facts(key, name, found)
         attach(found)

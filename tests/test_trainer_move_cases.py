@@ -217,3 +217,40 @@ def test_launch_lines_of_a_script_that_parses_the_trainer_arguments_are_reported
     # evaluate.py is the project's and parses nothing: its trainer-like flags do not count.
     assert _launch_findings(tmp_path, files, "--unsafe-fixes") == [("run.sh", 2)]
     assert _launch_findings(tmp_path, files) == []
+
+
+def _trainer_messages(tmp_path, *options) -> list:
+    import json
+
+    from click.testing import CliRunner
+
+    from hpu_port.cli import main
+
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--format", "json", *options, str(tmp_path)], catch_exceptions=False)
+    return [f["message"] for f in json.loads(result.stdout)["findings"] if f["code"] == "HPU521"]
+
+
+@pytest.mark.parametrize(
+    "name, text, says",
+    [
+        ("requirements.txt", "torch>=2.1\ntransformers==4.38.2  # the release we tested\n", "before 4.50 the plain Trainer does not run on Gaudi"),
+        ("requirements/train.txt", "transformers~=4.49.0\n", "before 4.50"),
+        ("pyproject.toml", '[project]\nname = "x"\ndependencies = ["transformers[torch]>=4.51,<5"]\n', "from 4.50 on the plain Trainer runs on Gaudi as it is"),
+        ("setup.py", 'from setuptools import setup\nsetup(install_requires=["transformers >= 4.52"])\n', "from 4.50 on"),
+    ],
+)
+def test_the_advice_follows_the_transformers_release_the_project_pins(tmp_path, name, text, says):
+    (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / name).write_text(text)
+    (tmp_path / "train.py").write_text("from transformers import Trainer\n\ntrainer = Trainer(model=model, args=args)\n")
+    [message] = _trainer_messages(tmp_path)
+    assert says in message
+    # Read whatever rules are selected: the advice does not change with them.
+    assert _trainer_messages(tmp_path, "--select", "HPU521") == [message]
+
+
+def test_a_release_range_that_spans_4_50_adds_nothing(tmp_path):
+    (tmp_path / "requirements.txt").write_text("transformers>=4.40\n")
+    (tmp_path / "train.py").write_text("from transformers import Trainer\n\ntrainer = Trainer(model=model, args=args)\n")
+    [message] = _trainer_messages(tmp_path)
+    assert "the project pins" not in message

@@ -17,6 +17,10 @@
   advice (trainers whose Gaudi counterparts follow another API).
 - ``package``: the requirement the moved code needs, as the release it was
   tested with (``optimum-habana==1.21.2``), named on the rule's page.
+- ``[pinned]``: advice that depends on the version of ``package`` the
+  project pins (``ProjectFacts.pins``): ``before`` when every pinned version
+  is older than ``version``, ``from`` when every one is that or newer (each
+  may use ``{specifiers}``), added to the trainer's findings.
 - ``launch-flags``: what a script that reads the arguments from its command
   line must be launched with, said where the class is handed to a parser.
 
@@ -38,6 +42,7 @@ each use reported and the reason given.
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from hpu_port.kinds import Kind, markdown_table, register_kind, string_list, string_table
 from hpu_port.triggers import name_trigger
@@ -59,6 +64,7 @@ class TrainerMove(Kind):
         "names": (dict, False),
         "launch-flags": (str, False),
         "package": (str, True),
+        "pinned": (dict, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "advice"})
 
@@ -82,6 +88,7 @@ class TrainerMove(Kind):
             "names": string_table(table.get("names", {}), "names"),
             "launch-flags": table.get("launch-flags", ""),
             "package": _requirement(table["package"]),
+            "pinned": _pinned(table.get("pinned")),
         }
 
     def describe(self, rule):
@@ -151,6 +158,16 @@ def _entry(name: str, entry, keys: set, table: str) -> dict:
     _dotted(name, table)
     _dotted(entry["to"], f"{where}.to")
     return dict(entry)
+
+
+def _pinned(table) -> Optional[dict]:
+    if table is None:
+        return None
+    pinned = string_table(table, "pinned")
+    missing = {"package", "version", "before", "from"} - set(pinned)
+    if missing:
+        raise ValueError(f"'pinned' needs {', '.join(sorted(missing))}")
+    return pinned
 
 
 def _requirement(text: str) -> str:

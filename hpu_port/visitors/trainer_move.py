@@ -9,6 +9,7 @@ import libcst as cst
 
 from hpu_port.branches import Held
 from hpu_port.context import FileContext, Spelling
+from hpu_port.device.pins import always_before, always_from
 from hpu_port.model import Rule
 from hpu_port.visitors._call_arguments import keyword_arg, named_arguments, with_commas
 from hpu_port.visitors._references import ReferenceVisitor, written
@@ -182,6 +183,8 @@ class _TrainerMoveVisitor(ReferenceVisitor):
         if use.role == REPORTED:
             self.ctx.report(rule, use.node, message)
             return
+        if use.role == TRAINER:
+            message += self._pinned_advice(rule)
         if use.node in self.parsed and rule.params["launch-flags"]:
             message += f" (read from the command line: launch the script with {rule.params['launch-flags']})"
         if why is not None:
@@ -198,6 +201,19 @@ class _TrainerMoveVisitor(ReferenceVisitor):
         if use.config is not None:
             fix = self._with_config(use, fix)
         self.ctx.report(rule, at, message, fix, use.spelling, use.binding, moves_script=True)
+
+    def _pinned_advice(self, rule) -> str:
+        """What the version of the library the project pins changes in the advice."""
+        pinned = rule.params["pinned"]
+        specifiers = self.ctx.facts.pinned(pinned["package"]) if pinned else ()
+        if not specifiers:
+            return ""
+        written = ", ".join(specifiers)
+        older = any(always_before(spec, pinned["version"]) for spec in specifiers)
+        newer = any(always_from(spec, pinned["version"]) for spec in specifiers)
+        if older == newer:
+            return ""
+        return " (" + pinned["before" if older else "from"].format(specifiers=written) + ")"
 
     def _with_config(self, use: _Use, fix):
         if use.role != TRAINER:
