@@ -36,6 +36,7 @@ import tempfile
 import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Optional
 
 from tests.precision import measure
 from tests.precision.silence import silent_lines
@@ -168,14 +169,21 @@ def unpack(package: Package, cache: Path) -> Path:
     return target
 
 
-def hpu_port(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def hpu_port(args: list[str], cwd: Path, env: Optional[dict] = None) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "hpu_port", *args]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
 
 
-def port_report(source: Path, options: list[str]) -> dict:
-    """``hpu-port check --format json`` over a whole package: findings and diffs."""
-    result = hpu_port(["check", "--format", "json", "--no-cache", "--no-color", "-q", *options, "."], source)
+def port_report(source: Path, options: list[str], run_cache: Optional[Path] = None) -> dict:
+    """``hpu-port check --format json`` over a whole package: findings and
+    diffs. ``run_cache``: a cache folder of this corpus run only, so that the
+    package's project facts, found by its first configuration, serve the
+    others (each file is still ported afresh: its options are in its key)."""
+    if run_cache is None:
+        result = hpu_port(["check", "--format", "json", "--no-cache", "--no-color", "-q", *options, "."], source)
+    else:
+        env = {**os.environ, "HPU_PORT_CACHE_DIR": str(run_cache)}
+        result = hpu_port(["check", "--format", "json", "--no-color", "-q", *options, "."], source, env)
     if result.returncode not in (0, 1, 2) or not result.stdout:
         raise RuntimeError(f"hpu-port failed on {source} ({result.returncode}): {result.stderr[-2000:]}")
     return json.loads(result.stdout)
@@ -327,13 +335,14 @@ def corpus_hunks(configs=CONFIGS, cache: Path | None = None, reports: dict | Non
     """Every hunk of every package in every configuration (``reports`` collects the raw reports)."""
     cache = cache or cache_dir()
     hunks = []
-    for package in load_manifest():
-        source = unpack(package, cache)
-        for config in configs:
-            report = port_report(source, CONFIGS[config])
-            if reports is not None:
-                reports[(package.key, config)] = report
-            hunks += package_hunks(package, source, config, report)
+    with tempfile.TemporaryDirectory(prefix="hpu-port-corpus-run-") as run_cache:
+        for package in load_manifest():
+            source = unpack(package, cache)
+            for config in configs:
+                report = port_report(source, CONFIGS[config], Path(run_cache))
+                if reports is not None:
+                    reports[(package.key, config)] = report
+                hunks += package_hunks(package, source, config, report)
     return hunks
 
 
