@@ -8,6 +8,7 @@ optimum-habana loads) is stood in for by modules that accept anything, since
 neither runs without a Gaudi card.
 """
 
+import fcntl
 import json
 import os
 import shutil
@@ -117,11 +118,15 @@ def gaudi_trainer_python() -> Path:
     folder = download_cache_directory() / "environments" / f"{package.replace('==', '-')}-py{sys.version_info[0]}{sys.version_info[1]}"
     python = folder / "bin" / "python"
     done = folder / "complete"
-    if not done.exists():
-        shutil.rmtree(folder, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", package, *BESIDE], check=True)
-        done.write_text(package)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # Another test process may be building it: one builds, the others wait.
+    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+            subprocess.run([str(python), "-m", "pip", "install", "--quiet", package, *BESIDE], check=True)
+            done.write_text(package)
     return python
 
 
