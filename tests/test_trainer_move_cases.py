@@ -254,3 +254,17 @@ def test_a_release_range_that_spans_4_50_adds_nothing(tmp_path):
     (tmp_path / "train.py").write_text("from transformers import Trainer\n\ntrainer = Trainer(model=model, args=args)\n")
     [message] = _trainer_messages(tmp_path)
     assert "the project pins" not in message
+
+
+def test_a_launch_of_a_script_in_a_package_that_serves_several_devices_is_not_reported(tmp_path):
+    # HPU521 holds the move in such a package: the flags would be unknown options there.
+    files = {
+        "chat/__init__.py": "",
+        "chat/devices.py": "import torch\n\ndef pick():\n    return 'npu' if torch.npu.is_available() else 'cuda'\n",
+        "chat/train/__init__.py": "",
+        "chat/train/train_mem.py": "from chat.train.train import train\n\ntrain()\n",
+        "chat/train/train.py": SCRIPT.replace("def main():", "def train():"),
+        "chat/train/trainer_qa.py": TRAINER_MODULE,
+        "scripts/train.sh": "torchrun --nproc_per_node 8 chat/train/train_mem.py --output_dir out --do_train\n",
+    }
+    assert _launch_findings(tmp_path, files, "--unsafe-fixes") == []

@@ -8,8 +8,10 @@ Makefiles, CI scripts and notebook `!` lines: a command with a `.py` word that
 is such a script of the project (the project facts' ``parsing_scripts``), or,
 for a script the facts do not know (no project, a path outside it), one whose
 arguments include ``trainer-flags`` (`--output_dir` with `--do_train`, say).
-A line that already passes ``flags``' first flag is left alone; nothing is
-said unless `--unsafe-fixes` is on, since the plain trainer needs no flags.
+A line that already passes ``flags``' first flag is left alone, and so is a
+script inside a package that serves several devices (HPU521 holds the move
+there); nothing is said unless `--unsafe-fixes` is on, since the plain
+trainer needs no flags.
 """
 
 from __future__ import annotations
@@ -68,6 +70,11 @@ def _parses_trainer_arguments(facts, script: str) -> Optional[bool]:
     project facts do not know the script."""
     if facts is None or not facts.root:
         return None
+    folders = os.path.normpath(script).split(os.sep)[:-1]
+    if any(os.path.basename(top) in folders for top in facts.serves_several):
+        # A script of a package that serves several devices: HPU521 holds
+        # the move there, and the flags would be unknown options.
+        return False
     tail = os.sep + os.path.normpath(script).lstrip(os.sep)
     name = os.path.basename(script)
     # `$ROOT/train.py`: a path the launch line builds is known by its name.
