@@ -43,8 +43,8 @@ from hpu_port.device.declarations import (
     hpu_probes,
 )
 from hpu_port.device.judging import ModuleJudge, absolute, all_statements, is_library
-from hpu_port.device.pins import normalized, pins_in
-from hpu_port.device.subclasses import parsing_scripts, subclasses_of
+from hpu_port.device.pins import normalized, project_pins
+from hpu_port.device.subclasses import project_subclasses
 from hpu_port.device.probes import probed_in
 
 # How many rounds of "calls a function found in the last round" are followed.
@@ -257,49 +257,11 @@ def find_facts(
         config_reads(sources.values()),
         cli_flags(sources.values()),
         frozenset(kernel),
-        *_subclasses(sources, trees, facts, frozenset(bases)),
-        _pins(sources, dependency_files or {}),
+        *project_subclasses(sources, trees.holding, facts.module_name, frozenset(bases)),
+        project_pins(sources, dependency_files or {}),
         _common_folder(files),
     )
 
-
-def _pins(sources: dict, dependency_files: dict) -> tuple:
-    setup_scripts = [(path, source) for path, source in sources.items() if os.path.basename(path) == "setup.py" and isinstance(source, bytes)]
-    return pins_in([*setup_scripts, *((path, source) for path, source in dependency_files.items() if isinstance(source, bytes))])
-
-
-def _subclasses(sources: dict, trees: "_Trees", facts: ProjectFacts, bases: frozenset) -> tuple[tuple, tuple]:
-    """The project's subclasses of ``bases``, and the scripts that parse one of them."""
-    if not bases:
-        return (), ()
-    # Only files with a class statement that names a base (or a subclass
-    # found so far) among its bases are parsed: a library's own big modules
-    # mention its trainer everywhere, and define few classes on it.
-    names = {base.rsplit(".", 1)[-1] for base in bases}
-    candidates: dict = {}
-    found: tuple = ()
-    while True:
-        words = sorted(name.encode() for name in names)
-        # `Trainer` is in `Seq2SeqTrainer`: the shortest words screen the bytes.
-        screen = [word for word in words if not any(other != word and other in word for other in words)]
-        header = re.compile(rb"\bclass\s+\w+\s*\([^)]*\b(?:" + b"|".join(words) + rb")\b")
-        new = {
-            path: source
-            for path, source in sources.items()
-            if path not in candidates and isinstance(source, bytes) and any(w in source for w in screen) and header.search(source)
-        }
-        if not new:
-            break
-        candidates.update(new)
-        found = subclasses_of(trees.holding(candidates, (b"class",)), facts.module_name, bases)
-        grown = {name.rsplit(".", 1)[-1] for name, _, _ in found} - names
-        if not grown:
-            break
-        names |= grown
-    parsed = bases | {name for name, _, _ in found}
-    words = tuple(sorted({name.rsplit(".", 1)[-1].encode() for name in parsed}))
-    scripts = {path: source for path, source in sources.items() if isinstance(source, bytes) and b"ArgumentParser" in source and any(w in source for w in words)}
-    return found, parsing_scripts(trees.holding(scripts, (b"ArgumentParser",)), facts.module_name, parsed)
 
 
 def _common_folder(files: list) -> str:

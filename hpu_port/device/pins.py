@@ -33,6 +33,12 @@ def pins_in(files: Iterable[tuple[str, bytes]]) -> tuple:
     return tuple(sorted(found))
 
 
+def project_pins(python_sources: dict, dependency_files: dict) -> tuple:
+    """``pins_in`` the project's setup.py scripts and dependency files (path -> bytes)."""
+    setup_scripts = [(path, source) for path, source in python_sources.items() if os.path.basename(path) == "setup.py" and isinstance(source, bytes)]
+    return pins_in([*setup_scripts, *((path, source) for path, source in dependency_files.items() if isinstance(source, bytes))])
+
+
 def normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 

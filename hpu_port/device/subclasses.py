@@ -10,9 +10,47 @@ module's own imports, directly or through another class of the project.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Callable, Iterable, Optional
 
 from hpu_port.device.judging import absolute
+
+
+def project_subclasses(sources: dict, holding: Callable, module_name: Callable[[str], str], bases: frozenset) -> tuple[tuple, tuple]:
+    """The project's subclasses of ``bases`` (see ``subclasses_of``), and the
+    scripts that parse one of them (see ``parsing_scripts``), from ``sources``
+    (path -> bytes); ``holding(sources, needles)`` gives the parsed trees of
+    the files that hold a needle."""
+    if not bases:
+        return (), ()
+    # Only files with a class statement that names a base (or a subclass
+    # found so far) among its bases are parsed: a library's own big modules
+    # mention its trainer everywhere, and define few classes on it.
+    names = {base.rsplit(".", 1)[-1] for base in bases}
+    candidates: dict = {}
+    found: tuple = ()
+    while True:
+        words = sorted(name.encode() for name in names)
+        # `Trainer` is in `Seq2SeqTrainer`: the shortest words screen the bytes.
+        screen = [word for word in words if not any(other != word and other in word for other in words)]
+        header = re.compile(rb"\bclass\s+\w+\s*\([^)]*\b(?:" + b"|".join(words) + rb")\b")
+        new = {
+            path: source
+            for path, source in sources.items()
+            if path not in candidates and isinstance(source, bytes) and any(w in source for w in screen) and header.search(source)
+        }
+        if not new:
+            break
+        candidates.update(new)
+        found = subclasses_of(holding(candidates, (b"class",)), module_name, bases)
+        grown = {name.rsplit(".", 1)[-1] for name, _, _ in found} - names
+        if not grown:
+            break
+        names |= grown
+    parsed = bases | {name for name, _, _ in found}
+    words = tuple(sorted({name.rsplit(".", 1)[-1].encode() for name in parsed}))
+    scripts = {path: source for path, source in sources.items() if isinstance(source, bytes) and b"ArgumentParser" in source and any(w in source for w in words)}
+    return found, parsing_scripts(holding(scripts, (b"ArgumentParser",)), module_name, parsed)
 
 
 def subclasses_of(trees: Iterable[tuple[str, ast.Module]], module_name: Callable[[str], str], bases: frozenset) -> tuple:

@@ -12,7 +12,7 @@ from hpu_port.context import FileContext, Spelling
 from hpu_port.device.pins import always_before, always_from
 from hpu_port.model import Rule
 from hpu_port.visitors._call_arguments import keyword_arg, named_arguments, with_commas
-from hpu_port.visitors._references import ReferenceVisitor, written
+from hpu_port.visitors._references import ReferenceVisitor, last_name, written
 
 TRAINER, ARGUMENTS, REPORTED = "trainer", "arguments", "reported"
 _CHAINS = (cst.Name, cst.Attribute)
@@ -59,8 +59,9 @@ class _TrainerMoveVisitor(ReferenceVisitor):
         super().__init__(ctx, set(self.table))
         self.call_of: dict[cst.CSTNode, cst.Call] = {}
         self.uses: list[_Use] = []
-        self.base_of: dict[cst.CSTNode, cst.ClassDef] = {}  # a base expression -> its class
         self.classes: list[cst.ClassDef] = []
+        # The module's classes: only a call of one of them may be a subclass's.
+        self.class_names = {s.name.value for s in ctx.module.body if isinstance(s, cst.ClassDef)}
         self.subclasses: dict[str, _Subclass] = {}
         self.local_calls: list[tuple[cst.Call, object]] = []  # calls of a bare name, with the scope's spelling of GaudiConfig
         # Calls of a trainer subclass another module of the project defines,
@@ -70,9 +71,6 @@ class _TrainerMoveVisitor(ReferenceVisitor):
         self.parsed: set[cst.CSTNode] = set()  # the classes handed to one
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        if not self.classes:
-            for base in node.bases:
-                self.base_of[base.value] = node
         self.classes.append(node)
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
@@ -83,18 +81,18 @@ class _TrainerMoveVisitor(ReferenceVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.call_of[node.func] = node
-        if isinstance(node.func, cst.Name):
+        if isinstance(node.func, cst.Name) and node.func.value in self.class_names:
             self.local_calls.append((node, self._config_spelling()))
         if self.ctx.facts.subclasses:
             hit = self.ctx.qualify(node.func)
             passes = self.ctx.facts.subclass_passes_keywords(hit[0]) if hit is not None else None
             if passes is not None:
                 self.project_calls.append((node, self._config_spelling(), passes, self.ctx.facts.subclass_base(hit[0])))
-        if written(node.func).endswith("ArgumentParser"):
+        if last_name(node.func).endswith("ArgumentParser"):
             self.parsers += 1
 
     def leave_Call(self, node: cst.Call) -> None:
-        if written(node.func).endswith("ArgumentParser"):
+        if last_name(node.func).endswith("ArgumentParser"):
             self.parsers -= 1
 
     def on_reference(self, node, qualified, binding) -> None:
