@@ -28,7 +28,15 @@ NAMES_THE_HPU = re.compile(r"(?<![A-Za-z])(hpu|HPU)(?![A-Za-z])")
 # A test for the HPU may name Gaudi's software instead
 # (`importlib.util.find_spec("habana_frameworks")`, `is_gaudi2()`).
 TESTS_THE_HPU = re.compile(r"(?<![A-Za-z])(hpu|HPU|habana|Habana|HABANA|gaudi|Gaudi)(?![A-Za-z])")
-NAMES_THE_HPU_IN_BYTES = re.compile(TESTS_THE_HPU.pattern.encode())
+_NAMES_THE_HPU_IN_BYTES = re.compile(TESTS_THE_HPU.pattern.encode())
+# The words of TESTS_THE_HPU: a pattern that starts with a look-behind is
+# tried at every byte of a file, where a substring search skips ahead.
+_HPU_WORDS = (b"hpu", b"HPU", b"habana", b"Habana", b"HABANA", b"gaudi", b"Gaudi")
+
+
+def names_the_hpu_in(source: bytes) -> bool:
+    """Whether ``source`` names the HPU or Gaudi's software as a word of its own."""
+    return any(word in source for word in _HPU_WORDS) and _NAMES_THE_HPU_IN_BYTES.search(source) is not None
 NAMES_CUDA = re.compile(r"(?<![A-Za-z])(cuda|CUDA|Cuda)(?![A-Za-z])")
 # Lightning names its accelerators: a test of the chosen one against "gpu"
 # picks NVIDIA's arm among the accelerators the user can name ("hpu" is Gaudi's).

@@ -93,6 +93,11 @@ class FileContext:
         collector to find, which costs more than freeing them at once."""
         self.__dict__.clear()
     def qualify(self, expr: cst.BaseExpression) -> Optional[tuple[str, ImportBinding]]:
+        root = expr
+        while type(root) is cst.Attribute:
+            root = root.value
+        if type(root) is not cst.Name or root.value not in self.scopes.imported_names:
+            return None  # not an imported name's chain: the lookup would find no import
         return qualify(expr, self.scope)
 
     def is_reference(self, name: cst.Name) -> bool:

@@ -163,6 +163,9 @@ class ScopeIndex:
         self.module = Scope(module, None)
         self.by_node: dict[cst.CSTNode, Scope] = {module: self.module}
         self.bindings: list[ImportBinding] = []
+        # Every name an import binds, in any scope: most names of a file are
+        # none of them, and need no lookup through the scopes.
+        self.imported_names: set[str] = set()
         self._compound_depth = 0
         # Each function's scope -> the compound depth its body starts at.
         self._depth_at: dict = {}
@@ -279,6 +282,7 @@ class ScopeIndex:
         binding.in_branch = in_function and self._compound_depth > self._depth_at.get(scope, 0)
         scope.imports[binding.name] = binding
         self.bindings.append(binding)
+        self.imported_names.add(binding.name)
 
 
 def _asname(alias: cst.ImportAlias) -> str:

@@ -121,7 +121,7 @@ class _Relevance:
         # Only aliases whose spelled-out name could make some rule match
         # (`nn` for `torch.nn`, not `logging` for `transformers.utils.logging`).
         self.aliases = {name: targets for name, targets in aliases.items() if self._could_matter(targets)}
-        self.alias_pattern = _alias_pattern(tuple(sorted(self.aliases))) if self.aliases else None
+        self.alias_pattern: Optional[re.Pattern] = None
 
     def _could_matter(self, targets: list) -> bool:
         words = {w for target in targets for w in target.split(b".")}
@@ -157,6 +157,9 @@ class _Relevance:
             return b""
         parts = list(self.everywhere)
         if used:
+            # Made when a unit first uses an alias: in most files none does.
+            if self.alias_pattern is None:
+                self.alias_pattern = _alias_pattern(tuple(sorted(self.aliases)))
             parts.append(self.alias_pattern.sub(lambda m: self.aliases[m.group(1)][0], code))
             # An alias bound by several imports (`try: ... except ImportError:`)
             parts += [target for name in used for target in self.aliases[name][1:]]

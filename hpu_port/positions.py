@@ -73,26 +73,47 @@ def positions_of(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict:
 
 def positions_in_statements(module: cst.Module, wanted: dict, starts: dict) -> dict:
     """Like ``positions_of``, for ``wanted``: top-level statement -> nodes in
-    it, generating only those statements (only the methods that hold them, in
-    a class); ``starts`` from ``statement_starts``."""
+    it, generating only the innermost statements that hold them (the lines
+    of a block's body that hold a node, not the whole function or loop);
+    ``starts`` from ``statement_starts``."""
     recorder = _Recorder()
     for statement, nodes in wanted.items():
         line, tree_node = starts[statement]
-        members = _members(statement, tree_node, nodes)
-        if members is None:
-            _generate(module, recorder, statement, nodes, line, [])
-            continue
-        indent = statement.body.indent
-        for member, (member_line, member_nodes) in members.items():
-            _generate(module, recorder, member, member_nodes, member_line, [module.default_indent if indent is None else indent])
+        _generate_innermost(module, recorder, statement, tree_node, nodes, line, [])
     return recorder._computed
 
 
+def _generate_innermost(module, recorder, statement, tree_node, nodes: list, line: int, indent: list) -> None:
+    members = _members(statement, tree_node, nodes)
+    if members is None:
+        _generate(module, recorder, statement, nodes, line, indent)
+        return
+    block_indent = statement.body.indent
+    inner = [*indent, module.default_indent if block_indent is None else block_indent]
+    for member, (member_line, member_tree, member_nodes) in members.items():
+        _generate_innermost(module, recorder, member, member_tree, member_nodes, member_line, inner)
+
+
+# Statements whose body is a block of statements in both trees, each with
+# the standard parser's types it may be (``async`` ones included).
+_BLOCKS = {
+    cst.ClassDef: (ast.ClassDef,),
+    cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef),
+    cst.For: (ast.For, ast.AsyncFor),
+    cst.While: (ast.While,),
+    cst.With: (ast.With, ast.AsyncWith),
+    cst.If: (ast.If,),
+    cst.Try: (ast.Try,),
+}
+
+
 def _members(statement: cst.CSTNode, tree_node: ast.AST, nodes: list) -> Optional[dict]:
-    """For a class, the methods (and other statements of its body) that hold
-    ``nodes``: member -> (its first line, its nodes); None when some node is
-    not inside one (the class itself, a base class) or the lines do not line up."""
-    if not isinstance(statement, cst.ClassDef) or not isinstance(statement.body, cst.IndentedBlock):
+    """For a statement with a block, the statements of its body that hold
+    ``nodes``: member -> (its first line, the standard parser's node for it,
+    its nodes); None when some node is not inside one (in the header, a base
+    class, an `else` branch) or the two trees do not line up."""
+    tree_types = _BLOCKS.get(type(statement))
+    if tree_types is None or not isinstance(tree_node, tree_types) or not isinstance(statement.body, cst.IndentedBlock):
         return None
     starts = _starts(statement.body.body, tree_node.body)
     if starts is None:
@@ -103,7 +124,7 @@ def _members(statement: cst.CSTNode, tree_node: ast.AST, nodes: list) -> Optiona
     members: dict = {}
     for node in nodes:
         member = holders[node]
-        members.setdefault(member, (starts[member][0], []))[1].append(node)
+        members.setdefault(member, (*starts[member], []))[2].append(node)
     return members
 
 

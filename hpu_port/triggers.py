@@ -27,11 +27,8 @@ from operator import contains
 from typing import Iterable, Iterator, Optional
 
 from hpu_port.ast_nodes import node_fields
+from hpu_port.words import WORD_BYTES, words_in
 
-# Identifier bytes stay, everything else becomes a separator, so that
-# `source.translate(WORD_BYTES).split()` lists the identifiers of a file (and the
-# words of its strings and comments) in one C-speed pass.
-WORD_BYTES = bytes(c if chr(c).isalnum() and c < 128 or c == ord("_") else ord(" ") for c in range(256))
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -61,12 +58,6 @@ def text_trigger(text: str) -> Trigger:
     which are checked first because checking words is cheaper."""
     enclosed = [m.group() for m in _WORD.finditer(text) if m.start() > 0 and m.end() < len(text)]
     return Trigger(words=frozenset(w.encode() for w in enclosed), texts=frozenset({text.encode()}))
-
-
-@lru_cache(maxsize=8)  # a file is screened by the run, then by its port: the same bytes
-def words_in(source: bytes) -> frozenset:
-    """Every identifier of ``source`` (and every word of its strings and comments)."""
-    return frozenset(source.translate(WORD_BYTES).split())
 
 
 class TriggerIndex:

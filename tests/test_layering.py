@@ -42,7 +42,7 @@ FLOORS = [
     # The standard parser's node fields, and a fast walk over them.
     ["ast_nodes"],
     # Name patterns answered without a regular expression per pattern.
-    ["patterns"],
+    ["patterns", "words"],
     ["_compat"],
 ]
 # A larger number is a lower floor.

@@ -14,6 +14,8 @@ import tokenize
 from functools import lru_cache
 from typing import Optional
 
+from hpu_port.words import words_in
+
 CUDA_PROBE = re.compile(
     r"""cuda\w*\.is_available\(|is_\w*cuda\w*_available\(|==\s*["']cuda(?::\d+)?["']|["']cuda["']\s*=="""
     r"""|["']cuda["']\s+in\s+[\w.(]|==\s*[\w.]*\bCUDA\b(?!\s*\()"""
@@ -36,11 +38,13 @@ def probed_in(source: bytes, devices, code: Optional[bytes] = None) -> bool:
     the caller has it already (``CodeView.text``)."""
     devices = tuple(sorted(devices))
     anchors, pattern = _probe_anchors(devices), _bytes_probes_of(devices)
-    if not _search_near_anchors(pattern, source, anchors):
-        return False
     # A comment or a docstring that shows a probe (`# if is_torch_xla_available():`)
     # does not choose a device: only a hit that is still there in the code counts.
-    return _search_near_anchors(pattern, code if code is not None else _without_prose(source), anchors)
+    if code is None:
+        if not _search_near_anchors(pattern, source, anchors):
+            return False  # no need to find the prose
+        code = _without_prose(source)
+    return _search_near_anchors(pattern, code, anchors)
 
 
 # How far from a device's name a probe may reach (`is_torch_npu_available(`,
@@ -53,15 +57,38 @@ def _search_near_anchors(pattern: "re.Pattern", text: bytes, anchors: tuple) -> 
     probe holds one, see ``_probe_anchors``). Plain byte searches for them
     cost a fraction of running the pattern, or any pattern with as many
     alternatives, over the whole text."""
-    for present, anchor in anchors:
-        if present not in text:
+    names = tuple(word for word, found in anchors if word != _AVAILABLE and word.islower())
+    # A word of identifier characters occurs in the text exactly when it is
+    # part of one of its distinct words, which joined are a fraction of it.
+    words = b" ".join(words_in(text))
+    for word, found in anchors:
+        if word.rstrip(b"(") not in words:
             continue
-        at = text.find(anchor)
-        while at != -1:
-            if _matches_within(pattern, text, max(0, at - _PROBE_REACH), at + len(anchor) + _PROBE_REACH):
-                return True
-            at = text.find(anchor, at + 1)
+        for anchor in found:
+            at = text.find(anchor)
+            while at != -1:
+                if (anchor != _AVAILABLE or _names_a_device_before(text, at, names)) and _matches_within(
+                    pattern, text, max(0, at - _PROBE_REACH), at + len(anchor) + _PROBE_REACH
+                ):
+                    return True
+                at = text.find(anchor, at + 1)
     return False
+
+
+_AVAILABLE = b"available("
+_CHAIN_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
+
+
+def _names_a_device_before(text: bytes, at: int, names: tuple) -> bool:
+    """Whether the dotted name that ends in the `available(` at ``at`` holds
+    a device's name: every availability probe does (`torch.npu.is_available(`,
+    `is_torch_npu_available(`), and most such calls in a file probe none
+    (`is_torch_available(`), so the pattern is not run around them."""
+    start, limit = at, max(0, at - _PROBE_REACH)
+    while start > limit and text[start - 1] in _CHAIN_BYTES:
+        start -= 1
+    chain = text[start:at]
+    return any(name in chain for name in names)
 
 
 def _matches_within(pattern: "re.Pattern", text: bytes, start: int, end: int) -> bool:
@@ -121,14 +148,15 @@ def _byte_column(line: bytes, column: int, encoding: str) -> int:
 
 @lru_cache(maxsize=None)
 def _probe_anchors(devices: tuple) -> tuple:
-    """(word, anchor) pairs: every probe of ``probes_of`` holds one of the
+    """(word, anchors) pairs: every probe of ``probes_of`` holds one of the
     anchors, `available(` (the availability calls), a device's name just after
     a quote (the comparisons with a string) or a device enum's member (upper
-    case); a text without the word holds none of its anchors."""
-    anchors = [(b"available(", b"available(")]
+    case); a text without the word holds none of its anchors, and is
+    searched for it once."""
+    anchors = [(_AVAILABLE, (_AVAILABLE,))]
     for device in devices:
         name, member = device.encode(), device.upper().encode()
-        anchors += [(name, b'"' + name), (name, b"'" + name), (member, member)]
+        anchors += [(name, (b'"' + name, b"'" + name)), (member, (member,))]
     return tuple(anchors)
 
 
