@@ -21,7 +21,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 import libcst as cst
 
-from hpu_port.device.probes import CUDA_PROBE, probes_of
+from hpu_port.device.probes import CUDA_PROBE, probed_in, probes_of
 from hpu_port.walk import contains, descendants
 
 NAMES_THE_HPU = re.compile(r"(?<![A-Za-z])(hpu|HPU)(?![A-Za-z])")
@@ -32,6 +32,13 @@ _NAMES_THE_HPU_IN_BYTES = re.compile(TESTS_THE_HPU.pattern.encode())
 # The words of TESTS_THE_HPU: a pattern that starts with a look-behind is
 # tried at every byte of a file, where a substring search skips ahead.
 _HPU_WORDS = (b"hpu", b"HPU", b"habana", b"Habana", b"HABANA", b"gaudi", b"Gaudi")
+
+
+def may_choose_among_devices(source: bytes, other_devices: Sequence[str]) -> bool:
+    """Whether ``source`` could hold a test that chooses among devices: a
+    probe of one of ``other_devices`` or a Lightning accelerator test. Every
+    test of a chain is text of the file, so a file without one has none."""
+    return b"ccelerator" in source.lower() or probed_in(source, other_devices, code=source)
 
 
 def names_the_hpu_in(source: bytes) -> bool:
@@ -108,6 +115,10 @@ class DeviceBranches:
         # Whether the file names the HPU or Gaudi anywhere: if not, no test
         # of a chain does, and none is written out to be searched.
         self.hpu_named = True
+        # Whether the file's text holds a probe of another accelerator or a
+        # Lightning accelerator test: if not, no chain's tests do, and none
+        # is written out to be searched for one.
+        self.choice_possible = True
         self._tests: dict[cst.CSTNode, str] = {}
 
     def enter_block(self, statements) -> None:
@@ -116,7 +127,7 @@ class DeviceBranches:
         if sum(_first_if(s) is not None for s in statements) < 2:
             return
         checks = [s for s in statements if isinstance(s, cst.If)]
-        side_by_side = sibling_dispatch(statements, self.module, self.other_probe)
+        side_by_side = sibling_dispatch(statements, self.module, self.other_probe) if self.choice_possible else None
         if side_by_side is not None:
             self.extended.add(side_by_side)
         if not self.hpu_named:
@@ -154,6 +165,8 @@ class DeviceBranches:
                 return False
             self.extended.add(node)
             return True
+        if not self.choice_possible:
+            return False
         tests = self._tests_of(node)  # read once per chain: most have no probe at all
         if not (self.other_probe.search(tests) or LIGHTNING_GPU_TEST.search(tests)) or (
             cuda_arm_of_dispatch(node, self.module, self.other_probe) is None

@@ -577,7 +577,7 @@ class ScopeEnter(cst.BatchableCSTVisitor):
         self.ctx.other_backend.enter_if_expression(node)
 
     def visit_Name(self, node) -> None:
-        if node in self.ctx.non_references:
+        if node in self.ctx.non_references or node.value not in self.ctx.scopes.imported_names:
             return
         binding = self.ctx.scope.lookup(node.value)
         if isinstance(binding, ImportBinding):
@@ -636,15 +636,5 @@ class ScopeExit(cst.BatchableCSTVisitor):
         self.ctx.other_backend.leave_if_expression(node)
 
 
-class _NameCollector:
-    def __init__(self) -> None:
-        self.found: list[cst.Name] = []
-
-    def visit_Name(self, name: cst.Name) -> None:
-        self.found.append(name)
-
-
 def _names_in(node: cst.CSTNode) -> list[cst.Name]:
-    collector = _NameCollector()
-    walk(node, [collector])
-    return collector.found
+    return [found for found in descendants(node) if type(found) is cst.Name]

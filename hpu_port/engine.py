@@ -21,7 +21,7 @@ import libcst as cst
 from libcst import CSTNode
 
 from hpu_port import deep_stack, filetypes
-from hpu_port.branches import names_the_hpu_in
+from hpu_port.branches import may_choose_among_devices, names_the_hpu_in
 from hpu_port.context import FileContext, PortedSnippet, ScopeEnter, ScopeExit
 from hpu_port.edits import UNUSED_IMPORT_EXEMPTION, EditPlan, apply_plan
 from hpu_port.files import text_problem
@@ -100,6 +100,7 @@ def port_module(
     ctx.source = source
     if source:
         ctx.branches.hpu_named = names_the_hpu_in(source)
+        ctx.branches.choice_possible = may_choose_among_devices(source, ctx.branches.other_devices)
     ctx.tree = tree
     ctx.statement_starts = statement_starts(module, tree) if tree is not None else None
     ctx.suppressions = scan_suppressions(source, module.encoding) if source else None

@@ -79,19 +79,33 @@ def positions_in_statements(module: cst.Module, wanted: dict, starts: dict) -> d
     recorder = _Recorder()
     for statement, nodes in wanted.items():
         line, tree_node = starts[statement]
-        _generate_innermost(module, recorder, statement, tree_node, nodes, line, [])
+        chains = _enclosing_statements(statement, set(nodes))
+        _generate_innermost(module, recorder, _Holding(statement, tree_node, nodes, line, [], chains, 1))
     return recorder._computed
 
 
-def _generate_innermost(module, recorder, statement, tree_node, nodes: list, line: int, indent: list) -> None:
-    members = _members(statement, tree_node, nodes)
+class _Holding:
+    """A statement to generate for ``nodes``, or to look into: its first
+    line, the standard parser's node for it, the indentation of its block,
+    each node's enclosing statements and how deep this one is among them."""
+
+    __slots__ = ("statement", "tree_node", "nodes", "line", "indent", "chains", "depth")
+
+    def __init__(self, statement, tree_node, nodes: list, line: int, indent: list, chains: dict, depth: int) -> None:
+        self.statement, self.tree_node, self.nodes, self.line = statement, tree_node, nodes, line
+        self.indent, self.chains, self.depth = indent, chains, depth
+
+
+def _generate_innermost(module, recorder, holding: _Holding) -> None:
+    members = _members(holding)
     if members is None:
-        _generate(module, recorder, statement, nodes, line, indent)
+        _generate(module, recorder, holding.statement, holding.nodes, holding.line, holding.indent)
         return
-    block_indent = statement.body.indent
-    inner = [*indent, module.default_indent if block_indent is None else block_indent]
+    block_indent = holding.statement.body.indent
+    inner = [*holding.indent, module.default_indent if block_indent is None else block_indent]
     for member, (member_line, member_tree, member_nodes) in members.items():
-        _generate_innermost(module, recorder, member, member_tree, member_nodes, member_line, inner)
+        deeper = _Holding(member, member_tree, member_nodes, member_line, inner, holding.chains, holding.depth + 1)
+        _generate_innermost(module, recorder, deeper)
 
 
 # Statements whose body is a block of statements in both trees, each with
@@ -107,25 +121,55 @@ _BLOCKS = {
 }
 
 
-def _members(statement: cst.CSTNode, tree_node: ast.AST, nodes: list) -> Optional[dict]:
+def _members(holding: _Holding) -> Optional[dict]:
     """For a statement with a block, the statements of its body that hold
-    ``nodes``: member -> (its first line, the standard parser's node for it,
+    its nodes: member -> (its first line, the standard parser's node for it,
     its nodes); None when some node is not inside one (in the header, a base
     class, an `else` branch) or the two trees do not line up."""
+    statement, tree_node = holding.statement, holding.tree_node
     tree_types = _BLOCKS.get(type(statement))
     if tree_types is None or not isinstance(tree_node, tree_types) or not isinstance(statement.body, cst.IndentedBlock):
         return None
-    starts = _starts(statement.body.body, tree_node.body)
+    body = statement.body.body
+    in_body = {id(member) for member in body}
+    holders = {}
+    for node in holding.nodes:
+        chain = holding.chains.get(node, ())
+        if len(chain) <= holding.depth or id(chain[holding.depth]) not in in_body:
+            return None
+        holders[node] = chain[holding.depth]
+    starts = _starts(body, tree_node.body)
     if starts is None:
         return None
-    holders = holding_statements(statement.body.body, set(nodes))
-    if len(holders) < len(nodes):
-        return None
     members: dict = {}
-    for node in nodes:
+    for node in holding.nodes:
         member = holders[node]
         members.setdefault(member, (*starts[member], []))[2].append(node)
     return members
+
+
+def _enclosing_statements(statement: cst.CSTNode, nodes: set) -> dict:
+    """Node of ``nodes`` -> the statements that hold it, ``statement`` first
+    (the node itself last, if it is one), from one walk of ``statement``."""
+    found: dict = {}
+    stack = [(statement, (statement,))]
+    while stack and len(found) < len(nodes):
+        node, chain = stack.pop()
+        if node in nodes:
+            found[node] = chain
+        for child in children(node):
+            stack.append((child, (*chain, child) if _is_statement(type(child)) else chain))
+    return found
+
+
+def _is_statement(node_type: type) -> bool:
+    known = _STATEMENT_TYPES.get(node_type)
+    if known is None:
+        known = _STATEMENT_TYPES[node_type] = issubclass(node_type, cst.BaseStatement)
+    return known
+
+
+_STATEMENT_TYPES: dict = {}
 
 
 def _generate(module, recorder, statement, nodes, line: int, indent: list) -> None:

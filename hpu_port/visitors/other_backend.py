@@ -36,6 +36,7 @@ from hpu_port.visitors._definitions import (
 from hpu_port.visitors._held_helpers import mark_helpers_of_held_code
 from hpu_port.visitors._references import shown_briefly, written
 from hpu_port.walk import contains, walk
+from hpu_port.words import words_in
 
 __all__ = ["visitor", "name_words"]
 
@@ -224,7 +225,14 @@ _AS_HPU = {"cuda": "hpu", "Cuda": "Hpu", "CUDA": "HPU"}
 def _mentioned(source: bytes, patterns: tuple) -> bool:
     """Whether the file's text holds the last part of one of ``patterns``
     (`_lazy_call`, `_cuda_`): only then are its functions' names resolved."""
-    return any(part.encode() in source for part in map(_screened_part, patterns) if len(part) >= 4)
+    # A part made of identifier characters occurs in the file exactly when it
+    # is part of one of its distinct words, which joined are a fraction of it.
+    words = b" ".join(words_in(source))
+    return any(part.encode() in (words if _IDENTIFIER_PART.fullmatch(part) else source)
+               for part in map(_screened_part, patterns) if len(part) >= 4)
+
+
+_IDENTIFIER_PART = re.compile(r"\w+")
 
 
 def _screened_part(pattern: str) -> str:
