@@ -41,14 +41,15 @@ from hpu_port.visitors._references import forget_written
 from hpu_port.walk import walk_module
 
 
-def port_bytes(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
+def port_bytes(path: str, source: bytes, ruleset: RuleSet, apply: bool, ahead: Optional["ParsedAhead"] = None) -> FileResult:
     """Port one file's bytes with the parser its type needs, on a stack deep
     enough for deeply nested code; bytes that are not text and exceptions
-    become a result with an error."""
-    return deep_stack.call(_port_bytes, path, source, ruleset, apply)
+    become a result with an error. ``ahead``: what ``parse_ahead`` made of
+    the same file, bytes and rule set."""
+    return deep_stack.call(_port_bytes, path, source, ruleset, apply, ahead)
 
 
-def _port_bytes(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
+def _port_bytes(path: str, source: bytes, ruleset: RuleSet, apply: bool, ahead: Optional["ParsedAhead"] = None) -> FileResult:
     file_type = filetypes.detect(path, source[: filetypes.HEAD_SIZE]) or filetypes.PYTHON
     wide = _wide_encoding(source) if file_type in WIDE_TYPES else None
     if wide is not None:
@@ -65,7 +66,7 @@ def _port_bytes(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> File
             return port_document(path, source, ruleset, apply, file_type)
         if filetypes.is_build_script(path):
             return port_source(path, source, ruleset.reporting_only(), apply)
-        return port_source(path, source, ruleset, apply)
+        return port_source(path, source, ruleset, apply, ahead)
     except RecursionError:
         return FileResult(path=path, source=source, error="too deeply nested to process")
     except Exception as exc:  # one odd file must never stop the run
@@ -238,7 +239,7 @@ def _port_wide(path: str, source: bytes, ruleset: RuleSet, apply: bool, mark: by
     return result
 
 
-def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) -> FileResult:
+def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True, ahead: Optional["ParsedAhead"] = None) -> FileResult:
     """Port one file's bytes. Never raises for bad input: errors become data.
 
     A fix can make another rule match (a fix added `import torch` to a file
@@ -247,11 +248,11 @@ def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True) 
     nothing changes: a second run over the result is then a no-op.
     """
     with _cycle_collector_paused():
-        return _port_until_stable(path, source, ruleset.python_rules, apply)
+        return _port_until_stable(path, source, ruleset.python_rules, apply, ahead)
 
 
-def _port_until_stable(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> FileResult:
-    result = _port_once(path, source, ruleset, apply)
+def _port_until_stable(path: str, source: bytes, ruleset: RuleSet, apply: bool, ahead: Optional["ParsedAhead"] = None) -> FileResult:
+    result = _port_once(path, source, ruleset, apply, parsed=ahead)
     current = result.new_source
     for _ in range(MAX_EXTRA_PASSES):
         if current is None or result.failed:
@@ -295,41 +296,46 @@ def _place_in_output(result: FileResult, remaining: list[Finding], output: bytes
     result.output_findings = sorted({*fixed, *remaining}, key=Finding.sort_key)
 
 
-def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool, origin: Optional[bytes] = None) -> FileResult:
+@dataclasses.dataclass
+class ParsedAhead:
+    """A first pass's screen and parse of a Python file (see ``parse_ahead``):
+    its result so far, and when the rules need it, its tree, the standard
+    parser's view of it and the rules that could act on it."""
+
+    result: FileResult
+    module: Optional[cst.Module] = None
+    view: Optional[CodeView] = None
+    rules: Optional[RuleSet] = None
+
+
+def parse_ahead(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> Optional[ParsedAhead]:
+    """The screen and parse that porting the Python file ``path`` begins
+    with, none of which reads the project facts: done while they are still
+    being found, it leaves the port only what needs them. None for a file
+    of another type or one this cannot tell (its port then does it all)."""
+    file_type = filetypes.detect(path, source[: filetypes.HEAD_SIZE]) or filetypes.PYTHON
+    if file_type != filetypes.PYTHON or filetypes.is_build_script(path) or text_problem(source, file_type) is not None:
+        return None
+    try:
+        with _cycle_collector_paused():
+            return deep_stack.call(_screen_and_parse, path, source, ruleset.python_rules, apply)
+    except Exception:  # the port does it again, and says what went wrong
+        return None
+
+
+def _port_once(
+    path: str, source: bytes, ruleset: RuleSet, apply: bool, origin: Optional[bytes] = None, parsed: Optional[ParsedAhead] = None
+) -> FileResult:
     """One pass; ``origin``: the file as read, when this pass reads an earlier
-    pass's output (which is never evidence of what the code was written for)."""
-    result = FileResult(path=path, source=source)
-    selected = ruleset.selected_codes
-    # Every rule walks, selected or not, so a file is screened for all of them:
-    # a selected rule can report what another one's analysis holds (HPU615).
-    ruleset = ruleset.walked
-    rules = ruleset.for_source(source)
-    if rules is None:
-        return result
-    if not ruleset.options.include_generated and GENERATED_MARKER in source[:GENERATED_SCAN]:
-        return result  # generated code is regenerated, not edited
-    if foreign_framework(source, of_options(ruleset.options)) is not None:
-        return result  # TensorFlow, JAX, PyTorch/XLA...: not PyTorch CUDA code
-    limit = ruleset.options.max_file_size
-    if len(source) > limit:
-        result.error = (
-            f"too large to port ({len(source) / 2**20:.1f} MiB > {limit / 2**20:.1f} MiB); "
-            "raise --max-file-size if it is hand-written code"
-        )
-        return result
-    view = code_view(source)
-    rules = rules.for_code(source, view)
-    if rules is None:
-        return result
-    result.error = python_nesting_problem(source, view.tree if view is not None else None)
-    if result.error is not None:
-        return result  # libcst would take minutes and gigabytes, or never finish
-    module = _parse_what_rules_read(source, view, rules, apply, result)
+    pass's output (which is never evidence of what the code was written for);
+    ``parsed``: this pass's screen and parse, if already made."""
+    parsed = parsed or _screen_and_parse(path, source, ruleset, apply)
+    result, module, view, rules = parsed.result, parsed.module, parsed.view, parsed.rules
     if module is None:
         return result
     forget_written()  # what an interrupted port left
     ctx = port_module(
-        module, rules, apply, source, view.tree if view is not None else None, path, selected, origin,
+        module, rules, apply, source, view.tree if view is not None else None, path, ruleset.selected_codes, origin,
         code=view.text if view is not None else None,
     )
     result.findings = ctx.findings(fallback_codes(rules.rules))
@@ -340,6 +346,37 @@ def _port_once(path: str, source: bytes, ruleset: RuleSet, apply: bool, origin: 
     ctx.release()
     forget_written()
     return result
+
+
+def _screen_and_parse(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> ParsedAhead:
+    """The rules that could act on ``source`` and its tree; without a tree,
+    the result says why none is needed (or what stopped the parse)."""
+    result = FileResult(path=path, source=source)
+    # Every rule walks, selected or not, so a file is screened for all of them:
+    # a selected rule can report what another one's analysis holds (HPU615).
+    ruleset = ruleset.walked
+    rules = ruleset.for_source(source)
+    if rules is None:
+        return ParsedAhead(result)
+    if not ruleset.options.include_generated and GENERATED_MARKER in source[:GENERATED_SCAN]:
+        return ParsedAhead(result)  # generated code is regenerated, not edited
+    if foreign_framework(source, of_options(ruleset.options)) is not None:
+        return ParsedAhead(result)  # TensorFlow, JAX, PyTorch/XLA...: not PyTorch CUDA code
+    limit = ruleset.options.max_file_size
+    if len(source) > limit:
+        result.error = (
+            f"too large to port ({len(source) / 2**20:.1f} MiB > {limit / 2**20:.1f} MiB); "
+            "raise --max-file-size if it is hand-written code"
+        )
+        return ParsedAhead(result)
+    view = code_view(source)
+    rules = rules.for_code(source, view)
+    if rules is None:
+        return ParsedAhead(result)
+    result.error = python_nesting_problem(source, view.tree if view is not None else None)
+    if result.error is not None:
+        return ParsedAhead(result)  # libcst would take minutes and gigabytes, or never finish
+    return ParsedAhead(result, _parse_what_rules_read(source, view, rules, apply, result), view, rules)
 
 
 def _parse_what_rules_read(

@@ -24,6 +24,10 @@ POOL_MIN_BYTES = 256 * 1024
 SCREEN_IN_POOL_BYTES = 4 * 1024 * 1024
 BATCH_BYTES = 512 * 1024
 BATCH_FILES = 8
+# A worker's first batch, when it starts before the project facts are found:
+# about what it screens and parses in the seconds they take on a large tree.
+LEADING_BATCH_BYTES = 2 * 1024 * 1024
+LEADING_BATCH_FILES = 64
 
 _WORKER_RULESETS: list = []
 # The digest of the project facts the worker's rule sets were given last.
@@ -68,7 +72,9 @@ def port_all(
         for task in tasks:
             yield task, port_one(task.path, task.source, task.ruleset, apply)
         return
-    batches = _batches(tasks)
+    # While the facts are found, each worker screens and parses its first
+    # batch (see _port_items): one big enough to last that long.
+    batches = _batches(tasks, leading=jobs if facts_later is not None else 0)
     if pool is None:
         if facts_later is not None:
             facts_later()
@@ -165,14 +171,16 @@ class Pool:
         self.facts_queue.close()
 
 
-def _batches(tasks: list) -> list[list]:
+def _batches(tasks: list, leading: int = 0) -> list[list]:
     """Big files first, so that no worker is left with one at the end; small
-    ones grouped, so that sending them costs little."""
+    ones grouped, so that sending them costs little. The first ``leading``
+    batches are larger (see LEADING_BATCH_BYTES)."""
     batches: list[list] = []
     current: list = []
     size = 0
     for task in sorted(tasks, key=lambda t: len(t.source), reverse=True):
-        if current and (size + len(task.source) > BATCH_BYTES or len(current) >= BATCH_FILES):
+        limit, files = (LEADING_BATCH_BYTES, LEADING_BATCH_FILES) if len(batches) < leading else (BATCH_BYTES, BATCH_FILES)
+        if current and (size + len(task.source) > limit or len(current) >= files):
             batches.append(current)
             current, size = [], 0
         current.append(task)
@@ -254,10 +262,20 @@ def _port_batch(items: list, apply: bool, facts: tuple) -> list[FileResult]:
 
 
 def _port_items(items: list, apply: bool) -> list[FileResult]:
-    port_bytes = _engine().port_bytes
+    engine = _engine()
+    ahead: list = [None] * len(items)
+    if _facts_to_come():
+        # Screening and parsing read no facts: the batch is parsed while the
+        # parent still finds them, rather than after a first port waited.
+        ahead = [engine.parse_ahead(path, source, _WORKER_RULESETS[number], apply) for path, source, number in items]
     results = []
-    for path, source, number in items:
-        result = port_bytes(path, source, _WORKER_RULESETS[number], apply)
+    for (path, source, number), parsed in zip(items, ahead):
+        result = engine.port_bytes(path, source, _WORKER_RULESETS[number], apply, parsed)
         result.source = b""  # the parent has it
         results.append(result)
     return results
+
+
+def _facts_to_come() -> bool:
+    """Whether this worker's rule sets still wait for the project facts."""
+    return any(isinstance(ruleset._facts, _FactsToCome) for ruleset in _WORKER_RULESETS)

@@ -147,8 +147,8 @@ def test_file_changed_on_disk_is_not_overwritten(tree, monkeypatch):
     target = tree / "good.py"
     real = engine.port_source
 
-    def port_then_edit(path, source, ruleset, apply=True):
-        result = real(path, source, ruleset, apply)
+    def port_then_edit(path, source, ruleset, apply=True, ahead=None):
+        result = real(path, source, ruleset, apply, ahead)
         target.write_text("# edited meanwhile\n" + GOOD)
         return result
 

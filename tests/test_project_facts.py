@@ -152,6 +152,7 @@ def test_workers_started_before_the_facts_were_found_port_with_them(tmp_path, mo
     monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "SCREEN_IN_POOL_BYTES", 0)
     monkeypatch.setattr(parallel, "BATCH_FILES", 1)
+    monkeypatch.setattr(parallel, "LEADING_BATCH_FILES", 1)
     # The workers are given their files first, then the facts are found.
     submitted, submitted_before_finding = [], []
     original_submit = ProcessPoolExecutor.submit

@@ -106,8 +106,8 @@ def test_a_file_turned_into_a_link_after_it_was_read_is_not_written_through(proj
     target = repo / "good.py"
     real = engine.port_source
 
-    def port_then_swap(path, source, ruleset, apply=True):
-        result = real(path, source, ruleset, apply)
+    def port_then_swap(path, source, ruleset, apply=True, ahead=None):
+        result = real(path, source, ruleset, apply, ahead)
         os.unlink(target)
         os.symlink(outside / "victim.py", target)
         return result
@@ -125,8 +125,8 @@ def test_a_folder_turned_into_a_link_after_it_was_read_is_not_written_through(pr
     (repo / "pkg" / "model.py").write_text(CUDA)
     real = engine.port_source
 
-    def port_then_swap(path, source, ruleset, apply=True):
-        result = real(path, source, ruleset, apply)
+    def port_then_swap(path, source, ruleset, apply=True, ahead=None):
+        result = real(path, source, ruleset, apply, ahead)
         if path.endswith("model.py"):
             os.rename(repo / "pkg", outside / "pkg")
             os.symlink(outside / "pkg", repo / "pkg")
@@ -346,8 +346,8 @@ def test_a_file_deleted_before_it_is_written_is_named(project, monkeypatch):
     (repo / "gone.py").write_text(CUDA)
     real = engine.port_source
 
-    def port_then_delete(path, source, ruleset, apply=True):
-        result = real(path, source, ruleset, apply)
+    def port_then_delete(path, source, ruleset, apply=True, ahead=None):
+        result = real(path, source, ruleset, apply, ahead)
         if path.endswith("gone.py"):
             os.unlink(path)
         return result
