@@ -226,7 +226,7 @@ def find_facts(
     builders: set[str] = set()
     parsed: dict[str, Optional[ModuleJudge]] = {}
     trees = _Trees()
-    holds_evidence = _FirstNeedles(libraries)
+    first_needles = holds_evidence = _FirstNeedles(libraries)
     known: set = set()
     for _ in range(MAX_ROUNDS):
         for path, source in sources.items():
@@ -253,7 +253,7 @@ def find_facts(
         _project_holds(python_files, holds or {}),
         device_enums(tree for _, tree in trees.holding(enums, ENUM_NEEDLES)),
         hpu_probes((facts.module_name(path), tree) for path, tree in trees.holding(sources, PROBE_NEEDLES)),
-        _nvidia_modules(sources, facts, libraries, trees),
+        _nvidia_modules(sources, facts, libraries, trees, first_needles),
         config_reads(sources.values()),
         cli_flags(sources.values()),
         frozenset(kernel),
@@ -269,14 +269,13 @@ def _common_folder(files: list) -> str:
     return os.path.commonpath([os.path.dirname(path) for path in files]) if files else ""
 
 
-def _nvidia_modules(sources: dict, facts: ProjectFacts, libraries: frozenset, trees: "_Trees") -> tuple:
+def _nvidia_modules(sources: dict, facts: ProjectFacts, libraries: frozenset, trees: "_Trees", first: "_FirstNeedles") -> tuple:
     """(module, why) for the project's modules that import an NVIDIA-only
     library at their top, outside any `try` or `if` (`import
     transformer_engine`): they only load where NVIDIA's software is, and
     what imports them tests or uses NVIDIA-only code. (Not followed further:
     a library whose every module is reached from one such import would be
     kept whole, where a person makes one import optional.)"""
-    first = _FirstNeedles(libraries)
     candidates = {path: source for path, source in sources.items() if isinstance(source, bytes) and first.imports_a_library(source)}
     found: dict[str, str] = {}
     for path, tree in trees.holding(candidates, (b"import",)):
@@ -552,11 +551,20 @@ class _FirstNeedles:
             else:
                 tops.append(top.rstrip("*").encode())
         self.tops = tuple(tops)
+        # Each file's answer, by the identity of its bytes: the facts ask
+        # twice of every file, and the bytes outlive the search.
+        self._importing: dict[int, bool] = {}
 
     def __call__(self, source: bytes) -> bool:
         return any(needle in source for needle in self.needles) or self.imports_a_library(source)
 
     def imports_a_library(self, source: bytes) -> bool:
+        known = self._importing.get(id(source))
+        if known is None:
+            known = self._importing[id(source)] = self._imports_a_library(source)
+        return known
+
+    def _imports_a_library(self, source: bytes) -> bool:
         for keyword in (b"import ", b"from "):
             start = source.find(keyword)
             while start != -1:

@@ -73,3 +73,21 @@ def test_the_first_batches_are_larger_while_the_facts_are_found():
     assert max(sum(len(t.source) for t in batch) for batch in plain) <= parallel.BATCH_BYTES
     assert [sum(len(t.source) for t in batch) > parallel.BATCH_BYTES for batch in leading[:3]] == [True, True, False]
     assert sorted(t.index for batch in leading for t in batch) == list(range(60))
+
+
+@pytest.mark.parametrize("apply,leading", [(False, 2), (True, 0)])
+def test_only_a_check_makes_larger_first_batches(monkeypatch, apply, leading):
+    """A rewrite parses whole files: their trees, held for a batch, take far more memory."""
+    asked = []
+    monkeypatch.setattr(parallel, "_batches", lambda tasks, leading=0: asked.append(leading) or [tasks])
+
+    class Workers:
+        def port(self, batches, apply, facts_later):
+            return iter(())
+
+        def close(self):
+            pass
+
+    tasks = [Task(number, f"{number}.py", b"x" * 200_000, None) for number in range(4)]
+    list(parallel.port_all(tasks, apply, 2, Workers(), facts_later=lambda: None))
+    assert asked == [leading]
