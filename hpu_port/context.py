@@ -30,7 +30,7 @@ from hpu_port.names import (
 from hpu_port.project import NO_FACTS, ProjectFacts
 from hpu_port.positions import holding_statements, positions_in_statements, positions_of
 from hpu_port.results import Finding
-from hpu_port.walk import descendants, walk
+from hpu_port.walk import descendants
 
 
 class FileContext:

@@ -36,7 +36,8 @@ from itertools import accumulate
 from typing import Iterator, Optional
 
 from hpu_port.settings import RuleSet
-from hpu_port.triggers import WORD_BYTES, CodeView, TriggerIndex, first_line
+from hpu_port.triggers import CodeView, TriggerIndex, first_line
+from hpu_port.words import WORD_BYTES
 
 _UNITS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BOM = b"\xef\xbb\xbf"

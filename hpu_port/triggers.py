@@ -27,7 +27,7 @@ from operator import contains
 from typing import Iterable, Iterator, Optional
 
 from hpu_port.ast_nodes import node_fields
-from hpu_port.words import WORD_BYTES, words_in
+from hpu_port.words import words_in
 
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 
