@@ -537,7 +537,9 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
     from hpu_port.documents import could_match, document_rules
 
     result = FileResult(path=path, source=raw)
-    python_rules = ruleset.python_rules.for_source(raw)
+    # The JSON's lines are not the code's: only its words are screened here,
+    # the code itself by the port.
+    python_rules = ruleset.python_rules.for_source(raw, shapes=False)
     shell_rules = document_rules(ruleset, filetypes.NOTEBOOK)
     if python_rules is None and not (shell_rules and could_match(shell_rules, raw.decode("utf-8", "replace"))):
         return result  # nothing any rule could act on: not even loaded

@@ -374,7 +374,7 @@ def _needs_parsing(task: "Task", deep: bool = False) -> bool:
     if file_type == filetypes.NOTEBOOK and _shell_lines_could_match(task):
         return True
     rules = task.ruleset.python_rules
-    if rules.for_source(task.source) is None:
+    if rules.for_source(task.source, shapes=file_type != filetypes.NOTEBOOK) is None:
         return False
     if not deep or file_type != filetypes.PYTHON or len(task.source) > rules.options.max_file_size:
         return True

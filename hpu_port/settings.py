@@ -156,27 +156,32 @@ class RuleSet:
     def _comment_rules(self) -> list[Rule]:
         return [rule for rule in self.rules if screening(rule).reads_comments]
 
-    def for_source(self, source: bytes) -> Optional["RuleSet"]:
+    def for_source(self, source: bytes, shapes: bool = True) -> Optional["RuleSet"]:
         """The rules that could act on ``source``, judged from its raw bytes;
         None when none could (the file is then never parsed).
 
         A file that mentions `no_grad` but no CUDA API is walked by one rule's
         visitor, not by all of them. Rules without triggers (imports added as a
-        consequence of other fixes) ride along with the others.
+        consequence of other fixes) ride along with the others. ``shapes``:
+        False for bytes not laid out as Python (see ``TriggerIndex.matching``).
         """
-        return self._subset(self._opened_by(self.trigger_index.matching(source)))
+        return self._subset(self._opened_by(self.trigger_index.matching(source, shapes)))
 
     def for_code(self, source: bytes, view: Optional[CodeView] = None) -> Optional["RuleSet"]:
         """Like ``for_source``, but judged from the code alone: comments and
         docstrings (which no rule reads) are blanked out first, and kinds may
         look at the standard parser's tree, which is several times faster to
         build than the full one. ``view``: the file's CodeView, if already made.
+        The triggers' patterns are not asked again: each stands for its kind's
+        screen, which asks more.
         """
         view = view or code_view(source)
         if view is None:
             return self
         index = self.trigger_index
-        chosen = index.matching(view.text)
+        # The patterns were asked of the file's bytes (``for_source``); the
+        # kinds' screens ask more of its tree.
+        chosen = index.matching(view.text, shapes=False)
         chosen = self._opened_by([r for r in chosen if not index.has_triggers(r) or get_kind(r.kind).screen(r, view)])
         if self._comment_rules:
             in_source = _ids(self.comment_trigger_index.matching(source))

@@ -104,10 +104,13 @@ class TriggerIndex:
     def empty(self) -> bool:
         return not any(triggers for _, triggers in self.entries)
 
-    def matching(self, source: bytes) -> list:
+    def matching(self, source: bytes, shapes: bool = True) -> list:
         """The rules whose triggers occur in ``source``, and those without triggers;
-        empty when no rule with triggers matches."""
-        matched = self._matched(words_in(source), source, first_only=False, whole_file=True)
+        empty when no rule with triggers matches. ``shapes``: False to test
+        only words and texts, patterns counting as found (``source`` is not
+        laid out as Python, a notebook's JSON; or the patterns were asked of
+        the same file's bytes already)."""
+        matched = self._matched(words_in(source), source, first_only=False, whole_file=True, shapes=shapes)
         if not matched:
             return []
         return [rule for position, (rule, triggers) in enumerate(self.entries) if triggers is None or position in matched]
@@ -117,13 +120,13 @@ class TriggerIndex:
         (a function), whose words are ``words``."""
         return bool(self._matched(words, source, first_only=True, whole_file=False))
 
-    def _matched(self, words: set, source: bytes, first_only: bool, whole_file: bool) -> set[int]:
+    def _matched(self, words: set, source: bytes, first_only: bool, whole_file: bool, shapes: bool = True) -> set[int]:
         filed = chain.from_iterable(self._by_word[key] for key in words & self._by_word.keys())
         texts = _Texts(words, source)
         matched: set[int] = set()
         for position, trigger in chain(filed, self._wordless):
-            if position not in matched and _occurs(trigger, words, texts, source):
-                if whole_file and trigger.alongside and not any(_occurs(t, words, texts, source) for t in trigger.alongside):
+            if position not in matched and _occurs(trigger, words, texts, source, shapes):
+                if whole_file and trigger.alongside and not any(_occurs(t, words, texts, source, shapes) for t in trigger.alongside):
                     continue
                 matched.add(position)
                 if first_only:
@@ -131,11 +134,11 @@ class TriggerIndex:
         return matched
 
 
-def _occurs(trigger: Trigger, words: set, texts: "_Texts", source: bytes) -> bool:
+def _occurs(trigger: Trigger, words: set, texts: "_Texts", source: bytes, shapes: bool = True) -> bool:
     return (
         trigger.words <= words
         and all(map(texts.occurs, trigger.texts))
-        and (trigger.pattern is None or trigger.pattern.search(source) is not None)
+        and (trigger.pattern is None or not shapes or bool(trigger.pattern.search(source)))
     )
 
 

@@ -521,7 +521,9 @@ def test_the_padding_screen_keeps_what_the_rule_reports(text, parsed):
 )
 def test_the_report_screen_needs_an_import_that_reaches_the_name(text, parsed):
     rules = make_ruleset(select=["HPU606"])
-    assert rules.for_source(text.encode()) is not None  # the words are there
+    # The words are there; the bytes may tell that no import reaches the
+    # name, never that one does not when one does.
+    assert rules.for_source(text.encode()) is not None or not parsed
     assert (rules.for_code(text.encode()) is not None) is parsed
 
 

@@ -13,10 +13,9 @@ without arguments (``float``, ``half``...).
 from __future__ import annotations
 
 import ast
-import re
-from functools import lru_cache
 
 from hpu_port.kinds import Kind, register_kind, string_list
+from hpu_port.shapes import cast_of_a_result
 from hpu_port.triggers import Trigger, name_trigger
 
 
@@ -36,9 +35,12 @@ class CastAfterMove(Kind):
         return set(rule.params["sources"])
 
     def triggers(self, rule):
-        # `torch.tensor` is named in most files: the cast, called bare, must be there too.
+        # `torch.tensor` is named in most files: the cast, called bare, must be
+        # there too, and (the screen's first question, asked of the text) after
+        # a call or an index, which most files never cast.
+        cast_of_a_call = (Trigger(pattern=cast_of_a_result(rule.params["casts"])),)
         return [
-            Trigger(words=name_trigger(source).words, texts=frozenset({f".{cast}()".encode()}))
+            Trigger(words=name_trigger(source).words, texts=frozenset({f".{cast}()".encode()}), alongside=cast_of_a_call)
             for source in sorted(rule.params["sources"])
             for cast in sorted(rule.params["casts"])
         ]
@@ -47,7 +49,7 @@ class CastAfterMove(Kind):
         params = rule.params
         # A cast of a call's or an index's result (`.to(device).float()`) shows
         # in the text; most files cast only names, and then no call is looked at.
-        if not _cast_of_a_result(params["casts"]).search(view.text):
+        if not cast_of_a_result(params["casts"]).search(view.text):
             return False
         sources = {source.rsplit(".", 1)[-1] for source in params["sources"]}
         return any(
@@ -56,14 +58,6 @@ class CastAfterMove(Kind):
             for call in view.nodes(ast.Call)
         )
 
-
-@lru_cache(maxsize=None)
-def _cast_of_a_result(casts: frozenset) -> re.Pattern:
-    # Between the bracket and the call: spaces, line breaks, continued lines
-    # (comments are blanked out in a CodeView's text).
-    gap = rb"[\s\\]*"
-    names = b"|".join(re.escape(cast.encode()) for cast in sorted(casts))
-    return re.compile(rb"[)\]]" + gap + rb"\." + gap + rb"(?:" + names + rb")" + gap + rb"\(" + gap + rb"\)")
 
 
 def _moved_from_a_source(chain: ast.AST, params: dict, sources: set) -> bool:

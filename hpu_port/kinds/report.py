@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from hpu_port.kinds import Kind, name_context, markdown_table, register_kind, string_list, string_table
-from hpu_port.triggers import name_trigger
+from hpu_port.shapes import ImportOf, top_module
+from hpu_port.triggers import Trigger, name_trigger
 
 
 @register_kind
@@ -68,9 +70,17 @@ class Report(Kind):
         return markdown_table(("name", "what to do"), rule.params["names"], code_values=False)
 
     def triggers(self, rule):
-        return [name_trigger(name) for name in rule.params["names"]]
+        return [_imported_trigger(name) for name in rule.params["names"]]
 
     def screen(self, rule, view):
         # The words of a name (`torch`, `masked`) are in most model files; a
         # use of the name needs an import that makes some name refer to it.
         return view.may_reference(frozenset(name[:-2] if name.endswith(".*") else name for name in rule.params["names"]))
+
+
+def _imported_trigger(name: str):
+    """The name's words, in a file that imports its module: the screen
+    (``CodeView.may_reference``) asks for an import that reaches the name."""
+    trigger = name_trigger(name)
+    top = top_module(name)
+    return dataclasses.replace(trigger, alongside=(Trigger(pattern=ImportOf(top)),)) if top else trigger
