@@ -29,7 +29,7 @@ from hpu_port.device.evidence import of_options
 from hpu_port.device.probes import probed_in
 from hpu_port.frameworks import foreign_framework
 from hpu_port.kinds import fallback_codes
-from hpu_port.narrow import narrow
+from hpu_port.narrow import narrow_units
 from hpu_port.nesting import python_nesting_problem
 from hpu_port.positions import statement_starts
 from hpu_port.results import FileResult, Finding
@@ -373,23 +373,26 @@ def _screen_and_parse(path: str, source: bytes, ruleset: RuleSet, apply: bool) -
     rules = rules.for_code(source, view)
     if rules is None:
         return ParsedAhead(result)
-    result.error = python_nesting_problem(source, view.tree if view is not None else None)
+    narrowed, stubbed = narrow_units(source, view, rules) if NARROW and not apply and view is not None else (None, frozenset())
+    # Only the code libcst is given is measured: a stubbed unit's is not.
+    result.error = python_nesting_problem(source, view.tree if view is not None else None, stubbed)
     if result.error is not None:
         return ParsedAhead(result)  # libcst would take minutes and gigabytes, or never finish
-    return ParsedAhead(result, _parse_what_rules_read(source, view, rules, apply, result), view, rules)
+    return ParsedAhead(result, _parse_what_rules_read(source, narrowed, view, result), view, rules)
 
 
-def _parse_what_rules_read(
-    source: bytes, view: Optional[CodeView], rules: RuleSet, apply: bool, result: FileResult
-) -> Optional[cst.Module]:
-    """The file's libcst tree; when only reporting, with the code no rule
-    could act on stubbed out (see hpu_port.narrow)."""
-    narrowed = narrow(source, view, rules) if NARROW and not apply and view is not None else None
+def _parse_what_rules_read(source: bytes, narrowed: Optional[bytes], view: Optional[CodeView], result: FileResult) -> Optional[cst.Module]:
+    """The file's libcst tree; when only reporting, of ``narrowed``: the
+    source with the code no rule could act on stubbed out (see hpu_port.narrow)."""
     if narrowed is not None:
         module = _parse(narrowed, result)
         if module is not None:
             return module
-        result.error = None  # stubs of code that parses always parse; if not, parse it all
+        # Stubs of code that parses always parse; if not, parse it all, once
+        # all of it was measured.
+        result.error = python_nesting_problem(source, view.tree if view is not None else None)
+        if result.error is not None:
+            return None
     return _parse(source, result)
 
 

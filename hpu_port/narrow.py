@@ -47,20 +47,27 @@ def narrow(source: bytes, view: CodeView, rules: RuleSet) -> Optional[bytes]:
     """The source with every unit no rule could act on stubbed; None when
     nothing would be stubbed or the file's layout is unusual (a byte order
     mark, lone carriage returns), where the whole file is parsed."""
+    narrowed, _ = narrow_units(source, view, rules)
+    return narrowed
+
+
+def narrow_units(source: bytes, view: CodeView, rules: RuleSet) -> tuple[Optional[bytes], frozenset]:
+    """``narrow``'s source, and the ids of the standard parser's nodes of
+    the units it stubbed (whose code the full parser is then never given)."""
     if source.startswith(_BOM) or source.count(b"\r") != source.count(b"\r\n"):
-        return None
+        return None, frozenset()
     relevant = _Relevance(view, rules)
     raw_lines = source.splitlines(keepends=True)
     code_lines = view.text.splitlines(keepends=True)
     if len(raw_lines) != len(code_lines):
-        return None
+        return None, frozenset()
     stubs = list(_units(view.tree.body, relevant, raw_lines, code_lines))
     if not stubs:
-        return None
+        return None, frozenset()
     lines = list(raw_lines)
     for node, first, last in stubs:
         _write_stub(lines, node, first, last)
-    return b"".join(lines)
+    return b"".join(lines), frozenset(id(node) for node, _, _ in stubs)
 
 
 def _write_stub(lines: list, node: ast.AST, first: int, last: int) -> None:

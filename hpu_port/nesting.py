@@ -40,12 +40,14 @@ _PARSER_LIMITS = ("too many nested parentheses", "too many levels of indentation
 MAX_BRACKETS = 200  # Python's tokenizer: "too many nested parentheses"
 
 
-def python_nesting_problem(source: bytes, tree: Optional[ast.Module]) -> Optional[str]:
+def python_nesting_problem(source: bytes, tree: Optional[ast.Module], stubbed: frozenset = frozenset()) -> Optional[str]:
     """Why libcst must not be given ``source``, or None. ``tree``: the
-    standard parser's tree of it, None when that parser did not read it."""
+    standard parser's tree of it, None when that parser did not read it.
+    ``stubbed``: the ids of the tree's statements whose code libcst is not
+    given (hpu_port.narrow), which are not measured."""
     if tree is None:
         return _parser_limit(source)
-    return _too_deep_for_libcst(tree, source)
+    return _too_deep_for_libcst(tree, source, stubbed)
 
 
 def _parser_limit(source: bytes) -> Optional[str]:
@@ -99,13 +101,16 @@ def _bracket_problem(source: bytes) -> Optional[str]:
     return None
 
 
-def _too_deep_for_libcst(tree: ast.Module, source: bytes) -> Optional[str]:
+def _too_deep_for_libcst(tree: ast.Module, source: bytes, stubbed: frozenset) -> Optional[str]:
     spent = 0
     spans = _Spans(source)
-    stack = list(tree.body)
+    stack = [statement for statement in tree.body if id(statement) not in stubbed]
     while stack:
         statement = stack.pop()
-        stack.extend(child_statements(statement))
+        children = child_statements(statement)
+        if stubbed:
+            children = [child for child in children if id(child) not in stubbed]
+        stack.extend(children)
         if not _long_enough_to_be_deep(statement):
             continue
         depth = _expression_depth(statement, spans)

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from hpu_port.engine import port_bytes
+from tests.conftest import REPO, make_ruleset
 
 resource = pytest.importorskip("resource")  # POSIX: limits and peak memory of a process
 
@@ -247,3 +248,16 @@ def test_hostile_input_is_ported_or_refused_in_bounded_time_and_memory(tmp_path,
 def test_large_hostile_input_is_ported_in_bounded_time_and_memory(tmp_path, name):
     check(tmp_path, name, *SLOW[name])
 
+
+
+def test_deep_code_that_check_never_parses_is_no_error_there(tmp_path):
+    # The deep expression is in a function no rule acts on: `check` stubs it
+    # out before the full parser reads the file; `rewrite` prints the whole
+    # file back, so it must parse it all and says why it cannot.
+    deep = "def table():\n    return " + " + ".join(["a"] * 3_000) + "\n"
+    source = (CUDA_PY + deep).encode()
+    checked = port_bytes("deep.py", source, make_ruleset(), apply=False)
+    assert checked.error is None
+    assert "HPU110" in {f.code for f in checked.findings}  # the `"cuda"` device
+    rewritten = port_bytes("deep.py", source, make_ruleset(), apply=True)
+    assert rewritten.error is not None and rewritten.error.startswith(LIBCST_LIMIT)

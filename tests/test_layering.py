@@ -41,8 +41,9 @@ FLOORS = [
     ["device"],
     # The standard parser's node fields, and a fast walk over them.
     ["ast_nodes"],
-    # Name patterns answered without a regular expression per pattern.
-    ["patterns", "words"],
+    # Name patterns answered without a regular expression per pattern; a
+    # file's words, and the statement shapes looked for in its bytes.
+    ["patterns", "words", "shapes"],
     ["_compat"],
 ]
 # A larger number is a lower floor.
@@ -55,7 +56,7 @@ WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runn
                   "report_ci", "report_html", "planning", "toolkit_log", "baseline", "mode_choice",
                   "cli", "terminal", "options", "rule_listing", "suppressions", "notebooks", "gitignore", "_compat", "documents",
                   "formats", "filetypes", "deep_stack", "tempfiles", "sealed", "device", "frameworks", "project",
-                  "nesting", "intervals", "diffing", "lint_config", "left_unused", "ast_nodes"]
+                  "nesting", "intervals", "diffing", "lint_config", "left_unused", "ast_nodes", "shapes"]
 
 
 def modules():
