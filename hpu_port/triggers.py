@@ -402,7 +402,8 @@ def _prose_and_string_spans(tree: ast.AST, with_hash: list, statements: dict) ->
         children = child_statements(node)
         if children:
             stack.extend(reversed(children))
-            _strings_in(_header_of(node), strings)
+            if _holds_a_hash(with_hash, first_line(node), _header_end(node, children)):
+                _strings_in(_header_of(node), strings)
         elif _holds_a_hash(with_hash, node.lineno, node.end_lineno):
             _strings_in([node], strings)
     return prose, strings
@@ -424,6 +425,15 @@ def child_statements(node: ast.stmt) -> list:
     for group in getattr(node, "handlers", ()) or getattr(node, "cases", ()):
         children.extend(group.body)
     return children
+
+
+def _header_end(node: ast.stmt, children: list) -> int:
+    """The last line a compound statement's header may reach: where its
+    first inner statement starts; the whole statement when clauses with
+    headers of their own follow (`except E:`, `case p:`)."""
+    if getattr(node, "handlers", None) or getattr(node, "cases", None):
+        return node.end_lineno
+    return children[0].lineno
 
 
 def _header_of(node: ast.stmt) -> list:
