@@ -31,7 +31,6 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
-from functools import lru_cache
 from itertools import accumulate
 from typing import Iterator, Optional
 
@@ -129,7 +128,6 @@ class _Relevance:
         # Only aliases whose spelled-out name could make some rule match
         # (`nn` for `torch.nn`, not `logging` for `transformers.utils.logging`).
         self.aliases = {name: targets for name, targets in aliases.items() if self._could_matter(targets)}
-        self.alias_pattern: Optional[re.Pattern] = None
 
     def _could_matter(self, targets: list) -> bool:
         words = {w for target in targets for w in target.split(b".")}
@@ -165,10 +163,7 @@ class _Relevance:
             return b""
         parts = list(self.everywhere)
         if used:
-            # Made when a unit first uses an alias: in most files none does.
-            if self.alias_pattern is None:
-                self.alias_pattern = _alias_pattern(tuple(sorted(self.aliases)))
-            parts.append(self.alias_pattern.sub(lambda m: self.aliases[m.group(1)][0], code))
+            parts.append(_spelled_aliases(code, self.aliases))
             # An alias bound by several imports (`try: ... except ImportError:`)
             parts += [target for name in used for target in self.aliases[name][1:]]
         return b"\n".join(parts)
@@ -188,11 +183,16 @@ class _Places:
         return starting > 0 and self.reach[starting - 1] >= first
 
 
-@lru_cache(maxsize=256)
-def _alias_pattern(names: tuple) -> "re.Pattern":
-    # Files of a package mostly import the same few names; compiled once each.
-    longest_first = sorted(names, key=len, reverse=True)
-    return re.compile(rb"\b(" + b"|".join(map(re.escape, longest_first)) + rb")\b")
+def _spelled_aliases(code: bytes, aliases: dict) -> bytes:
+    """``code`` with each word that is an alias written as the first name it
+    stands for. The words are split out, not matched by a pattern of the
+    file's aliases: compiling one per file cost more than the narrowing."""
+    parts = _WORD_RUNS.split(code)
+    parts[1::2] = [aliases[word][0] if word in aliases else word for word in parts[1::2]]
+    return b"".join(parts)
+
+
+_WORD_RUNS = re.compile(rb"([A-Za-z0-9_]+)")
 
 
 def _aliases(view: CodeView) -> tuple[dict, list]:
