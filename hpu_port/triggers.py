@@ -195,6 +195,7 @@ class CodeView:
         self.text = text
         self._statements = statements
         self._everything: Optional[dict] = None
+        self._line_starts: Optional[list] = None
         self._referenced: Optional[frozenset] = None
         self._remembered: dict = {}
 
@@ -211,6 +212,38 @@ class CodeView:
         if self._everything is None:
             self._everything = _nodes_by_type(self.tree)
         return self._everything.get(node_type, [])
+
+    def lines_matching(self, pattern: "re.Pattern") -> list:
+        """The numbers of the lines (1-based, sorted) that a match of
+        ``pattern`` in the code's text starts or ends on."""
+        if self._line_starts is None:
+            self._line_starts = [0, *(m.end() for m in _LINE_BREAK.finditer(self.text))]
+        starts = self._line_starts
+        lines = set()
+        for match in pattern.finditer(self.text):
+            lines.add(bisect.bisect_right(starts, match.start()))
+            lines.add(bisect.bisect_right(starts, max(match.start(), match.end() - 1)))
+        return sorted(lines)
+
+    def nodes_on_lines(self, node_type: type, lines: list) -> list:
+        """The nodes of ``node_type`` (of the kinds ``nodes`` indexes) in the
+        statements that hold one of ``lines`` (sorted, from ``lines_matching``):
+        the others are not walked. A screen that can tell from the text
+        where what it looks for could be asks this instead of ``nodes``."""
+        if not lines:
+            return []
+        if self._everything is not None:
+            return self._everything.get(node_type, [])
+        found = []
+        stack = list(self.tree.body)
+        while stack:
+            statement = stack.pop()
+            if not _holds_a_line(lines, first_line(statement), statement.end_lineno):
+                continue
+            children = child_statements(statement)
+            found += [node for node in _walk_expressions(_header_of(statement) if children else [statement]) if type(node) is node_type]
+            stack.extend(children)
+        return found
 
     def imported_names(self, modules: Optional[set] = None) -> set:
         """Names the file's imports bind (only those from ``modules``, if given)."""
@@ -250,19 +283,41 @@ class CodeView:
             words = words_in(self.text)
             if not any(_spelled_after(name, targets, words) for name in wanted):
                 return False
+            # Only the names bound to a module on the way to a wanted name
+            # matter: the statements where they are written are walked.
+            bound, _ = import_bindings(self)
+            leading = sorted(local for local, names in bound.items() if any(_on_the_way(name, wanted) for name in names))
+            lines = self.lines_matching(_written_names(tuple(leading))) if leading else []
+            return any(_under(name, wanted) for name in _referenced_names(self, lines))
         referenced = self.referenced_names()
         return referenced is None or any(_under(name, wanted) for name in referenced)
 
 
-def _referenced_names(view: CodeView) -> frozenset:
+def _on_the_way(qualified: str, wanted: frozenset) -> bool:
+    """Whether ``qualified`` is a wanted name, under one, or a module one is under."""
+    return _under(qualified, wanted) or any(name.startswith(qualified + ".") for name in wanted)
+
+
+@lru_cache(maxsize=256)
+def _written_names(names: tuple) -> "re.Pattern":
+    # Inside longer words too: a few more lines walked, but no look behind,
+    # which would be tried at every byte of the file.
+    return re.compile(b"|".join(re.escape(n.encode()) for n in names))
+
+
+def _referenced_names(view: CodeView, lines: Optional[list] = None) -> frozenset:
+    """``CodeView.referenced_names``; with ``lines``, only those the
+    statements that hold them make (see ``CodeView.nodes_on_lines``)."""
     imports = import_bindings(view)
     if imports is None:
         return frozenset()
     bound, found = imports
     found = set(found)
-    for node in view.nodes(ast.Name):
+    names = view.nodes(ast.Name) if lines is None else view.nodes_on_lines(ast.Name, lines)
+    attributes = view.nodes(ast.Attribute) if lines is None else view.nodes_on_lines(ast.Attribute, lines)
+    for node in names:
         found.update(bound.get(node.id, ()))
-    for node in view.nodes(ast.Attribute):
+    for node in attributes:
         parts = []
         expr = node
         while isinstance(expr, ast.Attribute):
@@ -402,9 +457,9 @@ def _prose_and_string_spans(tree: ast.AST, with_hash: list, statements: dict) ->
         children = child_statements(node)
         if children:
             stack.extend(reversed(children))
-            if _holds_a_hash(with_hash, first_line(node), _header_end(node, children)):
+            if _holds_a_line(with_hash, first_line(node), _header_end(node, children)):
                 _strings_in(_header_of(node), strings)
-        elif _holds_a_hash(with_hash, node.lineno, node.end_lineno):
+        elif _holds_a_line(with_hash, node.lineno, node.end_lineno):
             _strings_in([node], strings)
     return prose, strings
 
@@ -448,9 +503,13 @@ def _header_of(node: ast.stmt) -> list:
     return parts
 
 
-def _holds_a_hash(with_hash: list, first: int, last: int) -> bool:
-    index = bisect.bisect_left(with_hash, first)
-    return index < len(with_hash) and with_hash[index] <= last
+def _holds_a_line(lines: list, first: int, last: int) -> bool:
+    """Whether one of ``lines`` (sorted) lies in ``first``..``last``."""
+    index = bisect.bisect_left(lines, first)
+    return index < len(lines) and lines[index] <= last
+
+
+_LINE_BREAK = re.compile(rb"\n")
 
 
 def _strings_in(roots: list, strings: list) -> None:

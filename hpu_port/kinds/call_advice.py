@@ -92,15 +92,19 @@ class CallAdvice(Kind):
         # file with one of the markers, needs the full parse.
         named = {name.rsplit(".", 1)[-1] for name in rule.params["calls"] if name != ANY_CALL}
         if any(name.encode() in view.text for name in named):
-            if named & _called_names(view.nodes(ast.Call)) or named & _imported_originals(view):
+            if named & _imported_originals(view):
+                return True
+            calls = view.nodes_on_lines(ast.Call, view.lines_matching(_words_pattern(tuple(sorted(named)))))
+            if named & _called_names(calls):
                 return True
         entry = rule.params["calls"].get(ANY_CALL)
         if entry is None or not _has_marker(entry["only-in-files-with"], view.text):
             return False
         wanted = {parameter: {_shape(v) for v in values} for parameter, values in entry["only-if"].items()}
+        calls = view.nodes_on_lines(ast.Call, view.lines_matching(_words_pattern(tuple(sorted(wanted)))))
         return any(
             keyword.arg in wanted and ast.dump(keyword.value) in wanted[keyword.arg]
-            for call in view.nodes(ast.Call)
+            for call in calls
             for keyword in call.keywords
         )
 
@@ -128,6 +132,12 @@ def _any_call_triggers(entry: dict) -> list:
         for keyword, values in entry["only-if"].items()
         for value in values
     ]
+
+
+@lru_cache(maxsize=None)
+def _words_pattern(words: tuple) -> "re.Pattern":
+    """Where one of ``words`` is written (a name called, a keyword given)."""
+    return re.compile(rb"\b(?:" + b"|".join(re.escape(w.encode()) for w in words) + rb")\b")
 
 
 def _called_names(calls) -> set:

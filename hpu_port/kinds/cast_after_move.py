@@ -49,13 +49,12 @@ class CastAfterMove(Kind):
         params = rule.params
         # A cast of a call's or an index's result (`.to(device).float()`) shows
         # in the text; most files cast only names, and then no call is looked at.
-        if not cast_of_a_result(params["casts"]).search(view.text):
-            return False
+        lines = view.lines_matching(cast_of_a_result(params["casts"]))
         sources = {source.rsplit(".", 1)[-1] for source in params["sources"]}
         return any(
             isinstance(call.func, ast.Attribute) and call.func.attr in params["casts"] and not call.args
             and _moved_from_a_source(call.func.value, params, sources)
-            for call in view.nodes(ast.Call)
+            for call in view.nodes_on_lines(ast.Call, lines)
         )
 
 

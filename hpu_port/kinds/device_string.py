@@ -81,6 +81,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 
 from hpu_port.kinds import Kind, register_kind, string_list
 from hpu_port.triggers import text_trigger
@@ -135,8 +136,18 @@ class DeviceString(Kind):
         # (`"cuda"`, `"CUDA"`, `"cuda:%d"`, the text of `f"cuda:{rank}"`);
         # the name in identifiers alone (`n_gpu`, `use_cuda`) acts on nothing.
         device = rule.params["device"]
-        strings = [*view.nodes(ast.Constant), *(c for f in view.nodes(ast.JoinedStr) for c in ast.walk(f) if isinstance(c, ast.Constant))]
+        lines = view.lines_matching(_spelled(device))
+        strings = [
+            *view.nodes_on_lines(ast.Constant, lines),
+            *(c for f in view.nodes_on_lines(ast.JoinedStr, lines) for c in ast.walk(f) if isinstance(c, ast.Constant)),
+        ]
         return any(isinstance(node.value, str) and node.value[: len(device)].lower() == device for node in strings)
+
+
+@lru_cache(maxsize=None)
+def _spelled(device: str) -> "re.Pattern":
+    """The device's name in any case: a string that starts with it holds it."""
+    return re.compile(re.escape(device.encode()), re.IGNORECASE)
 
 
 def name_parts(name: str) -> set[str]:
