@@ -28,7 +28,7 @@ from typing import Iterable, Optional
 _AFTER = rb"(?![\w\x80-\xff])"
 # A comment, matched whole only (a shorter match fails at once instead of
 # being retried at every length).
-_COMMENT = rb"#[^\n]*(?![^\n])"
+_COMMENT = rb"#[^\r\n]*(?![^\r\n])"
 # Between two tokens: spaces, line continuations, comments.
 GAP_NO_BRACKETS = rb"(?:[\s\\]|" + _COMMENT + rb")"
 _IDENTIFIER_BYTE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") | frozenset(range(0x80, 0x100))
@@ -91,25 +91,29 @@ def _imported_here(before: bytes) -> bool:
 _SPACES = b" \t\f\\\r\n"
 _IMPORT_KEYWORD = re.compile(rb"(?<![\w\x80-\xff.])(?:import|from)(?![\w\x80-\xff])")
 # The modules listed before the one wanted: `import a.b as c, d, `.
-_MODULE_LIST = re.compile(rb"(?:[\w\x80-\xff. \t\f,]|\\\r?\n)*")
+_MODULE_LIST = re.compile(rb"(?:[\w\x80-\xff. \t\f,]|\\(?:\r\n?|\n))*")
 _STAR_IMPORT = re.compile(
-    rb"from(?<![\w\x80-\xff.]from)(?:[ \t\f]|\\\r?\n)+(?=[A-Za-z_\x80-\xff])(?:[^\n]|\\\r?\n)*?import(?:[ \t\f(]|\\\r?\n)*\*"
+    rb"from(?<![\w\x80-\xff.]from)(?:[ \t\f]|\\(?:\r\n?|\n))+(?=[A-Za-z_\x80-\xff])(?:[^\r\n]|\\(?:\r\n?|\n))*?import(?:[ \t\f(]|\\(?:\r\n?|\n))*\*"
 )
 
 
 def _logical_line_before(text: bytes, position: int) -> bytes:
     """The text from the start of the line holding ``position`` (or of the
-    lines it continues with a backslash) up to it."""
-    start = text.rfind(b"\n", 0, position) + 1
-    while _continued(text, start - 1):
-        start = text.rfind(b"\n", 0, start - 1) + 1
+    lines it continues with a backslash) up to it. Lines end as Python
+    ends them: at a line feed, a carriage return, or both."""
+    start = _line_start(text, position)
+    while start > 0:
+        end = start - 1  # the line break's last byte
+        if text[end] == 0x0A and end > 0 and text[end - 1] == 0x0D:
+            end -= 1
+        if end == 0 or text[end - 1] != 0x5C:
+            break
+        start = _line_start(text, end - 1)
     return text[start:position]
 
 
-def _continued(text: bytes, line_break: int) -> bool:
-    """Whether the line that ends at ``line_break`` ends with a backslash."""
-    end = line_break - 1 if line_break > 0 and text[line_break - 1] == 0x0D else line_break
-    return end > 0 and text[end - 1] == 0x5C
+def _line_start(text: bytes, position: int) -> int:
+    return max(text.rfind(b"\n", 0, position), text.rfind(b"\r", 0, position)) + 1
 
 
 def top_module(name: str) -> Optional[str]:

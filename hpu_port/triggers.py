@@ -509,7 +509,8 @@ def _holds_a_line(lines: list, first: int, last: int) -> bool:
     return index < len(lines) and lines[index] <= last
 
 
-_LINE_BREAK = re.compile(rb"\n")
+# Line breaks as Python counts them (a lone carriage return is one).
+_LINE_BREAK = re.compile(rb"\r\n?|\n")
 
 
 def _strings_in(roots: list, strings: list) -> None:

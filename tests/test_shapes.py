@@ -2,7 +2,9 @@
 must find every place its kind's screen accepts, in the raw bytes as in the
 code view, or a file the rules act on would never be parsed."""
 
+import ast
 import json
+import re
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -59,7 +61,7 @@ def test_only_a_plain_first_component_makes_a_shape():
 
 _MODULES = st.sampled_from(["flash_attn", "flash_attn.ops", "torch", "os.path", "einops"])
 _NAMES = st.sampled_from(["y", "flash_attn", "a_b", "Z"])
-_SPACE = st.sampled_from([" ", "  ", "\t", " \\\n  ", " \\\r\n "])
+_SPACE = st.sampled_from([" ", "  ", "\t", " \\\n  ", " \\\r\n ", " \\\r "])
 
 
 @st.composite
@@ -78,7 +80,8 @@ def import_statements(draw) -> str:
 def programs(draw) -> bytes:
     statements = draw(st.lists(import_statements(), min_size=1, max_size=4))
     body = draw(st.sampled_from(["", "x = flash_attn.ops.f(1)\n", "def g():\n    return y  # flash_attn\n"]))
-    return ("\n".join(statements) + "\n" + body).encode()
+    ending = draw(st.sampled_from(["\n", "\r\n", "\r"]))  # Python reads a lone carriage return as a line break
+    return (ending.join(statements) + ending + body).encode()
 
 
 @settings(max_examples=300, deadline=None)
@@ -134,3 +137,15 @@ def test_a_notebook_is_screened_by_its_code_not_by_the_lines_of_its_json():
     raw = json.dumps(notebook, indent=1).encode()
     result = port_notebook("loop.ipynb", raw, make_ruleset(["HPU711"]), apply=False)
     assert [f.code for f in result.findings] == ["HPU711"]
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n", b"\r"])
+def test_a_screen_finds_its_lines_as_python_counts_them(ending):
+    # The screens walk only the statements on the lines where what they look
+    # for is written: a lone carriage return ends a line for the parser too.
+    source = ending.join([b"a = 1", b"b = 2", b'device = "cuda"', b""])
+    view = code_view(source)
+    lines = view.lines_matching(re.compile(b"cuda"))
+    assert lines == [3]
+    assert [node.value for node in view.nodes_on_lines(ast.Constant, lines)] == ["cuda"]
+    assert make_ruleset(["HPU110"]).for_code(source) is not None
