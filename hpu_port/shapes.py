@@ -30,7 +30,7 @@ _AFTER = rb"(?![\w\x80-\xff])"
 # being retried at every length).
 _COMMENT = rb"#[^\r\n]*(?![^\r\n])"
 # Between two tokens: spaces, line continuations, comments.
-GAP_NO_BRACKETS = rb"(?:[\s\\]|" + _COMMENT + rb")"
+_GAP = rb"(?:[\s\\]|" + _COMMENT + rb")"
 _IDENTIFIER_BYTE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") | frozenset(range(0x80, 0x100))
 
 
@@ -44,8 +44,8 @@ def _words(names: Iterable) -> bytes:
 def cast_of_a_result(casts: frozenset) -> "re.Pattern":
     """A cast called bare on a call's or an index's result: `.to(d).float()`."""
     return re.compile(
-        rb"[)\]]" + GAP_NO_BRACKETS + rb"*\." + GAP_NO_BRACKETS + rb"*(?:" + _words(casts) + rb")"
-        + GAP_NO_BRACKETS + rb"*\(" + GAP_NO_BRACKETS + rb"*\)"
+        rb"[)\]]" + _GAP + rb"*\." + _GAP + rb"*(?:" + _words(casts) + rb")"
+        + _GAP + rb"*\(" + _GAP + rb"*\)"
     )
 
 
