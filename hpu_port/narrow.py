@@ -29,14 +29,13 @@ use that could be rewritten is never stubbed.
 from __future__ import annotations
 
 import ast
-import re
 from bisect import bisect_right
 from itertools import accumulate
 from typing import Iterator, Optional
 
 from hpu_port.settings import RuleSet
 from hpu_port.triggers import CodeView, TriggerIndex, first_line
-from hpu_port.words import WORD_BYTES
+from hpu_port.words import IDENTIFIER_RUN, WORD_BYTES
 
 _UNITS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BOM = b"\xef\xbb\xbf"
@@ -187,12 +186,9 @@ def _spelled_aliases(code: bytes, aliases: dict) -> bytes:
     """``code`` with each word that is an alias written as the first name it
     stands for. The words are split out, not matched by a pattern of the
     file's aliases: compiling one per file cost more than the narrowing."""
-    parts = _WORD_RUNS.split(code)
+    parts = IDENTIFIER_RUN.split(code)
     parts[1::2] = [aliases[word][0] if word in aliases else word for word in parts[1::2]]
     return b"".join(parts)
-
-
-_WORD_RUNS = re.compile(rb"([A-Za-z0-9_]+)")
 
 
 def _aliases(view: CodeView) -> tuple[dict, list]:

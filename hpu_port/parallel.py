@@ -279,4 +279,4 @@ def _port_items(items: list, apply: bool) -> list[FileResult]:
 
 def _facts_to_come() -> bool:
     """Whether this worker's rule sets still wait for the project facts."""
-    return any(isinstance(ruleset._facts, _FactsToCome) for ruleset in _WORKER_RULESETS)
+    return any(ruleset.facts_pending for ruleset in _WORKER_RULESETS)

@@ -36,9 +36,7 @@ class RuleSet:
     def facts(self) -> ProjectFacts:
         """What the runner found about the project (``hpu_port.project``):
         the same for every rule set narrowed from this one."""
-        root = self
-        while root.parent is not None:
-            root = root.parent
+        root = self._root
         facts = root._facts
         if facts is not None and not isinstance(facts, ProjectFacts):
             # Still being found by the process that sent this rule set to a
@@ -49,6 +47,20 @@ class RuleSet:
     @facts.setter
     def facts(self, facts: ProjectFacts) -> None:
         self._facts = facts
+
+    @property
+    def facts_pending(self) -> bool:
+        """Whether the facts are still being found by the process that sent
+        this rule set (reading ``facts`` would wait for them)."""
+        facts = self._root._facts
+        return facts is not None and not isinstance(facts, ProjectFacts)
+
+    @property
+    def _root(self) -> "RuleSet":
+        root = self
+        while root.parent is not None:
+            root = root.parent
+        return root
 
     def __post_init__(self) -> None:
         self.rules = [r for r in self.rules if self._active(r)]

@@ -40,6 +40,14 @@ def _words(names: Iterable) -> bytes:
     return b"|".join(re.escape(name) for name in sorted(spelled, key=lambda n: (-len(n), n)))
 
 
+@lru_cache(maxsize=256)
+def written(words: tuple) -> "re.Pattern":
+    """Where one of ``words`` is written, inside longer words too: a search
+    that begins with a look behind or a word boundary is tried at every
+    byte, and the lines it finds are only where to look."""
+    return re.compile(_words(words))
+
+
 @lru_cache(maxsize=None)
 def cast_of_a_result(casts: frozenset) -> "re.Pattern":
     """A cast called bare on a call's or an index's result: `.to(d).float()`."""

@@ -27,7 +27,8 @@ from operator import contains
 from typing import Iterable, Iterator, Optional
 
 from hpu_port.ast_nodes import node_fields
-from hpu_port.words import words_in
+from hpu_port.shapes import written
+from hpu_port.words import IDENTIFIER_RUN, words_in
 
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 
@@ -175,10 +176,7 @@ class _Texts:
 
 @lru_cache(maxsize=None)
 def _word_parts(text: bytes) -> tuple:
-    return tuple(_IDENTIFIER_RUN.findall(text))
-
-
-_IDENTIFIER_RUN = re.compile(rb"[A-Za-z0-9_]+")
+    return tuple(IDENTIFIER_RUN.findall(text))
 
 
 class CodeView:
@@ -287,7 +285,7 @@ class CodeView:
             # matter: the statements where they are written are walked.
             bound, _ = import_bindings(self)
             leading = sorted(local for local, names in bound.items() if any(_on_the_way(name, wanted) for name in names))
-            lines = self.lines_matching(_written_names(tuple(leading))) if leading else []
+            lines = self.lines_matching(written(tuple(leading))) if leading else []
             return any(_under(name, wanted) for name in _referenced_names(self, lines))
         referenced = self.referenced_names()
         return referenced is None or any(_under(name, wanted) for name in referenced)
@@ -296,13 +294,6 @@ class CodeView:
 def _on_the_way(qualified: str, wanted: frozenset) -> bool:
     """Whether ``qualified`` is a wanted name, under one, or a module one is under."""
     return _under(qualified, wanted) or any(name.startswith(qualified + ".") for name in wanted)
-
-
-@lru_cache(maxsize=256)
-def _written_names(names: tuple) -> "re.Pattern":
-    # Inside longer words too: a few more lines walked, but no look behind,
-    # which would be tried at every byte of the file.
-    return re.compile(b"|".join(re.escape(n.encode()) for n in names))
 
 
 def _referenced_names(view: CodeView, lines: Optional[list] = None) -> frozenset:

@@ -41,6 +41,7 @@ import string
 from functools import lru_cache
 
 from hpu_port.kinds import Kind, name_context, register_kind, string_list, word_context
+from hpu_port.shapes import written
 from hpu_port.triggers import Trigger, name_trigger
 
 ANY_CALL = "*"
@@ -94,14 +95,14 @@ class CallAdvice(Kind):
         if any(name.encode() in view.text for name in named):
             if named & _imported_originals(view):
                 return True
-            calls = view.nodes_on_lines(ast.Call, view.lines_matching(_words_pattern(tuple(sorted(named)))))
+            calls = view.nodes_on_lines(ast.Call, view.lines_matching(written(tuple(sorted(named)))))
             if named & _called_names(calls):
                 return True
         entry = rule.params["calls"].get(ANY_CALL)
         if entry is None or not _has_marker(entry["only-in-files-with"], view.text):
             return False
         wanted = {parameter: {_shape(v) for v in values} for parameter, values in entry["only-if"].items()}
-        calls = view.nodes_on_lines(ast.Call, view.lines_matching(_words_pattern(tuple(sorted(wanted)))))
+        calls = view.nodes_on_lines(ast.Call, view.lines_matching(written(tuple(sorted(wanted)))))
         return any(
             keyword.arg in wanted and ast.dump(keyword.value) in wanted[keyword.arg]
             for call in calls
@@ -132,12 +133,6 @@ def _any_call_triggers(entry: dict) -> list:
         for keyword, values in entry["only-if"].items()
         for value in values
     ]
-
-
-@lru_cache(maxsize=None)
-def _words_pattern(words: tuple) -> "re.Pattern":
-    """Where one of ``words`` is written (a name called, a keyword given)."""
-    return re.compile(rb"\b(?:" + b"|".join(re.escape(w.encode()) for w in words) + rb")\b")
 
 
 def _called_names(calls) -> set:
