@@ -632,3 +632,42 @@ def _signals_deferred():
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+# What marks the folder a project's dependency files sit in.
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def dependency_files_of_projects(paths: list[str], wanted: frozenset) -> list[str]:
+    """The dependency files (of the ``wanted`` types, and ``setup.py``) in the
+    root folder of the project each path lies in: the nearest folder at or
+    above it that holds a project marker or a file of those types. A run on
+    a few files (a pre-commit hook) reads the pins a run on the whole tree
+    reads."""
+    found: dict[str, str] = {}
+    for raw in paths:
+        folder = _project_root(Path(raw), wanted)
+        if folder is None:
+            continue
+        for entry in sorted(os.listdir(folder)):
+            candidate = os.path.join(folder, entry)
+            if (entry == "setup.py" or filetypes.by_name(candidate) in wanted) and os.path.isfile(candidate) and not os.path.islink(candidate):
+                found.setdefault(os.path.realpath(candidate), candidate)
+    return list(found.values())
+
+
+def _project_root(path: Path, wanted: frozenset) -> Optional[str]:
+    try:
+        folder = path.resolve()
+    except (OSError, RuntimeError):
+        return None
+    if not folder.is_dir():
+        folder = folder.parent
+    for candidate in (folder, *folder.parents):
+        try:
+            names = os.listdir(candidate)
+        except OSError:
+            return None
+        if any(name in _PROJECT_MARKERS for name in names) or any(filetypes.by_name(name) in wanted for name in names):
+            return str(candidate)
+    return None

@@ -14,6 +14,7 @@ from hpu_port._compat import blake2b
 from hpu_port.cache import Cache
 from hpu_port.files import (
     NotWritten,
+    dependency_files_of_projects,
     discover,
     read_source,
     replace_file,
@@ -130,6 +131,9 @@ def run(
             continue  # no selected rule reads files of this type
         if source.error or ruleset is not None:
             planned.append((source, ruleset))
+    # A run on a few files reads the pins of the project they belong to too.
+    seen = {os.path.realpath(path) for path in dependency_paths}
+    dependency_paths += [path for path in dependency_files_of_projects(paths, DEPENDENCY_TYPES) if os.path.realpath(path) not in seen]
     results: list[Optional[FileResult]] = [None] * len(planned)
     unanswered: list[Task] = []
     done = 0

@@ -117,12 +117,54 @@ def test_check_reports_the_subclass_call_that_rewrite_moves():
     assert lines(checked) == lines(rewritten) == [4, 29]
 
 
-def test_trl_trainers_are_reported_not_moved():
+def test_trl_trainers_are_reported_not_moved_where_trl_is_not_pinned():
     code = "from trl import SFTTrainer\n\ntrainer = SFTTrainer(model=model, args=config)\n"
     result = port(code, **MOVE)
     assert result.new_source is None
     [finding] = [f for f in result.findings if f.code == "HPU521"]
-    assert "GaudiSFTTrainer" in finding.message and not finding.fixable
+    assert "GaudiSFTTrainer" in finding.message and "pins trl 0.9" in finding.message and not finding.fixable
+
+
+TRL_SCRIPT = """
+from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer, TrlParser
+
+
+def sft(model, dataset):
+    parser = TrlParser((ScriptArguments, SFTConfig))
+    script_args, training_args = parser.parse_args_and_config()
+    return SFTTrainer(model, training_args, train_dataset=dataset)
+
+
+def dpo(model, reference, dataset):
+    config = DPOConfig("out", beta=0.1)
+    return DPOTrainer(model, reference, args=config, train_dataset=dataset)
+"""
+
+
+@pytest.mark.parametrize("pin", ["trl==0.9.6", "trl>=0.9.4,<0.10", "trl~=0.9.6"])
+def test_trl_trainers_move_where_the_project_pins_trl_0_9(tmp_path, pin):
+    (tmp_path / "requirements.txt").write_text(pin + "\n")
+    text = _rewrite_tree(tmp_path, {"train.py": TRL_SCRIPT})["train.py"]
+    assert "from optimum.habana.trl import GaudiDPOConfig, GaudiDPOTrainer, GaudiSFTConfig, GaudiSFTTrainer" in text
+    assert "parser = TrlParser((ScriptArguments, GaudiSFTConfig))" in text
+    assert "GaudiSFTTrainer(model, args=training_args, train_dataset=dataset, gaudi_config=GaudiConfig.from_pretrained(training_args.gaudi_config_name)" in text
+    assert 'config = GaudiDPOConfig("out", beta=0.1, use_habana=True, use_lazy_mode=True)' in text
+    assert "GaudiDPOTrainer(model, ref_model=reference, args=config, train_dataset=dataset, gaudi_config=GaudiConfig.from_pretrained(config.gaudi_config_name)" in text
+    assert "from optimum.habana import GaudiConfig" in text
+
+
+@pytest.mark.parametrize("pin", [None, "trl==0.19.1", "trl>=0.9", "trl<0.10"])
+def test_trl_trainers_stay_where_the_project_may_run_another_trl(tmp_path, pin):
+    if pin:
+        (tmp_path / "requirements.txt").write_text(pin + "\n")
+    assert _rewrite_tree(tmp_path, {"train.py": TRL_SCRIPT})["train.py"] == textwrap.dedent(TRL_SCRIPT).lstrip("\n")
+
+
+def test_trl_launch_flags_are_named_where_a_trl_parser_reads_the_config(tmp_path):
+    (tmp_path / "requirements.txt").write_text("trl==0.9.6\n")
+    (tmp_path / "train.py").write_text(textwrap.dedent(TRL_SCRIPT).lstrip("\n"))
+    messages = _trainer_messages(tmp_path)
+    assert any("GaudiSFTConfig" in m and "launch the script with --use_habana --use_lazy_mode" in m for m in messages)
 
 
 def _rewrite_tree(tmp_path, files: dict) -> dict:
@@ -268,3 +310,55 @@ def test_a_launch_of_a_script_in_a_package_that_serves_several_devices_is_not_re
         "scripts/train.sh": "torchrun --nproc_per_node 8 chat/train/train_mem.py --output_dir out --do_train\n",
     }
     assert _launch_findings(tmp_path, files, "--unsafe-fixes") == []
+
+
+@pytest.mark.parametrize(
+    "handed, clash",
+    [
+        ("(ScriptArguments, SFTConfig, ModelConfig)", "`ModelConfig` and `GaudiSFTConfig` both define the option --attn_implementation"),
+        ("(ModelArguments, SFTConfig)", "`ModelArguments` and `GaudiSFTConfig` both define the option --use_habana"),
+    ],
+)
+def test_a_parser_that_would_refuse_the_gaudi_arguments_holds_the_file(tmp_path, handed, clash):
+    (tmp_path / "requirements.txt").write_text("trl==0.9.6\n")
+    script = TRL_SCRIPT.replace("(ScriptArguments, SFTConfig)", handed).replace(
+        "from trl import", "from dataclasses import dataclass\n\n\n@dataclass\nclass ModelArguments:\n    use_habana: bool = False\n\n\nfrom trl import ModelConfig,"
+    )
+    assert _rewrite_tree(tmp_path, {"train.py": script})["train.py"] == textwrap.dedent(script).lstrip("\n")
+    messages = _trainer_messages(tmp_path, "--unsafe-fixes")
+    assert messages and all(clash in m for m in messages)
+
+
+def test_a_class_of_the_script_without_a_clashing_field_moves(tmp_path):
+    (tmp_path / "requirements.txt").write_text("trl==0.9.6\n")
+    script = TRL_SCRIPT.replace("from trl import", "from dataclasses import dataclass\n\n\n@dataclass\nclass ScriptArguments:\n    model_name: str = 'gpt2'\n\n\nfrom trl import")
+    assert "TrlParser((ScriptArguments, GaudiSFTConfig))" in _rewrite_tree(tmp_path, {"train.py": script})["train.py"]
+
+
+def test_a_run_on_one_file_reads_the_pins_of_its_project(tmp_path):
+    # A pre-commit hook names the changed files only: the project's pins still count.
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["trl==0.9.6"]\n')
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "train.py"
+    script.write_text(textwrap.dedent(TRL_SCRIPT).lstrip("\n"))
+    from click.testing import CliRunner
+
+    from hpu_port.cli import main
+
+    result = CliRunner().invoke(main, ["rewrite", "--unsafe-fixes", "--select", "HPU521", "--no-cache", str(script)], catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output
+    assert "GaudiSFTTrainer" in script.read_text()
+
+
+def test_the_project_of_a_file_is_the_nearest_folder_with_a_marker(tmp_path):
+    from hpu_port.files import dependency_files_of_projects
+    from hpu_port.runner import DEPENDENCY_TYPES
+
+    (tmp_path / "requirements.txt").write_text("trl==0.8.6\n")  # an outer project: not this one's
+    inner = tmp_path / "inner"
+    (inner / "src").mkdir(parents=True)
+    (inner / "setup.cfg").write_text("[metadata]\nname = inner\n")
+    (inner / "requirements-dev.txt").write_text("pytest\n")
+    (inner / "src" / "train.py").write_text("")
+    found = sorted(p.rsplit("/", 1)[-1] for p in dependency_files_of_projects([str(inner / "src" / "train.py")], DEPENDENCY_TYPES))
+    assert found == ["requirements-dev.txt", "setup.cfg"]

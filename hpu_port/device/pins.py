@@ -92,3 +92,18 @@ def _compatible_ceiling(value: str) -> tuple:
     head = written[:-1] or written
     head[-1] += 1
     return tuple(head + [0] * (3 - len(head)))
+
+
+def requirement_range(text: str) -> Optional[tuple]:
+    """``name>=A,<B`` as (normalized name, A, B); None when ``text`` is not written so."""
+    match = re.fullmatch(rf"({_NAME})\s*>=\s*([0-9.]+)\s*,\s*<\s*([0-9.]+)", text.strip())
+    if match is None or _parts(match.group(2)) >= _parts(match.group(3)):
+        return None
+    return normalized(match.group(1)), match.group(2), match.group(3)
+
+
+def pinned_within(specifiers: Iterable[str], lowest: str, below: str) -> bool:
+    """Whether the project pins a release (some specifiers given) and every
+    release each of them admits is ``lowest`` or newer and older than ``below``."""
+    specifiers = tuple(specifiers)
+    return bool(specifiers) and all(always_from(spec, lowest) and always_before(spec, below) for spec in specifiers)

@@ -103,17 +103,22 @@ class CallAdvice(Kind):
             return False
         wanted = {parameter: {_shape(v) for v in values} for parameter, values in entry["only-if"].items()}
         calls = view.nodes_on_lines(ast.Call, view.lines_matching(written(tuple(sorted(wanted)))))
-        return any(
-            keyword.arg in wanted and ast.dump(keyword.value) in wanted[keyword.arg]
-            for call in calls
-            for keyword in call.keywords
+        keywords = [keyword for call in calls for keyword in call.keywords if keyword.arg in wanted]
+        if any(ast.dump(keyword.value) in wanted[keyword.arg] or _ANY_SHAPE in wanted[keyword.arg] for keyword in keywords):
+            return True
+        # `padding=self.padding` in a class whose field defaults to a value the advice is about.
+        fields = {keyword.value.attr: keyword.arg for keyword in keywords if _is_self_attribute(keyword.value)}
+        return bool(fields) and any(
+            ast.dump(value) in wanted[fields[name]] for name, value in _class_field_defaults(view) if name in fields
         )
 
     def context(self, rule):
         # What the file uses elsewhere decides: the fused version already in
         # use, or the training code that makes a file a training script.
         markers = {m for entry in rule.params["calls"].values() for m in entry["only-in-files-with"]}
-        return name_context(rule.params["unless-used"]) + _marker_triggers(markers)
+        # A method passing a field of its class (`padding=self.padding`): the value is the field's default.
+        fields = [Trigger(words=frozenset({keyword.encode(), b"self"})) for keyword in rule.params["calls"].get(ANY_CALL, {}).get("only-if", ())]
+        return name_context(rule.params["unless-used"]) + _marker_triggers(markers) + fields
 
 
 def _marker_triggers(markers) -> list:
@@ -129,10 +134,31 @@ def _any_call_triggers(entry: dict) -> list:
     model files). The file's markers must occur alongside, anywhere in the
     file, and are context (``Kind.context``): not words of the call."""
     return [
-        Trigger(words=frozenset(w.encode() for w in (keyword, *re.findall(r"[A-Za-z_]\w*", value))))
+        Trigger(words=frozenset(w.encode() for w in (keyword, *([] if value == ANY_VALUE else re.findall(r"[A-Za-z_]\w*", value)))))
         for keyword, values in entry["only-if"].items()
         for value in values
     ]
+
+
+def _is_self_attribute(node) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _class_field_defaults(view):
+    """(name, default) of the fields classes of the file give a default
+    (`padding: str = "longest"`, `padding = True`, `field(default=...)`)."""
+    for node in view.nodes(ast.ClassDef):
+        for statement in node.body:
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value is not None:
+                name, value = statement.target.id, statement.value
+            elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+                name, value = statement.targets[0].id, statement.value
+            else:
+                continue
+            if isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", None)) == "field":
+                value = next((keyword.value for keyword in value.keywords if keyword.arg == "default"), None)
+            if value is not None:
+                yield name, value
 
 
 def _called_names(calls) -> set:
@@ -146,6 +172,9 @@ def _imported_originals(view) -> set:
 
 def _has_marker(markers: list, text: bytes) -> bool:
     return not markers or any(marker.rsplit(".", 1)[-1].encode() in text for marker in markers)
+
+
+_ANY_SHAPE = ANY_VALUE  # `_shape` leaves it as it is: it does not parse
 
 
 @lru_cache(maxsize=None)

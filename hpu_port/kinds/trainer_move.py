@@ -7,6 +7,10 @@
 - ``[arguments."<qualified name>"]``: a class of training arguments and its
   Gaudi counterpart (``to``, ``advice``); a call of it gets the keywords of
   ``argument-defaults`` that it does not pass (``use_habana = "True"``).
+- ``needs`` (in either table, optional): ``package>=A,<B``, the releases of
+  the library the Gaudi class is built on. The class moves only in a project
+  that pins the library within them (``ProjectFacts.pins``); elsewhere its
+  uses are reported, as the ``[names]`` are.
 - ``gaudi-config``: the qualified name of the Gaudi configuration class;
   ``gaudi-config-from-arguments``: the code that makes one from the
   arguments a trainer is given (``{config}`` and ``{args}`` stand for the
@@ -21,6 +25,11 @@
   project pins (``ProjectFacts.pins``): ``before`` when every pinned version
   is older than ``version``, ``from`` when every one is that or newer (each
   may use ``{specifiers}``), added to the trainer's findings.
+- ``gaudi-options``: the fields the Gaudi arguments classes add to the plain
+  ones; ``[argument-options]``: library classes of arguments (qualified name)
+  and the fields they define. A parser given a moved class beside another
+  class (of the module, by its annotated fields, or of this table) with one of
+  these fields would refuse the pair: the file is left as it is.
 - ``launch-flags``: what a script that reads the arguments from its command
   line must be launched with, said where the class is handed to a parser.
 
@@ -44,11 +53,12 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from hpu_port.device.pins import requirement_range
 from hpu_port.kinds import Kind, markdown_table, register_kind, string_list, string_table
 from hpu_port.triggers import name_trigger
 
-_TRAINER_KEYS = {"to", "positional", "advice"}
-_ARGUMENT_KEYS = {"to", "advice"}
+_TRAINER_KEYS = {"to", "positional", "advice", "needs"}
+_ARGUMENT_KEYS = {"to", "advice", "needs"}
 
 
 @register_kind
@@ -65,6 +75,8 @@ class TrainerMove(Kind):
         "launch-flags": (str, False),
         "package": (str, True),
         "pinned": (dict, False),
+        "gaudi-options": (list, False),
+        "argument-options": (dict, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "advice"})
 
@@ -89,12 +101,20 @@ class TrainerMove(Kind):
             "launch-flags": table.get("launch-flags", ""),
             "package": _requirement(table["package"]),
             "pinned": _pinned(table.get("pinned")),
+            "gaudi-options": frozenset(string_list(table.get("gaudi-options", []), "gaudi-options")),
+            "argument-options": {
+                name: frozenset(string_list(options, f"argument-options.{name}")) for name, options in table.get("argument-options", {}).items()
+            },
         }
 
     def describe(self, rule):
         moves = {name: entry["to"] for table in ("trainers", "arguments") for name, entry in rule.params[table].items()}
         table = f"The moved code needs `{rule.params['package']}` (`pip install {rule.params['package']}`).\n\n"
         table += markdown_table(("name", "moves to"), moves, code_values=True)
+        needs = {name: entry["needs"] for table in ("trainers", "arguments") for name, entry in rule.params[table].items() if "needs" in entry}
+        if needs:
+            table += "\n\nMoved only in a project that pins these releases (elsewhere reported):\n\n"
+            table += markdown_table(("name", "needs"), needs, code_values=True)
         if rule.params["names"]:
             table += "\n\nReported only:\n\n" + markdown_table(("name", "what to do"), rule.params["names"], code_values=False)
         return table
@@ -157,6 +177,8 @@ def _entry(name: str, entry, keys: set, table: str) -> dict:
             raise ValueError(f"{where!r}: {key!r} must be a string")
     _dotted(name, table)
     _dotted(entry["to"], f"{where}.to")
+    if "needs" in entry and (not isinstance(entry["needs"], str) or requirement_range(entry["needs"]) is None):
+        raise ValueError(f"{where!r}: 'needs' must be written `package>=A,<B`, got {entry['needs']!r}")
     return dict(entry)
 
 

@@ -37,6 +37,15 @@ class _CallAdviceVisitor(RulesVisitor):
         # A test naming another accelerator: its body is written for that device, and
         # advice about Gaudi has no place there (`if device.type == "npu": ...`).
         self.other_device_test = of_options(ctx.options).other_device_test
+        # The literal defaults of the fields of each class the walk is in
+        # (`padding: str = "longest"`), read for a call passing `self.padding`.
+        self.class_defaults: list[dict] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.class_defaults.append(_field_defaults(node))
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.class_defaults.pop()
 
     # -- branches for other devices ----------------------------------------------
 
@@ -86,7 +95,7 @@ class _CallAdviceVisitor(RulesVisitor):
             entry = _entry_for(rule.params["calls"], qualified)
             if entry is None:
                 continue
-            advice = advice_for(entry, node)
+            advice = advice_for(entry, node, self.class_defaults[-1] if self.class_defaults else {})
             if advice is not None:
                 message = rule.message.format(name=written(node.func), advice=advice)
                 self.held.append((rule, entry, node, message))
@@ -109,9 +118,17 @@ def _entry_for(calls: dict, qualified: Optional[str]) -> Optional[dict]:
     return calls.get(ANY_CALL)
 
 
-def advice_for(entry: dict, call: cst.Call) -> Optional[str]:
-    """The advice for ``call`` with its notes, or None when it does not apply."""
+def advice_for(entry: dict, call: cst.Call, defaults: Optional[dict] = None) -> Optional[str]:
+    """The advice for ``call`` with its notes, or None when it does not apply.
+    ``defaults``: the literal defaults of the fields of the class the call is
+    in, by name: an argument ``self.<field>`` counts as that default."""
     passed = arguments(call, entry["signature"])
+    from_fields = {}
+    for parameter, code in passed.items():
+        field = code[len("self."):] if code.startswith("self.") else None
+        if defaults and field in defaults:
+            passed[parameter] = defaults[field]
+            from_fields[parameter] = code
     unpacks = any(arg.star == "**" for arg in call.args)
     deciding = [*entry["only-if"], *entry["skip-when"], *entry["skip-unless"]]
     if unpacks and not all(parameter in passed for parameter in deciding):
@@ -133,7 +150,31 @@ def advice_for(entry: dict, call: cst.Call) -> Optional[str]:
         for parameter, note in entry["notes"].items()
         if parameter in passed and not matches(passed[parameter], note["unless"] + entry["skip-unless"].get(parameter, []))
     ]
+    notes += [f"`{code}` is `{passed[parameter]}` unless the class is given another" for parameter, code in from_fields.items() if parameter in entry["only-if"]]
     return "; ".join([text, *notes])
+
+
+def _field_defaults(node: cst.ClassDef) -> dict:
+    """Field name -> its default as written, for the class's fields whose
+    default is a literal: `padding: str = "longest"`, `padding = True`,
+    `padding: str = field(default="longest")`."""
+    found = {}
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    for statement in body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+                name, value = small.target.value, small.value
+            elif isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                name, value = small.targets[0].target.value, small.value
+            else:
+                continue
+            if isinstance(value, cst.Call) and written(value.func) in ("field", "dataclasses.field"):
+                value = next((arg.value for arg in value.args if arg.keyword is not None and arg.keyword.value == "default"), None)
+            if value is not None and literal_value(written(value)) is not NOT_A_LITERAL:
+                found[name] = written(value)
+    return found
 
 
 def arguments(call: cst.Call, signature: list[str]) -> dict[str, str]:

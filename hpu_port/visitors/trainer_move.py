@@ -9,7 +9,7 @@ import libcst as cst
 
 from hpu_port.branches import Held
 from hpu_port.context import FileContext, Spelling
-from hpu_port.device.pins import always_before, always_from
+from hpu_port.device.pins import always_before, always_from, pinned_within, requirement_range
 from hpu_port.model import Rule
 from hpu_port.visitors._call_arguments import keyword_arg, named_arguments, with_commas
 from hpu_port.visitors._references import ReferenceVisitor, last_name, written
@@ -50,10 +50,9 @@ class _TrainerMoveVisitor(ReferenceVisitor):
     def __init__(self, ctx, rules) -> None:
         self.table: dict[str, tuple] = {}
         for rule in rules:
-            for name, entry in rule.params["trainers"].items():
-                self.table.setdefault(name, (rule, TRAINER, entry))
-            for name, entry in rule.params["arguments"].items():
-                self.table.setdefault(name, (rule, ARGUMENTS, entry))
+            for table, role in (("trainers", TRAINER), ("arguments", ARGUMENTS)):
+                for name, entry in rule.params[table].items():
+                    self.table.setdefault(name, (rule, role if _needs_met(entry, ctx) else REPORTED, entry))
             for name, advice in rule.params["names"].items():
                 self.table.setdefault(name, (rule, REPORTED, {"advice": advice}))
         super().__init__(ctx, set(self.table))
@@ -61,14 +60,16 @@ class _TrainerMoveVisitor(ReferenceVisitor):
         self.uses: list[_Use] = []
         self.classes: list[cst.ClassDef] = []
         # The module's classes: only a call of one of them may be a subclass's.
-        self.class_names = {s.name.value for s in ctx.module.body if isinstance(s, cst.ClassDef)}
+        self.module_classes = {s.name.value: s for s in ctx.module.body if isinstance(s, cst.ClassDef)}
+        self.class_names = set(self.module_classes)
         self.subclasses: dict[str, _Subclass] = {}
         self.local_calls: list[tuple[cst.Call, object]] = []  # calls of a bare name, with the scope's spelling of GaudiConfig
         # Calls of a trainer subclass another module of the project defines,
         # with the scope's spelling of GaudiConfig and whether it passes keywords on.
         self.project_calls: list[tuple[cst.Call, object, bool, str]] = []
-        self.parsers = 0  # open calls of an argument parser (`HfArgumentParser((..., TrainingArguments))`)
+        self.parsers: list[cst.Call] = []  # open calls of an argument parser (`HfArgumentParser((..., TrainingArguments))`)
         self.parsed: set[cst.CSTNode] = set()  # the classes handed to one
+        self.clashes: list[str] = []  # why a parser would refuse a moved class beside another
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.append(node)
@@ -88,23 +89,47 @@ class _TrainerMoveVisitor(ReferenceVisitor):
             passes = self.ctx.facts.subclass_passes_keywords(hit[0]) if hit is not None else None
             if passes is not None:
                 self.project_calls.append((node, self._config_spelling(), passes, self.ctx.facts.subclass_base(hit[0])))
-        if last_name(node.func).endswith("ArgumentParser"):
-            self.parsers += 1
+        if _is_parser(node):
+            self.parsers.append(node)
 
     def leave_Call(self, node: cst.Call) -> None:
-        if last_name(node.func).endswith("ArgumentParser"):
-            self.parsers -= 1
+        if _is_parser(node):
+            self.parsers.pop()
 
     def on_reference(self, node, qualified, binding) -> None:
         rule, role, entry = self.table[qualified]
         use = _Use(rule, role, entry, node, self.call_of.get(node), binding=binding)
         if self.parsers and use.call is None:
             self.parsed.add(node)
+            if role == ARGUMENTS:
+                self._look_for_clash(self.parsers[-1], use)
         if role != REPORTED:
             use.spelling = self.ctx.spell(entry["to"], from_imports=frozenset({entry["to"].rsplit(".", 1)[0]}))
             if role == TRAINER and use.call is not None:
                 use.config = self._config_spelling()
         self.uses.append(use)
+
+    def _look_for_clash(self, parser: cst.Call, use: _Use) -> None:
+        """A parser makes one command-line option of each field: a class handed
+        to it beside the moved one that has a field the Gaudi class adds makes
+        the parser refuse the pair (TRL's `ModelConfig` and `attn_implementation`)."""
+        added = use.rule.params["gaudi-options"]
+        for other in _handed_classes(parser):
+            common = sorted(self._options_of(other) & added) if other is not use.node else ()
+            if common:
+                gaudi = use.entry["to"].rsplit(".", 1)[-1]
+                self.clashes.append(
+                    f"`{written(other)}` and `{gaudi}` both define the option --{common[0]}, so the parser would refuse "
+                    f"the pair: rename or drop the field of `{written(other)}`, then move"
+                )
+
+    def _options_of(self, handed: cst.BaseExpression) -> frozenset:
+        """The fields (options) of a class of arguments: from the rule's table for
+        a library's, from its annotated fields for one of the module."""
+        if isinstance(handed, cst.Name) and handed.value in self.module_classes:
+            return _annotated_fields(self.module_classes[handed.value])
+        hit = self.ctx.qualify(handed) if isinstance(handed, _CHAINS) else None
+        return self.rules_params()["argument-options"].get(hit[0], frozenset()) if hit is not None else frozenset()
 
     def _config_spelling(self) -> Optional[Spelling]:
         name = self.rules_params()["gaudi-config"]
@@ -140,6 +165,8 @@ class _TrainerMoveVisitor(ReferenceVisitor):
             self._report(use, why)
 
     def _why_not_moved(self, moved: list) -> Optional[str]:
+        if self.clashes:
+            return self.clashes[0]
         for use in moved:
             subclass = use.subclass
             if use.spelling is None and subclass is None:
@@ -246,6 +273,36 @@ class _TrainerMoveVisitor(ReferenceVisitor):
                 return None  # the trainer reads the configuration it names
             return params["gaudi-config-default"].format(config=use.config.code)
         return params["gaudi-config-from-arguments"].format(config=use.config.code, args=written(args))
+
+
+def _needs_met(entry: dict, ctx: FileContext) -> bool:
+    """Whether the project pins the releases the Gaudi class is built on (or the entry names none)."""
+    if "needs" not in entry:
+        return True
+    package, lowest, below = requirement_range(entry["needs"])
+    return pinned_within(ctx.facts.pinned(package), lowest, below)
+
+
+def _handed_classes(parser: cst.Call) -> list:
+    """The classes of arguments a parser call is given: a tuple or list of them, or one."""
+    first = next((arg.value for arg in parser.args if arg.keyword is None and not arg.star), None)
+    if isinstance(first, (cst.Tuple, cst.List)):
+        return [element.value for element in first.elements if not isinstance(element, cst.StarredElement)]
+    return [first] if first is not None else []
+
+
+def _annotated_fields(node: cst.ClassDef) -> frozenset:
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    return frozenset(
+        small.target.value
+        for statement in body if isinstance(statement, cst.SimpleStatementLine)
+        for small in statement.body if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name)
+    )
+
+
+def _is_parser(call: cst.Call) -> bool:
+    # transformers' HfArgumentParser, argparse's, and TRL's TrlParser built on the first.
+    return last_name(call.func).endswith(("ArgumentParser", "TrlParser"))
 
 
 def _keyword_arguments(call: cst.Call, positional: list) -> Optional[dict]:
