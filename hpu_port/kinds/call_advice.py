@@ -23,6 +23,9 @@ whose type no import tells), and needs ``only-if``. Each table takes:
 - ``aliases``: other qualified names of the same callable (the module it is
   defined in), advised on alike.
 
+A name without a dot stands for a function the module itself defines
+(``rotate_half``): its calls by that bare name are advised on.
+
 Values are compared as Python literals (``'x'`` equals ``"x"``), other code
 by its text. A call that unpacks ``**mapping`` is left alone unless it
 passes every parameter the decision needs, and so is a call in the body of

@@ -40,6 +40,7 @@ class _CallAdviceVisitor(RulesVisitor):
         # The literal defaults of the fields of each class the walk is in
         # (`padding: str = "longest"`), read for a call passing `self.padding`.
         self.class_defaults: list[dict] = []
+        self.module_functions = {s.name.value for s in ctx.module.body if isinstance(s, cst.FunctionDef)}
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.class_defaults.append(_field_defaults(node))
@@ -91,6 +92,8 @@ class _CallAdviceVisitor(RulesVisitor):
             return
         hit = self.ctx.qualify(node.func)
         qualified = hit[0] if hit is not None else None
+        if qualified is None and isinstance(node.func, cst.Name) and node.func.value in self.module_functions:
+            qualified = node.func.value  # a function of the module: its bare name
         for rule in self.rules:
             entry = _entry_for(rule.params["calls"], qualified)
             if entry is None:
