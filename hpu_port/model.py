@@ -106,6 +106,8 @@ class Screening:
     placed: bool = False
     # Library classes whose subclasses in the project the rule must know (``Kind.project_bases``).
     project_bases: frozenset = frozenset()
+    # (class, its fields) the project facts weigh at argument parsers (``Kind.argument_fields``).
+    argument_fields: tuple = ()
 
 
 DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024

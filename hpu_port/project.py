@@ -100,6 +100,10 @@ class ProjectFacts:
     # The folder that holds every Python file of the run: folders above it
     # (where the project is checked out) say nothing of its modules.
     root: str = ""
+    # (library class of arguments, path, line, why) for each argument parser
+    # of the project that would refuse the class's Gaudi counterpart (or a
+    # project class built on it, moved with it) beside another class.
+    argument_clashes: tuple = ()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     _module_index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -196,7 +200,7 @@ class ProjectFacts:
             sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several,
             sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds, self.device_enums,
             self.hpu_probes, self.nvidia_modules, self.config_reads, sorted(self.cli_flags), sorted(self.kernel_code),
-            self.subclasses, self.parsing_scripts, self.pins,
+            self.subclasses, self.parsing_scripts, self.pins, self.argument_clashes,
         ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
@@ -206,7 +210,7 @@ NO_FACTS = ProjectFacts()
 
 def find_facts(
     python_files: dict, libraries: Iterable[str], other_devices: Iterable[str] = (), holds: Optional[dict] = None,
-    bases: Iterable[str] = (), dependency_files: Optional[dict] = None,
+    bases: Iterable[str] = (), dependency_files: Optional[dict] = None, argument_fields: Optional[dict] = None,
 ) -> ProjectFacts:
     """The facts of the project made of ``python_files`` (path -> bytes, as
     the run read them); ``libraries``: the NVIDIA-only libraries' top-level
@@ -215,7 +219,9 @@ def find_facts(
     ``holds``: rule code -> its ``ProjectHold``; ``bases``: the library
     classes whose subclasses in the project rules follow;
     ``dependency_files``: path -> bytes of its requirements files,
-    pyproject.toml and setup.cfg (setup.py is among the Python files)."""
+    pyproject.toml and setup.cfg (setup.py is among the Python files);
+    ``argument_fields``: what rules say of the fields of classes of
+    arguments (``Kind.argument_fields``)."""
     sources = {os.path.abspath(path): source for path, source in python_files.items()}
     files = sorted(sources)
     packages = _packages(files)
@@ -245,6 +251,7 @@ def find_facts(
         names = {qualified: local.split(".")[0] for module in modules for qualified, local in module.qualified_locals()}
         needles = sorted({names.get(qualified, qualified.rsplit(".", 1)[-1]).encode() for qualified in new})
         holds_evidence = lambda source, needles=needles: any(needle in source for needle in needles)
+    *subclasses_and_parsers, clashes = project_subclasses(sources, trees.holding, facts.module_name, frozenset(bases), argument_fields or {})
     several = _serving_several(sources, facts, other_devices)
     syncing = _syncing_methods(sources, trees)
     enums = {p: s for p, s in sources.items() if isinstance(s, bytes) and b"Enum" in s}
@@ -257,9 +264,10 @@ def find_facts(
         config_reads(sources.values()),
         cli_flags(sources.values()),
         frozenset(kernel),
-        *project_subclasses(sources, trees.holding, facts.module_name, frozenset(bases)),
+        *subclasses_and_parsers,
         project_pins(sources, dependency_files or {}),
         _common_folder(files),
+        clashes,
     )
 
 

@@ -290,8 +290,8 @@ def _attach_project_facts(
         if rule.project_hold is not None
     }
     libraries, devices = _nvidia_only_libraries(rulesets), _other_devices(rulesets)
-    bases = _project_bases(rulesets)
-    key, name = _facts_key({**python, **dependencies}, libraries, devices, holds, bases)
+    bases, fields = _project_bases(rulesets), _argument_fields(rulesets)
+    key, name = _facts_key({**python, **dependencies}, libraries, devices, holds, bases, fields)
     facts = cache.project_facts(key, name) if cache is not None else None
 
     def attach(facts) -> None:
@@ -299,7 +299,7 @@ def _attach_project_facts(
             ruleset.facts = facts
 
     def find_and_attach() -> None:
-        found = find_facts(python, libraries, devices, holds, bases, dependencies)
+        found = find_facts(python, libraries, devices, holds, bases, dependencies, fields)
         if cache is not None:
             cache.store_project_facts(key, name, found)
         attach(found)
@@ -313,7 +313,9 @@ def _attach_project_facts(
     return None
 
 
-def _facts_key(python: dict, libraries: set, devices: set, holds: dict, bases: frozenset = frozenset()) -> tuple[str, str]:
+def _facts_key(
+    python: dict, libraries: set, devices: set, holds: dict, bases: frozenset = frozenset(), fields: Optional[dict] = None,
+) -> tuple[str, str]:
     """(the digest of everything the project facts depend on: hpu-port's
     code, the evidence and each Python file's path and bytes; a name for the
     set of files, under which one entry is kept)."""
@@ -321,6 +323,7 @@ def _facts_key(python: dict, libraries: set, devices: set, holds: dict, bases: f
 
     digest = blake2b(f"{__version__}\n{code_stamp()}\n{sorted(libraries)}\n{sorted(devices)}\n{sorted(bases)}\n".encode())
     digest.update(repr(sorted((code, repr(hold)) for code, hold in holds.items())).encode())
+    digest.update(repr(sorted((name, sorted(options)) for name, options in (fields or {}).items())).encode())
     paths = sorted(python)
     for path in paths:
         digest.update(f"{os.path.abspath(path)}\0".encode())
@@ -345,6 +348,18 @@ def _project_bases(rulesets: list) -> frozenset:
     return frozenset(
         base for ruleset in rulesets for rule in (ruleset.analysis or ruleset.rules) for base in screening(rule).project_bases
     )
+
+
+def _argument_fields(rulesets: list) -> dict:
+    """What the rules say of the fields of classes of arguments (``Kind.argument_fields``), merged."""
+    from hpu_port.kinds import screening
+
+    merged: dict = {}
+    for ruleset in rulesets:
+        for rule in ruleset.analysis or ruleset.rules:
+            for name, options in screening(rule).argument_fields:
+                merged[name] = merged.get(name, frozenset()) | frozenset(options)
+    return merged
 
 
 def _other_devices(rulesets: list) -> set:

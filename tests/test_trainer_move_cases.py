@@ -362,3 +362,80 @@ def test_the_project_of_a_file_is_the_nearest_folder_with_a_marker(tmp_path):
     (inner / "src" / "train.py").write_text("")
     found = sorted(p.rsplit("/", 1)[-1] for p in dependency_files_of_projects([str(inner / "src" / "train.py")], DEPENDENCY_TYPES))
     assert found == ["requirements-dev.txt", "setup.cfg"]
+
+
+PACKAGE_CONFIGS = """
+from dataclasses import dataclass, field
+from typing import Optional
+
+import trl
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str = "gpt2"
+    attn_implementation: Optional[str] = field(default=None)
+
+
+@dataclass
+class SFTConfig(trl.SFTConfig):
+    dataset_kwargs: Optional[dict] = None
+"""
+
+PACKAGE_SCRIPT = """
+from alignment import H4ArgumentParser, ModelArguments, SFTConfig
+from trl import SFTTrainer
+
+
+def main():
+    parser = H4ArgumentParser((ModelArguments, SFTConfig))
+    model_args, training_args = parser.parse()
+    trainer = SFTTrainer(model=model_args.model_name_or_path, args=training_args)
+    trainer.train()
+"""
+
+
+def _package_project(tmp_path, script: str = PACKAGE_SCRIPT) -> dict:
+    return {
+        "requirements.txt": "trl==0.9.6\n",
+        "src/alignment/__init__.py": "from .configs import ModelArguments, SFTConfig\nfrom .parser import H4ArgumentParser\n",
+        "src/alignment/configs.py": PACKAGE_CONFIGS,
+        "src/alignment/parser.py": "from transformers import HfArgumentParser\n\n\nclass H4ArgumentParser(HfArgumentParser):\n    pass\n",
+        "scripts/run_sft.py": script,
+    }
+
+
+def test_a_parser_in_another_module_that_would_refuse_the_gaudi_arguments_holds_the_whole_project(tmp_path):
+    # The script's parser is handed the package's own config (built on TRL's,
+    # re-exported by the package) beside arguments with a field the Gaudi
+    # config adds: moved, the package's config would make the parser fail.
+    files = _package_project(tmp_path)
+    ported = _rewrite_tree(tmp_path, files)
+    assert ported == {name: textwrap.dedent(text).lstrip("\n") for name, text in files.items()}
+    messages = _trainer_messages(tmp_path, "--unsafe-fixes")
+    assert messages and all("the argument parser at scripts/run_sft.py:6 would refuse the Gaudi arguments: `ModelArguments` defines --attn_implementation" in m for m in messages)
+
+
+def test_without_the_clashing_field_the_package_and_its_script_move(tmp_path):
+    files = _package_project(tmp_path)
+    files["src/alignment/configs.py"] = PACKAGE_CONFIGS.replace("    attn_implementation: Optional[str] = field(default=None)\n", "")
+    ported = _rewrite_tree(tmp_path, files)
+    assert "class SFTConfig(GaudiSFTConfig):" in ported["src/alignment/configs.py"]
+    assert "GaudiSFTTrainer(model=model_args.model_name_or_path, args=training_args, gaudi_config=" in ported["scripts/run_sft.py"]
+
+
+def test_the_facts_follow_a_class_the_package_re_exports_to_its_parser(tmp_path):
+    from hpu_port.project import find_facts
+
+    files = {tmp_path / name: textwrap.dedent(text).lstrip("\n").encode() for name, text in _package_project(tmp_path).items() if name.endswith(".py")}
+    fields = {"": frozenset({"attn_implementation", "use_habana"}), "trl.ModelConfig": frozenset({"attn_implementation"})}
+    facts = find_facts({str(path): data for path, data in files.items()}, (), bases=("trl.SFTConfig",), argument_fields=fields)
+    assert [name for name, _, _ in facts.subclasses] == ["alignment.configs.SFTConfig"]
+    assert [path.rsplit("/", 1)[-1] for path in facts.parsing_scripts] == ["run_sft.py"]
+    [(library, path, line, why)] = facts.argument_clashes
+    assert (library, path.rsplit("/", 1)[-1], line) == ("trl.SFTConfig", "run_sft.py", 6)
+    assert "`ModelArguments` defines --attn_implementation" in why
+    # TRL's own ModelConfig clashes by the rule's table.
+    files[tmp_path / "scripts/run_sft.py"] = files[tmp_path / "scripts/run_sft.py"].replace(b"from alignment import H4ArgumentParser, ModelArguments, SFTConfig", b"from alignment import H4ArgumentParser, SFTConfig\nfrom trl import ModelConfig as ModelArguments")
+    facts = find_facts({str(path): data for path, data in files.items()}, (), bases=("trl.SFTConfig",), argument_fields=fields)
+    assert [why for _, _, _, why in facts.argument_clashes] == ["`ModelConfig` defines --attn_implementation, which the Gaudi arguments add too"]

@@ -16,13 +16,16 @@ from typing import Callable, Iterable, Optional
 from hpu_port.device.judging import absolute
 
 
-def project_subclasses(sources: dict, holding: Callable, module_name: Callable[[str], str], bases: frozenset) -> tuple[tuple, tuple]:
-    """The project's subclasses of ``bases`` (see ``subclasses_of``), and the
-    scripts that parse one of them (see ``parsing_scripts``), from ``sources``
-    (path -> bytes); ``holding(sources, needles)`` gives the parsed trees of
-    the files that hold a needle."""
+def project_subclasses(
+    sources: dict, holding: Callable, module_name: Callable[[str], str], bases: frozenset, argument_fields: Optional[dict] = None,
+) -> tuple[tuple, tuple, tuple]:
+    """The project's subclasses of ``bases`` (see ``subclasses_of``), the
+    scripts that parse one of them (see ``parsing_scripts``) and why some
+    parser would refuse one beside another class (see ``ProjectClasses.clashes``),
+    from ``sources`` (path -> bytes); ``holding(sources, needles)`` gives the
+    parsed trees of the files that hold a needle."""
     if not bases:
-        return (), ()
+        return (), (), ()
     # Only files with a class statement that names a base (or a subclass
     # found so far) among its bases are parsed: a library's own big modules
     # mention its trainer everywhere, and define few classes on it.
@@ -49,8 +52,12 @@ def project_subclasses(sources: dict, holding: Callable, module_name: Callable[[
         names |= grown
     parsed = bases | {name for name, _, _ in found}
     words = tuple(sorted({name.rsplit(".", 1)[-1].encode() for name in parsed}))
-    scripts = {path: source for path, source in sources.items() if isinstance(source, bytes) and b"ArgumentParser" in source and any(w in source for w in words)}
-    return found, parsing_scripts(holding(scripts, (b"ArgumentParser",)), module_name, parsed)
+    scripts = {path: source for path, source in sources.items() if isinstance(source, bytes) and b"Parser" in source and any(w in source for w in words)}
+    classes = ProjectClasses(sources, holding, module_name)
+    script_trees = list(holding(scripts, (b"Parser",)))
+    library_of = {**{base: base for base in bases}, **{name: library for name, _, library in found}}
+    clashes = classes.clashes(script_trees, library_of, argument_fields) if argument_fields and argument_fields.get("") else ()
+    return found, parsing_scripts(script_trees, module_name, parsed, classes.resolve), clashes
 
 
 def subclasses_of(trees: Iterable[tuple[str, ast.Module]], module_name: Callable[[str], str], bases: frozenset) -> tuple:
@@ -81,27 +88,118 @@ def subclasses_of(trees: Iterable[tuple[str, ast.Module]], module_name: Callable
     return tuple(sorted((name, passes, library) for name, (passes, library) in found.items()))
 
 
-def parsing_scripts(trees: Iterable[tuple[str, ast.Module]], module_name: Callable[[str], str], classes: frozenset) -> tuple:
+def parsing_scripts(
+    trees: Iterable[tuple[str, ast.Module]], module_name: Callable[[str], str], classes: frozenset, resolve: Callable = lambda name: name,
+) -> tuple:
     """The paths of ``trees`` that hand one of ``classes`` (qualified names)
     to an argument parser (`HfArgumentParser((ModelArguments,
-    TrainingArguments))`): scripts whose command line fills them."""
+    TrainingArguments))`): scripts whose command line fills them.
+    ``resolve`` follows a name the package re-exports to its definition."""
     found = []
     for path, tree in trees:
         module = module_name(path)
         names = imported_names(tree, _package(path, module))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _called(node.func).endswith("ArgumentParser") and _hands_one_of(node, names, module, classes):
+        for call in _parser_calls(tree):
+            if any(resolve(name) in classes for name in _handed(call, names, module)):
                 found.append(path)
                 break
     return tuple(sorted(found))
 
 
-def _hands_one_of(call: ast.Call, names: dict, module: str, classes: frozenset) -> bool:
-    for arg in call.args:
+def _parser_calls(tree: ast.Module) -> Iterable[ast.Call]:
+    # transformers' HfArgumentParser, argparse's, TRL's TrlParser built on the first.
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _called(node.func).endswith(("ArgumentParser", "TrlParser")):
+            yield node
+
+
+def _handed(call: ast.Call, names: dict, module: str) -> list:
+    """The qualified names of the classes a parser call is given (a tuple or list of them, or one)."""
+    handed = []
+    for arg in call.args[:1]:
         items = arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg]
-        if any(qualified_name(item, names, module) in classes for item in items):
-            return True
-    return False
+        handed += [name for name in (qualified_name(item, names, module) for item in items) if name]
+    return handed
+
+
+class ProjectClasses:
+    """The module-level classes of the project, found by qualified name
+    through the re-exports of its packages (`from .configs import
+    ModelArguments` in `alignment/__init__.py`), with their fields."""
+
+    def __init__(self, sources: dict, holding: Callable, module_name: Callable[[str], str]) -> None:
+        self.paths = {module_name(path): path for path, source in sources.items() if isinstance(source, bytes)}
+        self.sources = sources
+        self.holding = holding
+        self.module_name = module_name
+        self._modules: dict = {}
+
+    def _module(self, module: str) -> Optional[tuple[ast.Module, dict]]:
+        """The tree of a module of the project and the names its imports bind."""
+        if module not in self._modules:
+            path = self.paths.get(module)
+            trees = list(self.holding({path: self.sources[path]}, (b"",))) if path else []
+            self._modules[module] = (trees[0][1], imported_names(trees[0][1], _package(path, module))) if trees else None
+        return self._modules[module]
+
+    def _definition(self, qualified: str, depth: int = 0) -> Optional[tuple[str, ast.ClassDef]]:
+        """(module, class statement) that ``qualified`` names, through re-exports."""
+        module, _, name = qualified.rpartition(".")
+        found = self._module(module) if module else None
+        if found is None or depth > 5:
+            return None
+        tree, names = found
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                return module, node
+        target = names.get(name)
+        return self._definition(target, depth + 1) if target and target != qualified else None
+
+    def resolve(self, qualified: str) -> str:
+        """Where a class of the project is defined (`alignment.ModelArguments`
+        -> `alignment.configs.ModelArguments`); other names as they are."""
+        found = self._definition(qualified)
+        return f"{found[0]}.{found[1].name}" if found else qualified
+
+    def fields(self, qualified: str, library: dict, depth: int = 0) -> frozenset:
+        """The annotated fields of a class of the project and of its bases;
+        for a library's class, the ones ``library`` gives it."""
+        if qualified in library or depth > 10:
+            return library.get(qualified, frozenset())
+        found = self._definition(qualified)
+        if found is None:
+            return frozenset()
+        module, node = found
+        own = {item.target.id for item in node.body if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
+        names = self._module(module)[1]
+        inherited = set()
+        for base in node.bases:
+            name = qualified_name(base, names, module)
+            if name:
+                inherited |= self.fields(name, library, depth + 1)
+        return frozenset(own) | frozenset(inherited)
+
+    def clashes(self, trees: list, library_of: dict, argument_fields: dict) -> tuple:
+        """(library class, path, line, why) for each parser call of ``trees`` that would
+        refuse a moved class beside another: it is given one of ``library_of``
+        (a library's class, or a project class -> the library class it is
+        built on) and a class with a field the moved ones add
+        (``argument_fields[""]``; a library class's fields come from the other
+        entries)."""
+        added, library = argument_fields[""], argument_fields
+        found = []
+        for path, tree in trees:
+            module = self.module_name(path)
+            names = imported_names(tree, _package(path, module))
+            for call in _parser_calls(tree):
+                handed = [self.resolve(name) for name in _handed(call, names, module)]
+                moved = [library_of[name] for name in handed if name in library_of]
+                for other in handed:
+                    common = sorted(self.fields(other, library) & added) if moved and other not in library_of else []
+                    if common:
+                        why = f"`{other.rsplit('.', 1)[-1]}` defines --{common[0]}, which the Gaudi arguments add too"
+                        found += [(library, path, call.lineno, why) for library in moved]
+        return tuple(sorted(set(found)))
 
 
 def _called(func: ast.expr) -> str:

@@ -106,6 +106,14 @@ class Kind:
         across modules (``ProjectFacts.subclasses``)."""
         return frozenset()
 
+    def argument_fields(self, rule: Rule) -> dict:
+        """The fields (command-line options) that matter when ``rule``'s
+        classes of arguments share a parser with other classes: ``""`` -> the
+        ones its moved classes add, a library class's qualified name -> the
+        ones it defines. The project facts find the parsers of the project
+        that would refuse such a pair (``ProjectFacts.argument_clashes``)."""
+        return {}
+
     def triggers(self, rule: Rule) -> list[Trigger]:
         """What must occur in a file for this rule to possibly match it (any of
         these); none: the rule only acts along with others."""
@@ -265,6 +273,7 @@ def derive_screening(rule: Rule) -> Screening:
         context=tuple(kind.context(rule)),
         placed=type(kind).places is not Kind.places,
         project_bases=frozenset(kind.project_bases(rule)),
+        argument_fields=tuple(sorted((name, tuple(sorted(fields))) for name, fields in kind.argument_fields(rule).items())),
     )
 
 

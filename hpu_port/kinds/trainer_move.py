@@ -133,6 +133,9 @@ class TrainerMove(Kind):
     def project_bases(self, rule):
         return frozenset(rule.params["trainers"]) | frozenset(rule.params["arguments"])
 
+    def argument_fields(self, rule):
+        return {"": rule.params["gaudi-options"], **rule.params["argument-options"]}
+
     def places(self, rule, view):
         # A subclass's calls and `__init__` hold no trainer name, yet the move
         # edits them: every line that names a trainer, or a class of the file

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -167,6 +168,13 @@ class _TrainerMoveVisitor(ReferenceVisitor):
     def _why_not_moved(self, moved: list) -> Optional[str]:
         if self.clashes:
             return self.clashes[0]
+        # A parser elsewhere in the project that would refuse a class this
+        # project moves: the scripts share their classes of arguments, so
+        # none of them moves.
+        for library, path, line, why in self.ctx.facts.argument_clashes:
+            if library in self.table and self.table[library][1] != REPORTED:
+                where = os.path.relpath(path, self.ctx.facts.root) if self.ctx.facts.root else path
+                return f"the argument parser at {where}:{line} would refuse the Gaudi arguments: {why}"
         for use in moved:
             subclass = use.subclass
             if use.spelling is None and subclass is None:
