@@ -638,11 +638,11 @@ def _signals_deferred():
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-def dependency_files_of_projects(paths: list[str], wanted: frozenset) -> list[str]:
-    """The dependency files (of the ``wanted`` types, and ``setup.py``) in the
-    root folder of the project each path lies in: the nearest folder at or
-    above it that holds a project marker or a file of those types. A run on
-    a few files (a pre-commit hook) reads the pins a run on the whole tree
+def dependency_files_of_projects(paths: list[str], wanted: Callable[[str, Optional[str]], bool]) -> list[str]:
+    """The dependency files (``wanted(path, file type)``, and ``setup.py``)
+    in the root folder of the project each path lies in: the nearest folder
+    at or above it that holds a project marker or such a file. A run on a
+    few files (a pre-commit hook) reads the pins a run on the whole tree
     reads."""
     found: dict[str, str] = {}
     for raw in paths:
@@ -651,12 +651,12 @@ def dependency_files_of_projects(paths: list[str], wanted: frozenset) -> list[st
             continue
         for entry in sorted(os.listdir(folder)):
             candidate = os.path.join(folder, entry)
-            if (entry == "setup.py" or filetypes.by_name(candidate) in wanted) and os.path.isfile(candidate) and not os.path.islink(candidate):
+            if (entry == "setup.py" or wanted(candidate, filetypes.by_name(candidate))) and os.path.isfile(candidate) and not os.path.islink(candidate):
                 found.setdefault(os.path.realpath(candidate), candidate)
     return list(found.values())
 
 
-def _project_root(path: Path, wanted: frozenset) -> Optional[str]:
+def _project_root(path: Path, wanted: Callable[[str, Optional[str]], bool]) -> Optional[str]:
     try:
         folder = path.resolve()
     except (OSError, RuntimeError):
@@ -668,6 +668,6 @@ def _project_root(path: Path, wanted: frozenset) -> Optional[str]:
             names = os.listdir(candidate)
         except OSError:
             return None
-        if any(name in _PROJECT_MARKERS for name in names) or any(filetypes.by_name(name) in wanted for name in names):
+        if any(name in _PROJECT_MARKERS for name in names) or any(wanted(name, filetypes.by_name(name)) for name in names):
             return str(candidate)
     return None

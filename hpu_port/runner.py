@@ -12,6 +12,7 @@ from typing import Callable, Optional, Union
 from hpu_port import __version__, filetypes, parallel
 from hpu_port._compat import blake2b
 from hpu_port.cache import Cache
+from hpu_port.device.pins import CONDA_ENVIRONMENT_FILES
 from hpu_port.files import (
     NotWritten,
     dependency_files_of_projects,
@@ -81,6 +82,10 @@ class RunSummary:
 DEPENDENCY_TYPES = frozenset({filetypes.REQUIREMENTS, filetypes.PYPROJECT, filetypes.SETUP_CFG})
 
 
+def is_dependency_file(path: str, file_type: Optional[str]) -> bool:
+    return file_type in DEPENDENCY_TYPES or os.path.basename(path) in CONDA_ENVIRONMENT_FILES
+
+
 def _read(path: str) -> Union[bytes, FileResult]:
     try:
         return read_source(path)
@@ -123,7 +128,7 @@ def run(
     # selected: advice that depends on a pinned version must not change with them.
     dependency_paths = []
     for source in found:
-        if source.file_type in DEPENDENCY_TYPES and not source.error:
+        if is_dependency_file(source.path, source.file_type) and not source.error:
             dependency_paths.append(source.path)
         ruleset = None if source.error else ruleset_for(Path(source.path))
         if ruleset is not None and not ruleset.reads(source.file_type):
@@ -133,7 +138,7 @@ def run(
             planned.append((source, ruleset))
     # A run on a few files reads the pins of the project they belong to too.
     seen = {os.path.realpath(path) for path in dependency_paths}
-    dependency_paths += [path for path in dependency_files_of_projects(paths, DEPENDENCY_TYPES) if os.path.realpath(path) not in seen]
+    dependency_paths += [path for path in dependency_files_of_projects(paths, is_dependency_file) if os.path.realpath(path) not in seen]
     results: list[Optional[FileResult]] = [None] * len(planned)
     unanswered: list[Task] = []
     done = 0

@@ -279,6 +279,7 @@ def _trainer_messages(tmp_path, *options) -> list:
         ("requirements/train.txt", "transformers~=4.49.0\n", "before 4.50"),
         ("pyproject.toml", '[project]\nname = "x"\ndependencies = ["transformers[torch]>=4.51,<5"]\n', "from 4.50 on the plain Trainer runs on Gaudi as it is"),
         ("setup.py", 'from setuptools import setup\nsetup(install_requires=["transformers >= 4.52"])\n', "from 4.50 on"),
+        ("environment.yml", "name: x\ndependencies:\n  - python=3.10\n  - pip:\n      - transformers==4.44.2\n", "before 4.50"),
     ],
 )
 def test_the_advice_follows_the_transformers_release_the_project_pins(tmp_path, name, text, says):
@@ -352,7 +353,7 @@ def test_a_run_on_one_file_reads_the_pins_of_its_project(tmp_path):
 
 def test_the_project_of_a_file_is_the_nearest_folder_with_a_marker(tmp_path):
     from hpu_port.files import dependency_files_of_projects
-    from hpu_port.runner import DEPENDENCY_TYPES
+    from hpu_port.runner import is_dependency_file
 
     (tmp_path / "requirements.txt").write_text("trl==0.8.6\n")  # an outer project: not this one's
     inner = tmp_path / "inner"
@@ -360,7 +361,7 @@ def test_the_project_of_a_file_is_the_nearest_folder_with_a_marker(tmp_path):
     (inner / "setup.cfg").write_text("[metadata]\nname = inner\n")
     (inner / "requirements-dev.txt").write_text("pytest\n")
     (inner / "src" / "train.py").write_text("")
-    found = sorted(p.rsplit("/", 1)[-1] for p in dependency_files_of_projects([str(inner / "src" / "train.py")], DEPENDENCY_TYPES))
+    found = sorted(p.rsplit("/", 1)[-1] for p in dependency_files_of_projects([str(inner / "src" / "train.py")], is_dependency_file))
     assert found == ["requirements-dev.txt", "setup.cfg"]
 
 

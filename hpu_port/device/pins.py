@@ -2,9 +2,10 @@
 
 Advice may depend on them: from transformers 4.50 on, the plain `Trainer`
 runs on Gaudi, and before it only optimum-habana's Gaudi trainer does. They
-are read as text from requirements files (one requirement a line) and from
-the quoted requirement strings of `pyproject.toml`, `setup.cfg` and
-`setup.py`; a requirement given without a version pins nothing.
+are read as text from requirements files (one requirement a line), from the
+list items of a conda `environment.yml` (its `pip:` list too) and from the
+quoted requirement strings of `pyproject.toml`, `setup.cfg` and `setup.py`; a
+requirement given without a version pins nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _SPEC = r"(?:===|==|!=|<=|>=|~=|<|>)\s*[A-Za-z0-9.*+!-]+"
 _SPECS = rf"{_SPEC}(?:\s*,\s*{_SPEC})*"
 _LINE = re.compile(rf"^[ \t]*({_NAME})[ \t]*(?:\[[^\]\n]*\])?[ \t]*\(?({_SPECS})", re.MULTILINE)
+# A conda environment file's list items (`  - trl==0.9.6`, under `pip:` too).
+_LIST_ITEM = re.compile(rf"^[ \t]*-[ \t]*({_NAME})[ \t]*(?:\[[^\]\n]*\])?[ \t]*({_SPECS})", re.MULTILINE)
+CONDA_ENVIRONMENT_FILES = frozenset({"environment.yml", "environment.yaml"})
 _QUOTED = re.compile(rf"[\"']({_NAME})\s*(?:\[[^\]]*\])?\s*\(?({_SPECS})\)?\s*(?:;[^\"']*)?[\"']")
 _ONE = re.compile(r"(===|==|!=|<=|>=|~=|<|>)\s*([A-Za-z0-9.*+!-]+)")
 
@@ -27,7 +31,7 @@ def pins_in(files: Iterable[tuple[str, bytes]]) -> tuple:
     found = set()
     for path, source in files:
         text = source.decode("utf-8", "replace")
-        pattern = _LINE if _is_requirements(path) else _QUOTED
+        pattern = _LINE if _is_requirements(path) else _LIST_ITEM if os.path.basename(path) in CONDA_ENVIRONMENT_FILES else _QUOTED
         for match in pattern.finditer(text):
             found.add((normalized(match.group(1)), re.sub(r"\s+", "", match.group(2))))
     return tuple(sorted(found))
