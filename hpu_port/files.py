@@ -640,27 +640,41 @@ _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 def dependency_files_of_projects(paths: list[str], wanted: Callable[[str, Optional[str]], bool]) -> list[str]:
     """The dependency files (``wanted(path, file type)``, and ``setup.py``)
-    in the root folder of the project each path lies in: the nearest folder
-    at or above it that holds a project marker or such a file. A run on a
-    few files (a pre-commit hook) reads the pins a run on the whole tree
-    reads."""
+    of the project each path lies in: those in the folders from the path up
+    to the project's root, the nearest folder that holds a project marker
+    (`pyproject.toml`, `setup.py`, `setup.cfg`, `.git`); outside any project,
+    those of the nearest folder that holds one. A run on a few files (a
+    pre-commit hook) reads the pins a run on the whole tree reads."""
     found: dict[str, str] = {}
     for raw in paths:
-        folder = _project_root(Path(raw), wanted)
-        if folder is None:
-            continue
-        for entry in sorted(os.listdir(folder)):
-            candidate = os.path.join(folder, entry)
-            if (entry == "setup.py" or wanted(candidate, filetypes.by_name(candidate))) and os.path.isfile(candidate) and not os.path.islink(candidate):
-                found.setdefault(os.path.realpath(candidate), candidate)
+        for folder in _project_folders(Path(raw), wanted):
+            for entry in sorted(os.listdir(folder)):
+                candidate = os.path.join(folder, entry)
+                if (entry == "setup.py" or wanted(candidate, filetypes.by_name(candidate))) and os.path.isfile(candidate) and not os.path.islink(candidate):
+                    found.setdefault(os.path.realpath(candidate), candidate)
     return list(found.values())
 
 
-def _project_root(path: Path, wanted: Callable[[str, Optional[str]], bool]) -> Optional[str]:
+def _project_folders(path: Path, wanted: Callable[[str, Optional[str]], bool]) -> list[str]:
+    """The folders from ``path`` up to its project's root (see ``dependency_files_of_projects``)."""
     try:
         folder = path.resolve()
     except (OSError, RuntimeError):
-        return None
+        return []
+    if not folder.is_dir():
+        folder = folder.parent
+    walked, nearest = [], None
+    for candidate in (folder, *folder.parents):
+        try:
+            names = os.listdir(candidate)
+        except OSError:
+            break
+        walked.append(str(candidate))
+        if any(name in _PROJECT_MARKERS for name in names):
+            return walked
+        if nearest is None and any(wanted(name, filetypes.by_name(name)) for name in names):
+            nearest = str(candidate)
+    return [nearest] if nearest else []
     if not folder.is_dir():
         folder = folder.parent
     for candidate in (folder, *folder.parents):

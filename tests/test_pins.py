@@ -31,7 +31,9 @@ def test_requirements_and_quoted_requirements_are_read():
         ("<=4.49.9", True, False),
         (">=4.40", False, False),
         (">4.50", False, True),
-        ("==4.50.*", False, False),  # left undecided
+        ("==4.50.*", False, True),  # every 4.50.x
+        ("==4.49.*", True, False),
+        ("==4.*", False, False),  # admits 4.49 and 4.50
         ("!=4.49.0", False, False),
     ],
 )

@@ -126,7 +126,14 @@ def test_trl_trainers_are_reported_not_moved_where_trl_is_not_pinned():
 
 
 TRL_SCRIPT = """
+from dataclasses import dataclass
+
 from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer, TrlParser
+
+
+@dataclass
+class ScriptArguments:
+    model_name: str = "gpt2"
 
 
 def sft(model, dataset):
@@ -332,8 +339,51 @@ def test_a_parser_that_would_refuse_the_gaudi_arguments_holds_the_file(tmp_path,
 
 def test_a_class_of_the_script_without_a_clashing_field_moves(tmp_path):
     (tmp_path / "requirements.txt").write_text("trl==0.9.6\n")
-    script = TRL_SCRIPT.replace("from trl import", "from dataclasses import dataclass\n\n\n@dataclass\nclass ScriptArguments:\n    model_name: str = 'gpt2'\n\n\nfrom trl import")
-    assert "TrlParser((ScriptArguments, GaudiSFTConfig))" in _rewrite_tree(tmp_path, {"train.py": script})["train.py"]
+    assert "TrlParser((ScriptArguments, GaudiSFTConfig))" in _rewrite_tree(tmp_path, {"train.py": TRL_SCRIPT})["train.py"]
+
+
+@pytest.mark.parametrize(
+    "handed, why",
+    [
+        # Given by keyword, as HfArgumentParser names its parameter.
+        ("dataclass_types=(SFTConfig, ModelConfig)", "define the option --attn_implementation"),
+        # A class of another library: its fields are not known.
+        ("(SFTConfig, OtherArguments)", "the fields of `OtherArguments` are not known to this run"),
+        # A nested class: not followed, so not known either.
+        ("(SFTConfig, Outer.Inner)", "the fields of `Inner` are not known to this run"),
+    ],
+)
+def test_a_parser_whose_other_classes_clash_or_are_unknown_holds_the_move(tmp_path, handed, why):
+    (tmp_path / "requirements.txt").write_text("trl==0.9.6\n")
+    script = TRL_SCRIPT.replace("TrlParser((ScriptArguments, SFTConfig))", f"HfArgumentParser({handed})").replace(
+        "from trl import", "from other import OtherArguments\nfrom transformers import HfArgumentParser\nfrom trl import ModelConfig,"
+    ) + "\n\nclass Outer:\n    @dataclass\n    class Inner:\n        x: int = 0\n"
+    assert _rewrite_tree(tmp_path, {"train.py": script})["train.py"] == textwrap.dedent(script).lstrip("\n")
+    messages = _trainer_messages(tmp_path, "--unsafe-fixes")
+    assert messages and all(why in m for m in messages)
+
+
+def test_a_class_re_exported_with_a_star_import_is_followed(tmp_path):
+    files = _package_project(tmp_path)
+    files["src/alignment/__init__.py"] = "from .configs import *\nfrom .parser import H4ArgumentParser\n"
+    assert _rewrite_tree(tmp_path, files)["scripts/run_sft.py"] == textwrap.dedent(PACKAGE_SCRIPT).lstrip("\n")
+    assert any("`ModelArguments` defines --attn_implementation" in m for m in _trainer_messages(tmp_path, "--unsafe-fixes"))
+
+
+def test_modules_of_one_name_in_two_folders_are_told_apart_by_the_importing_script(tmp_path):
+    configs = "from dataclasses import dataclass\n\n\n@dataclass\nclass ModelArguments:\n    name: str = 'm'\n"
+    script = "from configs import ModelArguments\nfrom transformers import HfArgumentParser\nfrom trl import SFTConfig, SFTTrainer\n\nargs, config = HfArgumentParser((ModelArguments, SFTConfig)).parse_args_into_dataclasses()\ntrainer = SFTTrainer(model='m', args=config)\n"
+    files = {
+        "requirements.txt": "trl==0.9.6\n",
+        "a_sft/configs.py": configs,
+        "a_sft/train.py": script,
+        "dpo/configs.py": configs + "    attn_implementation: str = 'eager'\n",
+        "dpo/train.py": script,
+    }
+    ported = _rewrite_tree(tmp_path, files)
+    # dpo's parser would refuse the Gaudi config: the project holds the move everywhere.
+    assert ported["dpo/train.py"] == files["dpo/train.py"] and ported["a_sft/train.py"] == files["a_sft/train.py"]
+    assert any("dpo/train.py:5 would or might refuse" in m for m in _trainer_messages(tmp_path, "--unsafe-fixes"))
 
 
 def test_a_run_on_one_file_reads_the_pins_of_its_project(tmp_path):
@@ -414,7 +464,7 @@ def test_a_parser_in_another_module_that_would_refuse_the_gaudi_arguments_holds_
     ported = _rewrite_tree(tmp_path, files)
     assert ported == {name: textwrap.dedent(text).lstrip("\n") for name, text in files.items()}
     messages = _trainer_messages(tmp_path, "--unsafe-fixes")
-    assert messages and all("the argument parser at scripts/run_sft.py:6 would refuse the Gaudi arguments: `ModelArguments` defines --attn_implementation" in m for m in messages)
+    assert messages and all("the argument parser at scripts/run_sft.py:6 would or might refuse the Gaudi arguments (`ModelArguments` defines --attn_implementation" in m for m in messages)
 
 
 def test_without_the_clashing_field_the_package_and_its_script_move(tmp_path):

@@ -58,6 +58,8 @@ def always_before(specifiers: str, version: str) -> bool:
     for operator, value, bound in _bounds(specifiers):
         if operator in ("==", "===") and "*" not in value and bound < limit:
             return True
+        if operator == "==" and value.endswith(".*") and _wildcard_ceiling(value) <= limit:
+            return True  # `==0.9.*` admits 0.9 up to (not including) 0.10
         if operator == "<" and bound <= limit or operator == "<=" and bound < limit:
             return True
         if operator == "~=" and _compatible_ceiling(value) <= limit:
@@ -69,7 +71,7 @@ def always_from(specifiers: str, version: str) -> bool:
     """Whether every version ``specifiers`` admit is ``version`` or newer."""
     limit = _parts(version)
     return any(
-        operator in ("==", "===", ">=", "~=", ">") and "*" not in value and bound >= limit
+        operator in ("==", "===", ">=", "~=", ">") and ("*" not in value or value.endswith(".*")) and bound >= limit
         for operator, value, bound in _bounds(specifiers)
     )
 
@@ -88,6 +90,13 @@ def _parts(value: str) -> Optional[tuple]:
         return None
     parts = [int(part) for part in numbers.group().split(".")]
     return tuple(parts + [0] * (3 - len(parts)))
+
+
+def _wildcard_ceiling(value: str) -> tuple:
+    """`==0.9.*` admits up to (not including) 0.10; `==4.*` up to 5."""
+    written = [int(part) for part in re.match(r"\d+(?:\.\d+)*", value).group().split(".")]
+    written[-1] += 1
+    return tuple(written + [0] * (3 - len(written)))
 
 
 def _compatible_ceiling(value: str) -> tuple:

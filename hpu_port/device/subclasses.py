@@ -10,6 +10,7 @@ module's own imports, directly or through another class of the project.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from typing import Callable, Iterable, Optional
 
@@ -89,18 +90,20 @@ def subclasses_of(trees: Iterable[tuple[str, ast.Module]], module_name: Callable
 
 
 def parsing_scripts(
-    trees: Iterable[tuple[str, ast.Module]], module_name: Callable[[str], str], classes: frozenset, resolve: Callable = lambda name: name,
+    trees: Iterable[tuple[str, ast.Module]], module_name: Callable[[str], str], classes: frozenset,
+    resolve: Callable = lambda name, near: name,
 ) -> tuple:
     """The paths of ``trees`` that hand one of ``classes`` (qualified names)
     to an argument parser (`HfArgumentParser((ModelArguments,
     TrainingArguments))`): scripts whose command line fills them.
-    ``resolve`` follows a name the package re-exports to its definition."""
+    ``resolve(name, path)`` follows a name the package re-exports to its
+    definition, as the file at ``path`` imports it."""
     found = []
     for path, tree in trees:
         module = module_name(path)
         names = imported_names(tree, _package(path, module))
         for call in _parser_calls(tree):
-            if any(resolve(name) in classes for name in _handed(call, names, module)):
+            if any(resolve(name, path) in classes for name in _handed(call, names, module)):
                 found.append(path)
                 break
     return tuple(sorted(found))
@@ -114,9 +117,11 @@ def _parser_calls(tree: ast.Module) -> Iterable[ast.Call]:
 
 
 def _handed(call: ast.Call, names: dict, module: str) -> list:
-    """The qualified names of the classes a parser call is given (a tuple or list of them, or one)."""
+    """The qualified names of the classes a parser call is given (a tuple or
+    list of them, or one; first or as ``dataclass_types=``)."""
+    given = [*call.args[:1], *(keyword.value for keyword in call.keywords if keyword.arg == "dataclass_types")]
     handed = []
-    for arg in call.args[:1]:
+    for arg in given:
         items = arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg]
         handed += [name for name in (qualified_name(item, names, module) for item in items) if name]
     return handed
@@ -125,80 +130,114 @@ def _handed(call: ast.Call, names: dict, module: str) -> list:
 class ProjectClasses:
     """The module-level classes of the project, found by qualified name
     through the re-exports of its packages (`from .configs import
-    ModelArguments` in `alignment/__init__.py`), with their fields."""
+    ModelArguments` or `from .configs import *` in `alignment/__init__.py`),
+    with their fields. Two modules of one name (scripts' folders outside any
+    package) are told apart by the folder of the file that imports them."""
 
     def __init__(self, sources: dict, holding: Callable, module_name: Callable[[str], str]) -> None:
-        self.paths = {module_name(path): path for path, source in sources.items() if isinstance(source, bytes)}
+        self.paths: dict = {}
+        for path, source in sources.items():
+            if isinstance(source, bytes):
+                self.paths.setdefault(module_name(path), []).append(path)
         self.sources = sources
         self.holding = holding
         self.module_name = module_name
         self._modules: dict = {}
 
-    def _module(self, module: str) -> Optional[tuple[ast.Module, dict]]:
-        """The tree of a module of the project and the names its imports bind."""
-        if module not in self._modules:
-            path = self.paths.get(module)
-            trees = list(self.holding({path: self.sources[path]}, (b"",))) if path else []
-            self._modules[module] = (trees[0][1], imported_names(trees[0][1], _package(path, module))) if trees else None
-        return self._modules[module]
+    def _path(self, module: str, near: str) -> Optional[str]:
+        paths = self.paths.get(module, [])
+        if len(paths) == 1:
+            return paths[0]
+        beside = [path for path in paths if os.path.dirname(path) == os.path.dirname(near)]
+        return beside[0] if len(beside) == 1 else None  # several and none beside: not known
 
-    def _definition(self, qualified: str, depth: int = 0) -> Optional[tuple[str, ast.ClassDef]]:
-        """(module, class statement) that ``qualified`` names, through re-exports."""
-        module, _, name = qualified.rpartition(".")
-        found = self._module(module) if module else None
-        if found is None or depth > 5:
+    def _module(self, module: str, near: str) -> Optional[tuple]:
+        """(tree, the names its imports bind, the modules it star-imports, its path)."""
+        path = self._path(module, near)
+        if path is None:
             return None
-        tree, names = found
+        if path not in self._modules:
+            trees = list(self.holding({path: self.sources[path]}, (b"",)))
+            if not trees:
+                self._modules[path] = None
+            else:
+                tree = trees[0][1]
+                package = _package(path, module)
+                stars = [absolute(node, package) for node in tree.body if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)]
+                self._modules[path] = (tree, imported_names(tree, package), [star for star in stars if star], path)
+        return self._modules[path]
+
+    def _definition(self, qualified: str, near: str, depth: int = 0) -> Optional[tuple]:
+        """(module, class statement, its path) that ``qualified`` names, through re-exports."""
+        module, _, name = qualified.rpartition(".")
+        found = self._module(module, near) if module and depth <= 5 else None
+        if found is None:
+            return None
+        tree, names, stars, path = found
         for node in tree.body:
             if isinstance(node, ast.ClassDef) and node.name == name:
-                return module, node
-        target = names.get(name)
-        return self._definition(target, depth + 1) if target and target != qualified else None
+                return module, node, path
+        targets = [names[name]] if name in names else [f"{star}.{name}" for star in stars]
+        for target in targets:
+            if target != qualified:
+                definition = self._definition(target, path, depth + 1)
+                if definition is not None:
+                    return definition
+        return None
 
-    def resolve(self, qualified: str) -> str:
+    def resolve(self, qualified: str, near: str = "") -> str:
         """Where a class of the project is defined (`alignment.ModelArguments`
         -> `alignment.configs.ModelArguments`); other names as they are."""
-        found = self._definition(qualified)
+        found = self._definition(qualified, near)
         return f"{found[0]}.{found[1].name}" if found else qualified
 
-    def fields(self, qualified: str, library: dict, depth: int = 0) -> frozenset:
+    def fields(self, qualified: str, library: dict, near: str, depth: int = 0) -> Optional[frozenset]:
         """The annotated fields of a class of the project and of its bases;
-        for a library's class, the ones ``library`` gives it."""
-        if qualified in library or depth > 10:
-            return library.get(qualified, frozenset())
-        found = self._definition(qualified)
+        for a library's class, the ones ``library`` gives it; None when not
+        known (a class of another library, or of a module the run does not read)."""
+        if qualified in library:
+            return library[qualified]
+        found = self._definition(qualified, near) if depth <= 10 else None
         if found is None:
-            return frozenset()
-        module, node = found
-        own = {item.target.id for item in node.body if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
-        names = self._module(module)[1]
-        inherited = set()
+            return None
+        module, node, path = found
+        fields = {item.target.id for item in node.body if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
+        names = self._module(module, path)[1]
         for base in node.bases:
             name = qualified_name(base, names, module)
-            if name:
-                inherited |= self.fields(name, library, depth + 1)
-        return frozenset(own) | frozenset(inherited)
+            if name in ("object", "builtins.object"):
+                continue
+            inherited = self.fields(name, library, path, depth + 1) if name else None
+            if inherited is None:
+                return None
+            fields |= inherited
+        return frozenset(fields)
 
     def clashes(self, trees: list, library_of: dict, argument_fields: dict) -> tuple:
-        """(library class, path, line, why) for each parser call of ``trees`` that would
-        refuse a moved class beside another: it is given one of ``library_of``
-        (a library's class, or a project class -> the library class it is
-        built on) and a class with a field the moved ones add
-        (``argument_fields[""]``; a library class's fields come from the other
-        entries)."""
+        """(library class, path, line, why) for each parser call of ``trees``
+        that would refuse a moved class beside another, or might: it is given
+        one of ``library_of`` (a library's class, or a project class -> the
+        library class it is built on) and a class with a field the moved ones
+        add (``argument_fields[""]``; a library class's fields come from the
+        other entries), or whose fields are not known."""
         added, library = argument_fields[""], argument_fields
         found = []
         for path, tree in trees:
             module = self.module_name(path)
             names = imported_names(tree, _package(path, module))
             for call in _parser_calls(tree):
-                handed = [self.resolve(name) for name in _handed(call, names, module)]
+                handed = [self.resolve(name, path) for name in _handed(call, names, module)]
                 moved = [library_of[name] for name in handed if name in library_of]
-                for other in handed:
-                    common = sorted(self.fields(other, library) & added) if moved and other not in library_of else []
-                    if common:
-                        why = f"`{other.rsplit('.', 1)[-1]}` defines --{common[0]}, which the Gaudi arguments add too"
-                        found += [(library, path, call.lineno, why) for library in moved]
+                for other in (name for name in handed if moved and name not in library_of):
+                    fields = self.fields(other, library, path)
+                    shown = other.rsplit(".", 1)[-1]
+                    if fields is None:
+                        why = f"the fields of `{shown}` are not known to this run (a module it does not read, or another library's class)"
+                    elif fields & added:
+                        why = f"`{shown}` defines --{sorted(fields & added)[0]}, which the Gaudi arguments add too"
+                    else:
+                        continue
+                    found += [(name, path, call.lineno, why) for name in moved]
         return tuple(sorted(set(found)))
 
 

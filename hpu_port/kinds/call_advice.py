@@ -27,7 +27,8 @@ A name without a dot stands for a function the module itself defines
 (``rotate_half``): its calls by that bare name are advised on.
 
 Values are compared as Python literals (``'x'`` equals ``"x"``), other code
-by its text. A call that unpacks ``**mapping`` is left alone unless it
+by its text; ``<any>`` is any value but ``None``, ``<expression>`` any code
+that is not a literal. A call that unpacks ``**mapping`` is left alone unless it
 passes every parameter the decision needs, and so is a call in the body of
 an ``if`` whose test names another accelerator (``npu``, ``xla``, ``mps``...).
 ``unless-used`` lists qualified names whose use anywhere in the file means
@@ -49,6 +50,7 @@ from hpu_port.triggers import Trigger, name_trigger
 
 ANY_CALL = "*"
 ANY_VALUE = "<any>"
+EXPRESSION = "<expression>"
 _ENTRY_KEYS = {"aliases", "advice", "signature", "only-if", "skip-when", "skip-unless", "notes", "only-in-files-with"}
 
 

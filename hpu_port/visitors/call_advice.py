@@ -11,7 +11,7 @@ import libcst as cst
 
 from hpu_port.context import FileContext
 from hpu_port.device.evidence import of_options
-from hpu_port.kinds.call_advice import ANY_CALL, ANY_VALUE
+from hpu_port.kinds.call_advice import ANY_CALL, ANY_VALUE, EXPRESSION
 from hpu_port.model import Rule
 from hpu_port.visitors._references import NOT_A_LITERAL, RulesVisitor, literal_value, written
 from hpu_port.visitors.keyword_args import calls_match, same_value
@@ -193,8 +193,12 @@ def arguments(call: cst.Call, signature: list[str]) -> dict[str, str]:
 
 
 def matches(code: str, values: list[str]) -> bool:
-    """Whether ``code`` is one of ``values``: equal literals, or the same text."""
+    """Whether ``code`` is one of ``values``: equal literals, or the same
+    text; ``<any>`` is any value but None, ``<expression>`` any code that is
+    not a literal (a value chosen elsewhere)."""
     if ANY_VALUE in values and literal_value(code) is not None and not _may_be_none(code):
+        return True
+    if EXPRESSION in values and literal_value(code) is NOT_A_LITERAL:
         return True
     return same_value(code, values)
 

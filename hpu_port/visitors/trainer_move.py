@@ -115,22 +115,29 @@ class _TrainerMoveVisitor(ReferenceVisitor):
         to it beside the moved one that has a field the Gaudi class adds makes
         the parser refuse the pair (TRL's `ModelConfig` and `attn_implementation`)."""
         added = use.rule.params["gaudi-options"]
+        gaudi = use.entry["to"].rsplit(".", 1)[-1]
         for other in _handed_classes(parser):
-            common = sorted(self._options_of(other) & added) if other is not use.node else ()
+            if other is use.node:
+                continue
+            options = self._options_of(other)
+            if options is None and not self.ctx.facts.root:
+                # No project read (a file on standard input): nothing tells its fields.
+                self.clashes.append(f"the fields of `{written(other)}`, handed to the parser beside `{gaudi}`, are not known here")
+            common = sorted(options & added) if options is not None else ()
             if common:
-                gaudi = use.entry["to"].rsplit(".", 1)[-1]
                 self.clashes.append(
                     f"`{written(other)}` and `{gaudi}` both define the option --{common[0]}, so the parser would refuse "
                     f"the pair: rename or drop the field of `{written(other)}`, then move"
                 )
 
-    def _options_of(self, handed: cst.BaseExpression) -> frozenset:
+    def _options_of(self, handed: cst.BaseExpression) -> Optional[frozenset]:
         """The fields (options) of a class of arguments: from the rule's table for
-        a library's, from its annotated fields for one of the module."""
+        a library's, from its annotated fields for one of the module; None when
+        not known here (the project facts follow the project's own)."""
         if isinstance(handed, cst.Name) and handed.value in self.module_classes:
             return _annotated_fields(self.module_classes[handed.value])
         hit = self.ctx.qualify(handed) if isinstance(handed, _CHAINS) else None
-        return self.rules_params()["argument-options"].get(hit[0], frozenset()) if hit is not None else frozenset()
+        return self.rules_params()["argument-options"].get(hit[0]) if hit is not None else None
 
     def _config_spelling(self) -> Optional[Spelling]:
         name = self.rules_params()["gaudi-config"]
@@ -174,7 +181,7 @@ class _TrainerMoveVisitor(ReferenceVisitor):
         for library, path, line, why in self.ctx.facts.argument_clashes:
             if library in self.table and self.table[library][1] != REPORTED:
                 where = os.path.relpath(path, self.ctx.facts.root) if self.ctx.facts.root else path
-                return f"the argument parser at {where}:{line} would refuse the Gaudi arguments: {why}"
+                return f"the argument parser at {where}:{line} would or might refuse the Gaudi arguments ({why}); the move is held in every file of the project, whose scripts may share their classes of arguments"
         for use in moved:
             subclass = use.subclass
             if use.spelling is None and subclass is None:
@@ -292,11 +299,17 @@ def _needs_met(entry: dict, ctx: FileContext) -> bool:
 
 
 def _handed_classes(parser: cst.Call) -> list:
-    """The classes of arguments a parser call is given: a tuple or list of them, or one."""
-    first = next((arg.value for arg in parser.args if arg.keyword is None and not arg.star), None)
-    if isinstance(first, (cst.Tuple, cst.List)):
-        return [element.value for element in first.elements if not isinstance(element, cst.StarredElement)]
-    return [first] if first is not None else []
+    """The classes of arguments a parser call is given: a tuple or list of
+    them, or one; first or as ``dataclass_types=``."""
+    given = [next((arg.value for arg in parser.args if arg.keyword is None and not arg.star), None)]
+    given += [arg.value for arg in parser.args if arg.keyword is not None and arg.keyword.value == "dataclass_types"]
+    handed = []
+    for value in given:
+        if isinstance(value, (cst.Tuple, cst.List)):
+            handed += [element.value for element in value.elements if not isinstance(element, cst.StarredElement)]
+        elif value is not None:
+            handed.append(value)
+    return handed
 
 
 def _annotated_fields(node: cst.ClassDef) -> frozenset:
