@@ -490,3 +490,17 @@ def test_the_facts_follow_a_class_the_package_re_exports_to_its_parser(tmp_path)
     files[tmp_path / "scripts/run_sft.py"] = files[tmp_path / "scripts/run_sft.py"].replace(b"from alignment import H4ArgumentParser, ModelArguments, SFTConfig", b"from alignment import H4ArgumentParser, SFTConfig\nfrom trl import ModelConfig as ModelArguments")
     facts = find_facts({str(path): data for path, data in files.items()}, (), bases=("trl.SFTConfig",), argument_fields=fields)
     assert [why for _, _, _, why in facts.argument_clashes] == ["`ModelConfig` defines --attn_implementation, which the Gaudi arguments add too"]
+
+
+def test_the_pins_of_the_project_root_count_past_a_folder_with_requirements_of_its_own(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["trl==0.9.6"]\n')
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "requirements.txt").write_text("datasets>=2.0\n")
+    script = tmp_path / "scripts" / "train.py"
+    script.write_text(textwrap.dedent(TRL_SCRIPT).lstrip("\n"))
+    from click.testing import CliRunner
+
+    from hpu_port.cli import main
+
+    CliRunner().invoke(main, ["rewrite", "--unsafe-fixes", "--select", "HPU521", "--no-cache", str(script)], catch_exceptions=False)
+    assert "GaudiSFTTrainer" in script.read_text()
