@@ -42,6 +42,14 @@ class _CallAdviceVisitor(RulesVisitor):
         self.class_defaults: list[dict] = []
         self.module_functions = {s.name.value for s in ctx.module.body if isinstance(s, cst.FunctionDef)}
 
+    def _module_function(self, name: cst.Name) -> bool:
+        """Whether ``name`` calls a function the module defines, not a local
+        name (a parameter) of the same spelling."""
+        if name.value not in self.module_functions:
+            return False
+        bound = self.ctx.scope.binding_scope(name.value)
+        return bound is None or bound is self.ctx.scopes.module
+
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.class_defaults.append(_field_defaults(node))
 
@@ -92,7 +100,7 @@ class _CallAdviceVisitor(RulesVisitor):
             return
         hit = self.ctx.qualify(node.func)
         qualified = hit[0] if hit is not None else None
-        if qualified is None and isinstance(node.func, cst.Name) and node.func.value in self.module_functions:
+        if qualified is None and isinstance(node.func, cst.Name) and self._module_function(node.func):
             qualified = node.func.value  # a function of the module: its bare name
         for rule in self.rules:
             entry = _entry_for(rule.params["calls"], qualified)
@@ -177,7 +185,29 @@ def _field_defaults(node: cst.ClassDef) -> dict:
                 value = next((arg.value for arg in value.args if arg.keyword is not None and arg.keyword.value == "default"), None)
             if value is not None and literal_value(written(value)) is not NOT_A_LITERAL:
                 found[name] = written(value)
-    return found
+    # A field its `__init__` sets (`self.padding = padding`) takes the value the caller gives.
+    return {name: value for name, value in found.items() if name not in _set_in_init(body)}
+
+
+def _set_in_init(body) -> set:
+    init = next((s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    if init is None:
+        return set()
+    return {
+        target.target.attr.value
+        for node in _walk_statements(init.body)
+        for target in getattr(node, "targets", ())
+        if isinstance(target.target, cst.Attribute) and isinstance(target.target.value, cst.Name) and target.target.value.value == "self"
+    }
+
+
+def _walk_statements(block):
+    """The small statements of a block and of the blocks inside it."""
+    for statement in getattr(block, "body", ()):
+        if isinstance(statement, cst.SimpleStatementLine):
+            yield from statement.body
+        elif hasattr(statement, "body"):
+            yield from _walk_statements(statement.body)
 
 
 def arguments(call: cst.Call, signature: list[str]) -> dict[str, str]:
