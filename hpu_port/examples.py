@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from typing import Optional
 
@@ -9,6 +10,7 @@ from hpu_port.engine import port_bytes
 from hpu_port.kinds import get_kind
 from hpu_port.results import FileResult
 from hpu_port.model import Example, Options, Rule
+from hpu_port.project import ProjectFacts
 from hpu_port.settings import RuleSet
 from hpu_port.toolkit_log import ParsedLog, match, parse_text
 
@@ -34,7 +36,13 @@ def example_ruleset(rule: Rule, all_rules: list[Rule], example: Example) -> Rule
         chosen = [r for r in all_rules if r.code in example.select]
     else:
         chosen = [rule, *(r for r in all_rules if r.kind == "ensure-import" and r is not rule)]
-    return RuleSet(chosen, example_options(example), analysis=all_rules)
+    ruleset = RuleSet(chosen, example_options(example), analysis=all_rules)
+    moved = tuple(example.options.get("moved-scripts", ()))
+    if moved:
+        # Scripts of the project that read the trainer's arguments from their
+        # command line and that the run moves (see HPU847).
+        ruleset.facts = ProjectFacts(parsing_scripts=moved, moved_scripts=moved, root=os.sep)
+    return ruleset
 
 
 def example_file(rule: Rule, example: Example) -> str:

@@ -104,6 +104,11 @@ class ProjectFacts:
     # of the project that would refuse the class's Gaudi counterpart (or a
     # project class built on it, moved with it) beside another class.
     argument_clashes: tuple = ()
+    # The scripts (absolute paths) this run moves to the Gaudi trainer: known
+    # only once every Python file is ported, for the launch lines that run
+    # them (the runner ports those documents again with it; see
+    # ``hpu_port.runner``).
+    moved_scripts: tuple = ()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     _module_index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -200,7 +205,7 @@ class ProjectFacts:
             sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several,
             sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds, self.device_enums,
             self.hpu_probes, self.nvidia_modules, self.config_reads, sorted(self.cli_flags), sorted(self.kernel_code),
-            self.subclasses, self.parsing_scripts, self.pins, self.argument_clashes,
+            self.subclasses, self.parsing_scripts, self.pins, self.argument_clashes, self.moved_scripts,
         ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 

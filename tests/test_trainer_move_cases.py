@@ -504,3 +504,37 @@ def test_the_pins_of_the_project_root_count_past_a_folder_with_requirements_of_i
 
     CliRunner().invoke(main, ["rewrite", "--unsafe-fixes", "--select", "HPU521", "--no-cache", str(script)], catch_exceptions=False)
     assert "GaudiSFTTrainer" in script.read_text()
+
+
+def test_launch_lines_of_the_scripts_the_run_moves_get_the_flags(tmp_path):
+    from click.testing import CliRunner
+
+    from hpu_port.cli import main
+
+    files = {"trainer_qa.py": TRAINER_MODULE, "run_qa.py": SCRIPT, "scripts/run.sh": LAUNCHES}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip("\n"))
+    checked = CliRunner().invoke(main, ["check", "--unsafe-fixes", "--select", "HPU521,HPU847", "--no-cache", str(tmp_path)], catch_exceptions=False)
+    assert "run.sh:2:8: HPU847 [*]" in checked.output
+    CliRunner().invoke(main, ["rewrite", "--unsafe-fixes", "--select", "HPU521,HPU847", "--no-cache", str(tmp_path)], catch_exceptions=False)
+    lines = (tmp_path / "scripts" / "run.sh").read_text().splitlines()
+    assert lines[1] == "python run_qa.py --use_habana --use_lazy_mode --model_name_or_path bert-base-uncased --dataset_name squad"
+    assert lines[3] == "python run_qa.py --use_habana --use_lazy_mode --dataset_name squad"  # already there: untouched
+    assert "GaudiTrainingArguments" in (tmp_path / "run_qa.py").read_text()
+
+
+def test_launch_lines_of_a_script_the_run_holds_stay_reported(tmp_path):
+    from click.testing import CliRunner
+
+    from hpu_port.cli import main
+
+    own = TRAINER_MODULE.replace("*args, eval_examples=None, **kwargs", "model, args, eval_examples=None").replace(
+        "super().__init__(*args, **kwargs)", "super().__init__(model, args)"
+    )
+    files = {"trainer_qa.py": own, "run_qa.py": SCRIPT, "scripts/run.sh": LAUNCHES}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip("\n"))
+    CliRunner().invoke(main, ["rewrite", "--unsafe-fixes", "--select", "HPU521,HPU847", "--no-cache", str(tmp_path)], catch_exceptions=False)
+    assert (tmp_path / "scripts" / "run.sh").read_text() == textwrap.dedent(LAUNCHES).lstrip("\n")

@@ -11,7 +11,9 @@ arguments include ``trainer-flags`` (`--output_dir` with `--do_train`, say).
 A line that already passes ``flags``' first flag is left alone, and so is a
 script inside a package that serves several devices (HPU521 holds the move
 there); nothing is said unless `--unsafe-fixes` is on, since the plain
-trainer needs no flags.
+trainer needs no flags. Once every Python file of the run is ported, the
+launch lines of the scripts the run moves (``ProjectFacts.moved_scripts``)
+get ``flags`` after the script's name; the others stay reported.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import os
 from typing import Iterator, Optional
 
+from hpu_port.formats import Edit, Span
 from hpu_port.kinds import DocumentKind, Match, register_kind, string_list
 
 FORMATS = ("shell", "notebook", "makefile", "apptainer", "yaml")
@@ -61,7 +64,25 @@ class TrainerLaunch(DocumentKind):
             if known is False or known is None and not (params["required-flag"] in arguments and arguments & params["trainer-flags"]):
                 continue
             name = os.path.basename(values[index])
-            yield Match(command.words[index].span, rule.message.format(name=name, flags=" ".join(params["flags"])))
+            message = rule.message.format(name=name, flags=" ".join(params["flags"]))
+            if known and _moved_here(document.facts, values[index]):
+                # The script moves in this run: its launch line gets the flags.
+                at = command.words[index].span.end
+                yield Match(command.words[index].span, message, (Edit(Span(at, at), " " + " ".join(params["flags"])),))
+            else:
+                yield Match(command.words[index].span, message)
+
+
+def _moved_here(facts, script: str) -> bool:
+    """Whether this run moves the project's script ``script`` (as a launch line names it)."""
+    return _names_one_of(facts.moved_scripts, script) if facts is not None else False
+
+
+def _names_one_of(paths, script: str) -> bool:
+    tail = os.sep + os.path.normpath(script).lstrip(os.sep)
+    name = os.path.basename(script)
+    # `$ROOT/train.py`: a path the launch line builds is known by its name.
+    return any(path.endswith(tail) or os.path.basename(path) == name for path in paths)
 
 
 def _parses_trainer_arguments(facts, script: str) -> Optional[bool]:
@@ -75,10 +96,7 @@ def _parses_trainer_arguments(facts, script: str) -> Optional[bool]:
         # A script of a package that serves several devices: HPU521 holds
         # the move there, and the flags would be unknown options.
         return False
-    tail = os.sep + os.path.normpath(script).lstrip(os.sep)
-    name = os.path.basename(script)
-    # `$ROOT/train.py`: a path the launch line builds is known by its name.
-    if any(path.endswith(tail) or os.path.basename(path) == name for path in facts.parsing_scripts):
+    if _names_one_of(facts.parsing_scripts, script):
         return True
     module = os.path.splitext(os.path.basename(script))[0]
     return False if module in facts.first_party else None
