@@ -100,9 +100,10 @@ class ProjectFacts:
     # The folder that holds every Python file of the run: folders above it
     # (where the project is checked out) say nothing of its modules.
     root: str = ""
-    # (library class of arguments, path, line, why) for each argument parser
-    # of the project that would refuse the class's Gaudi counterpart (or a
-    # project class built on it, moved with it) beside another class.
+    # (library class, path, line, why) for each place of the project where
+    # the class's Gaudi counterpart (or a project class built on it, moved
+    # with it) would break: an argument parser that would refuse it beside
+    # another class, a call the move does not reach.
     argument_clashes: tuple = ()
     # The scripts (absolute paths) this run moves to the Gaudi trainer: known
     # only once every Python file is ported, for the launch lines that run

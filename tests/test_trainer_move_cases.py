@@ -383,7 +383,7 @@ def test_modules_of_one_name_in_two_folders_are_told_apart_by_the_importing_scri
     ported = _rewrite_tree(tmp_path, files)
     # dpo's parser would refuse the Gaudi config: the project holds the move everywhere.
     assert ported["dpo/train.py"] == files["dpo/train.py"] and ported["a_sft/train.py"] == files["a_sft/train.py"]
-    assert any("dpo/train.py:5 would or might refuse" in m for m in _trainer_messages(tmp_path, "--unsafe-fixes"))
+    assert any("dpo/train.py:5: the argument parser would refuse" in m for m in _trainer_messages(tmp_path, "--unsafe-fixes"))
 
 
 def test_a_run_on_one_file_reads_the_pins_of_its_project(tmp_path):
@@ -464,7 +464,7 @@ def test_a_parser_in_another_module_that_would_refuse_the_gaudi_arguments_holds_
     ported = _rewrite_tree(tmp_path, files)
     assert ported == {name: textwrap.dedent(text).lstrip("\n") for name, text in files.items()}
     messages = _trainer_messages(tmp_path, "--unsafe-fixes")
-    assert messages and all("the argument parser at scripts/run_sft.py:6 would or might refuse the Gaudi arguments (`ModelArguments` defines --attn_implementation" in m for m in messages)
+    assert messages and all("scripts/run_sft.py:6: the argument parser would refuse the Gaudi arguments: `ModelArguments` defines --attn_implementation" in m for m in messages)
 
 
 def test_without_the_clashing_field_the_package_and_its_script_move(tmp_path):
@@ -489,7 +489,7 @@ def test_the_facts_follow_a_class_the_package_re_exports_to_its_parser(tmp_path)
     # TRL's own ModelConfig clashes by the rule's table.
     files[tmp_path / "scripts/run_sft.py"] = files[tmp_path / "scripts/run_sft.py"].replace(b"from alignment import H4ArgumentParser, ModelArguments, SFTConfig", b"from alignment import H4ArgumentParser, SFTConfig\nfrom trl import ModelConfig as ModelArguments")
     facts = find_facts({str(path): data for path, data in files.items()}, (), bases=("trl.SFTConfig",), argument_fields=fields)
-    assert [why for _, _, _, why in facts.argument_clashes] == ["`ModelConfig` defines --attn_implementation, which the Gaudi arguments add too"]
+    assert [why for _, _, _, why in facts.argument_clashes] == ["the argument parser would refuse the Gaudi arguments: `ModelConfig` defines --attn_implementation, which the Gaudi arguments add too"]
 
 
 def test_the_pins_of_the_project_root_count_past_a_folder_with_requirements_of_its_own(tmp_path):
@@ -538,3 +538,14 @@ def test_launch_lines_of_a_script_the_run_holds_stay_reported(tmp_path):
         (tmp_path / name).write_text(textwrap.dedent(text).lstrip("\n"))
     CliRunner().invoke(main, ["rewrite", "--unsafe-fixes", "--select", "HPU521,HPU847", "--no-cache", str(tmp_path)], catch_exceptions=False)
     assert (tmp_path / "scripts" / "run.sh").read_text() == textwrap.dedent(LAUNCHES).lstrip("\n")
+
+
+def test_a_project_trainer_called_where_the_move_does_not_look_holds_the_move(tmp_path):
+    # run.py names no class of transformers: the move never reads it, and its
+    # call of the moved subclass would get no Gaudi configuration.
+    caller = "from trainer_qa import QuestionAnsweringTrainer\n\n\ndef run(model, args):\n    return QuestionAnsweringTrainer(model=model, args=args)\n"
+    files = {"trainer_qa.py": TRAINER_MODULE, "run_qa.py": SCRIPT, "run.py": caller}
+    ported = _rewrite_tree(tmp_path, files)
+    assert ported == {name: textwrap.dedent(text).lstrip("\n") for name, text in files.items()}
+    messages = _trainer_messages(tmp_path, "--unsafe-fixes")
+    assert messages and all("run.py:5: `QuestionAnsweringTrainer`, the project's class built on the library's, is called in a file that names none" in m for m in messages)

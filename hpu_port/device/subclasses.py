@@ -58,7 +58,10 @@ def project_subclasses(
     script_trees = list(holding(scripts, (b"Parser",)))
     library_of = {**{base: base for base in bases}, **{name: library for name, _, library in found}}
     clashes = classes.clashes(script_trees, library_of, argument_fields) if argument_fields and argument_fields.get("") else ()
-    return found, parsing_scripts(script_trees, module_name, parsed, classes.resolve), clashes
+    if found:
+        needles = tuple(sorted({name.rsplit(".", 1)[-1].encode() for name, _, _ in found}))
+        clashes += classes.calls_where_nothing_moves(holding(sources, needles), library_of, bases)
+    return found, parsing_scripts(script_trees, module_name, parsed, classes.resolve), tuple(sorted(set(clashes)))
 
 
 def subclasses_of(trees: Iterable[tuple[str, ast.Module]], module_name: Callable[[str], str], bases: frozenset) -> tuple:
@@ -213,6 +216,29 @@ class ProjectClasses:
             fields |= inherited
         return frozenset(fields)
 
+    def calls_where_nothing_moves(self, trees: Iterable, library_of: dict, bases: frozenset) -> tuple:
+        """(library class, path, line, why) for each call of a project class
+        built on one of ``bases`` in a file that imports none of them: the
+        move never looks at such a file (nothing in it names the library's
+        classes), so the call would get no Gaudi configuration (a trainer)
+        or no `use_habana` (arguments built in code) once the class moves."""
+        found = []
+        for path, tree in trees:
+            module = self.module_name(path)
+            names = imported_names(tree, _package(path, module))
+            if any(name in bases or any(base.startswith(name + ".") for base in bases) for name in names.values()):
+                continue  # the move reads this file: it imports one of the classes, or their module
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.Call):
+                    continue
+                called = qualified_name(node.func, names, module)
+                resolved = self.resolve(called, path) if called else None
+                if resolved in library_of and resolved not in bases:
+                    shown = resolved.rsplit(".", 1)[-1]
+                    why = f"`{shown}`, the project's class built on the library's, is called in a file that names none of the library's classes, which the move does not read"
+                    found.append((library_of[resolved], path, node.lineno, why))
+        return tuple(found)
+
     def clashes(self, trees: list, library_of: dict, argument_fields: dict) -> tuple:
         """(library class, path, line, why) for each parser call of ``trees``
         that would refuse a moved class beside another, or might: it is given
@@ -232,9 +258,9 @@ class ProjectClasses:
                     fields = self.fields(other, library, path)
                     shown = other.rsplit(".", 1)[-1]
                     if fields is None:
-                        why = f"the fields of `{shown}` are not known to this run (a module it does not read, or another library's class)"
+                        why = f"the argument parser might refuse the Gaudi arguments: the fields of `{shown}` are not known to this run (a module it does not read, or another library's class)"
                     elif fields & added:
-                        why = f"`{shown}` defines --{sorted(fields & added)[0]}, which the Gaudi arguments add too"
+                        why = f"the argument parser would refuse the Gaudi arguments: `{shown}` defines --{sorted(fields & added)[0]}, which the Gaudi arguments add too"
                     else:
                         continue
                     found += [(name, path, call.lineno, why) for name in moved]

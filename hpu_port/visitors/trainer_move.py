@@ -175,13 +175,13 @@ class _TrainerMoveVisitor(ReferenceVisitor):
     def _why_not_moved(self, moved: list) -> Optional[str]:
         if self.clashes:
             return self.clashes[0]
-        # A parser elsewhere in the project that would refuse a class this
-        # project moves: the scripts share their classes of arguments, so
-        # none of them moves.
+        # Somewhere in the project a moved class would break (a parser that
+        # would refuse it, a call the move does not reach): the files share
+        # these classes, so none of them moves.
         for library, path, line, why in self.ctx.facts.argument_clashes:
             if library in self.table and self.table[library][1] != REPORTED:
                 where = os.path.relpath(path, self.ctx.facts.root) if self.ctx.facts.root else path
-                return f"the argument parser at {where}:{line} would or might refuse the Gaudi arguments ({why}); the move is held in every file of the project, whose scripts may share their classes of arguments"
+                return f"{where}:{line}: {why}; the move is held in every file of the project, whose files share these classes"
         for use in moved:
             subclass = use.subclass
             if use.spelling is None and subclass is None:
