@@ -112,10 +112,14 @@ def parsing_scripts(
     return tuple(sorted(found))
 
 
+# How the name of an argument parser ends: transformers' HfArgumentParser,
+# argparse's, TRL's TrlParser built on the first.
+PARSER_NAMES = ("ArgumentParser", "TrlParser")
+
+
 def _parser_calls(tree: ast.Module) -> Iterable[ast.Call]:
-    # transformers' HfArgumentParser, argparse's, TRL's TrlParser built on the first.
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _called(node.func).endswith(("ArgumentParser", "TrlParser")):
+        if isinstance(node, ast.Call) and _called(node.func).endswith(PARSER_NAMES):
             yield node
 
 

@@ -180,9 +180,13 @@ def _entry(name: str, entry, keys: set, table: str) -> dict:
             raise ValueError(f"{where!r}: {key!r} must be a string")
     _dotted(name, table)
     _dotted(entry["to"], f"{where}.to")
-    if "needs" in entry and (not isinstance(entry["needs"], str) or requirement_range(entry["needs"]) is None):
-        raise ValueError(f"{where!r}: 'needs' must be written `package>=A,<B`, got {entry['needs']!r}")
-    return dict(entry)
+    entry = dict(entry)
+    if "needs" in entry:
+        needs_range = requirement_range(entry["needs"]) if isinstance(entry["needs"], str) else None
+        if needs_range is None:
+            raise ValueError(f"{where!r}: 'needs' must be written `package>=A,<B`, got {entry['needs']!r}")
+        entry["needs-range"] = needs_range  # (package, lowest, below), read for every file
+    return entry
 
 
 def _pinned(table) -> Optional[dict]:

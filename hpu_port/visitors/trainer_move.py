@@ -10,7 +10,8 @@ import libcst as cst
 
 from hpu_port.branches import Held
 from hpu_port.context import FileContext, Spelling
-from hpu_port.device.pins import always_before, always_from, pinned_within, requirement_range
+from hpu_port.device.pins import always_before, always_from, pinned_within
+from hpu_port.device.subclasses import PARSER_NAMES
 from hpu_port.model import Rule
 from hpu_port.visitors._call_arguments import keyword_arg, named_arguments, with_commas
 from hpu_port.visitors._references import ReferenceVisitor, last_name, written
@@ -294,7 +295,7 @@ def _needs_met(entry: dict, ctx: FileContext) -> bool:
     """Whether the project pins the releases the Gaudi class is built on (or the entry names none)."""
     if "needs" not in entry:
         return True
-    package, lowest, below = requirement_range(entry["needs"])
+    package, lowest, below = entry["needs-range"]
     return pinned_within(ctx.facts.pinned(package), lowest, below)
 
 
@@ -322,8 +323,7 @@ def _annotated_fields(node: cst.ClassDef) -> frozenset:
 
 
 def _is_parser(call: cst.Call) -> bool:
-    # transformers' HfArgumentParser, argparse's, and TRL's TrlParser built on the first.
-    return last_name(call.func).endswith(("ArgumentParser", "TrlParser"))
+    return last_name(call.func).endswith(PARSER_NAMES)
 
 
 def _keyword_arguments(call: cst.Call, positional: list) -> Optional[dict]:
