@@ -11,7 +11,9 @@ Visitor methods are libcst's: ``visit_<Node>(node)`` before the children and
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
+import typing
 from functools import lru_cache
 from typing import Callable, Iterator, Sequence
 
@@ -95,15 +97,66 @@ _NODE_TYPES: dict[type, bool] = {}
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The node's children that rules look at, in source order."""
-    found = []
-    for name in _child_fields(type(node)):
-        value = getattr(node, name)
-        value_type = type(value)
-        if value_type is tuple or value_type is list:
-            found.extend(item for item in value if _is_node_type(type(item)))
-        elif _is_node_type(value_type):
-            found.append(value)
-    return found
+    node_type = type(node)
+    lister = _LISTERS.get(node_type)
+    if lister is None:
+        lister = _LISTERS[node_type] = _lister(node_type)
+    return lister(node)
+
+
+_LISTERS: dict[type, Callable] = {}
+
+
+def _lister(node_type: type) -> Callable:
+    """A function listing the children of nodes of ``node_type``, written out
+    field by field from the type's annotations: a walk lists the children of
+    about a million nodes in a large tree, most of them names whose only
+    field is a string."""
+    hints = {f.name: f.type for f in dataclasses.fields(node_type)}
+    lines = ["def list_children(node):", "    found = []"]
+    for name in _child_fields(node_type):
+        shape = _field_shape(hints[name])
+        if shape == "text":
+            continue
+        if shape == "node":
+            lines.append(f"    found.append(node.{name})")
+        elif shape == "optional":
+            lines += [f"    value = node.{name}", "    if value is not None:", "        found.append(value)"]
+        elif shape == "nodes":
+            lines.append(f"    found.extend(node.{name})")
+        else:
+            lines += [f"    found.extend(_any_nodes(node.{name}))"]
+    lines.append("    return found")
+    namespace = {"_any_nodes": _any_nodes}
+    exec("\n".join(lines), namespace)  # noqa: S102 - the text is built above from field names
+    return namespace["list_children"]
+
+
+def _field_shape(hint) -> str:
+    """How a field holds nodes, from its annotation: ``text`` (never a node),
+    ``node`` (always one), ``optional`` (one or None), ``nodes`` (a sequence
+    of nodes), or ``any`` (anything else: tested value by value)."""
+    origin, arguments = typing.get_origin(hint), typing.get_args(hint)
+    if hint in (str, int, bool) or origin is typing.Literal:
+        return "text"
+    if isinstance(hint, type) and issubclass(hint, cst.CSTNode):
+        return "node"
+    if origin is typing.Union and len(arguments) == 2 and type(None) in arguments:
+        other = next(a for a in arguments if a is not type(None))
+        if isinstance(other, type) and issubclass(other, cst.CSTNode):
+            return "optional"
+    if origin in (collections.abc.Sequence, list, tuple) and len(arguments) == 1:
+        item = arguments[0]
+        if isinstance(item, type) and issubclass(item, cst.CSTNode):
+            return "nodes"
+    return "any"
+
+
+def _any_nodes(value) -> list:
+    value_type = type(value)
+    if value_type is tuple or value_type is list:
+        return [item for item in value if _is_node_type(type(item))]
+    return [value] if _is_node_type(value_type) else []
 
 
 def contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
@@ -140,18 +193,25 @@ def walk_module(module: cst.Module, visitors: Sequence[object], on_statement: Ca
 
 
 def _walk(root: cst.CSTNode, visits: dict, leaves: dict) -> None:
-    stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
-    pop, push = stack.pop, stack.append
+    # The stack holds nodes to visit, and (node,) for nodes to leave once
+    # their children were visited.
+    stack: list = [root]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    methods: dict = {}  # node type -> (its visit methods, its leave methods)
     while stack:
-        node, leaving = pop()
-        name = type(node).__name__
-        if leaving:
-            for method in leaves[name]:
+        node = pop()
+        node_type = type(node)
+        if node_type is tuple:
+            node = node[0]
+            for method in methods[type(node)][1]:
                 method(node)
             continue
-        for method in visits.get(name, ()):
+        found = methods.get(node_type)
+        if found is None:
+            name = node_type.__name__
+            found = methods[node_type] = (visits.get(name, ()), leaves.get(name, ()))
+        for method in found[0]:
             method(node)
-        if name in leaves:
-            push((node, True))
-        for child in reversed(children(node)):
-            push((child, False))
+        if found[1]:
+            push((node,))
+        extend(reversed(children(node)))
