@@ -203,7 +203,8 @@ def _drop_fully_rewritten_imports(ctx: FileContext, ruleset: RuleSet) -> None:
 
 
 # Whether `check` may stub out code no rule could act on before parsing
-# (hpu_port.narrow); tests turn it off to compare.
+# (hpu_port.narrow), and `rewrite` parse whole only the files whose rules
+# planned an edit on that narrower parse; tests turn it off to compare.
 NARROW = True
 MAX_EXTRA_PASSES = 2
 GENERATED_MARKER = b"@" + b"generated"  # spelled in two parts so this file is not marked
@@ -252,12 +253,12 @@ def port_source(path: str, source: bytes, ruleset: RuleSet, apply: bool = True, 
 
 
 def _port_until_stable(path: str, source: bytes, ruleset: RuleSet, apply: bool, ahead: Optional["ParsedAhead"] = None) -> FileResult:
-    result = _port_once(path, source, ruleset, apply, parsed=ahead)
+    result = _port_parsing_less(path, source, ruleset, apply, parsed=ahead)
     current = result.new_source
     for _ in range(MAX_EXTRA_PASSES):
         if current is None or result.failed:
             break
-        again = _port_once(path, current, ruleset, apply, origin=source)
+        again = _port_parsing_less(path, current, ruleset, apply, origin=source)
         if again.failed:
             break
         if again.new_source is None:
@@ -269,6 +270,22 @@ def _port_until_stable(path: str, source: bytes, ruleset: RuleSet, apply: bool, 
         result.imports_changed = again.imports_changed
     _judge_output(result, source, ruleset)
     return result
+
+
+def _port_parsing_less(
+    path: str, source: bytes, ruleset: RuleSet, apply: bool, origin: Optional[bytes] = None, parsed: Optional[ParsedAhead] = None
+) -> FileResult:
+    """``_port_once``; when rewriting, first as `check` ports (on the code
+    rules could act on): most files a rewrite reads, and most second passes
+    over a rewrite's output, need no change, and then that is the result.
+    Only a file with an edit to apply is parsed whole and printed back.
+    ``parsed``: the narrower screen and parse, if already made."""
+    if apply and NARROW:
+        probe, planned = _port_once_planned(path, source, ruleset, False, origin, parsed)
+        if not planned and not probe.failed:
+            return probe
+        parsed = None
+    return _port_once(path, source, ruleset, apply, origin, parsed)
 
 
 def _judge_output(result: FileResult, source: bytes, ruleset: RuleSet) -> None:
@@ -318,7 +335,8 @@ def parse_ahead(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> Opti
         return None
     try:
         with _cycle_collector_paused():
-            return deep_stack.call(_screen_and_parse, path, source, ruleset.python_rules, apply)
+            # A rewrite begins as `check` does (see ``_port_until_stable``).
+            return deep_stack.call(_screen_and_parse, path, source, ruleset.python_rules, apply and not NARROW)
     except Exception:  # the port does it again, and says what went wrong
         return None
 
@@ -329,10 +347,18 @@ def _port_once(
     """One pass; ``origin``: the file as read, when this pass reads an earlier
     pass's output (which is never evidence of what the code was written for);
     ``parsed``: this pass's screen and parse, if already made."""
+    return _port_once_planned(path, source, ruleset, apply, origin, parsed)[0]
+
+
+def _port_once_planned(
+    path: str, source: bytes, ruleset: RuleSet, apply: bool, origin: Optional[bytes] = None, parsed: Optional[ParsedAhead] = None
+) -> tuple[FileResult, bool]:
+    """``_port_once``'s result, and whether its rules planned any edit
+    (`check` plans them too, without applying them)."""
     parsed = parsed or _screen_and_parse(path, source, ruleset, apply)
     result, module, view, rules = parsed.result, parsed.module, parsed.view, parsed.rules
     if module is None:
-        return result
+        return result, False
     forget_written()  # what an interrupted port left
     ctx = port_module(
         module, rules, apply, source, view.tree if view is not None else None, path, ruleset.selected_codes, origin,
@@ -341,11 +367,12 @@ def _port_once(
     result.findings = ctx.findings(fallback_codes(rules.rules))
     result.regions = ctx.regions
     result.imports_changed = bool(ctx.plan.new_imports or ctx.plan.dropped_aliases)
+    planned = bool(ctx.plan) or any(f.fixable for f in result.findings)
     if apply and ctx.plan:
         _apply(module, ctx.plan, source, result)
     ctx.release()
     forget_written()
-    return result
+    return result, planned
 
 
 def _screen_and_parse(path: str, source: bytes, ruleset: RuleSet, apply: bool) -> ParsedAhead:

@@ -5,9 +5,10 @@ file the rules usually act in a few functions out of hundreds. For `check`
 (nothing is rewritten), each top-level function and class, and each method of
 a class, is tested with the same triggers that screen whole files; one in
 which no selected rule could match becomes `def name():` on its first line,
-followed by a string that ends on its last line. Every other line keeps its
-bytes, so findings keep their line and column, and names stay bound where
-they were.
+followed by a string that ends on its last line (a class with bases keeps its
+`class` statement as written, so that a subclass of a subclass of a library
+class is still known as one). Every other line keeps its bytes, so findings
+keep their line and column, and names stay bound where they were.
 
 A unit is kept when:
 - it holds a place where a rule whose kind tells where it could act
@@ -23,7 +24,9 @@ Uses of an import inside stubbed code are not counted; they only decide
 whether `rewrite` would drop an import all of whose uses it rewrote, and a
 use that could be rewritten is never stubbed.
 
-`rewrite` always parses the whole file: it prints it back.
+`rewrite` ports each file so first too, and parses the whole file only when
+its rules planned an edit there: it prints that file back
+(``engine._port_parsing_less``).
 """
 
 from __future__ import annotations
@@ -70,13 +73,25 @@ def narrow_units(source: bytes, view: CodeView, rules: RuleSet) -> tuple[Optiona
 
 def _write_stub(lines: list, node: ast.AST, first: int, last: int) -> None:
     """Replace lines ``first``..``last`` (1-based) by a stub binding the same name."""
-    header = _stub_header(node, lines)
-    if first == last:
-        lines[first - 1] = header + b" pass" + _ending(lines[first - 1])
+    if isinstance(node, ast.ClassDef) and _class_bases(node):
+        # The `class` statement's lines stay as written, from its name to its
+        # body (see ``_stubbable``); its decorators become blank lines.
+        for number in range(first, node.lineno):
+            lines[number - 1] = _ending(lines[number - 1])
+        body = node.body[0]
+        _fill(lines, body.lineno, last, lines[body.lineno - 1][: body.col_offset])
         return
-    # One string spanning the unit's other lines: a single token for the
-    # parser, where empty lines would each be a node.
-    lines[first - 1] = header + b' """' + _ending(lines[first - 1])
+    _fill(lines, first, last, _stub_header(node, lines) + b" ")
+
+
+def _fill(lines: list, first: int, last: int, head: bytes) -> None:
+    """Lines ``first``..``last`` become ``head`` and `pass`, or ``head`` and
+    one string spanning the other lines: a single token for the parser, where
+    empty lines would each be a node."""
+    if first == last:
+        lines[first - 1] = head + b"pass" + _ending(lines[first - 1])
+        return
+    lines[first - 1] = head + b'"""' + _ending(lines[first - 1])
     for number in range(first + 1, last):
         lines[number - 1] = _ending(lines[number - 1])
     lines[last - 1] = b'"""' + _ending(lines[last - 1])
@@ -92,10 +107,20 @@ def _units(body: list, relevant: "_Relevance", raw_lines: list, code_lines: list
         last = node.end_lineno
         code = b"".join(code_lines[first - 1:last])
         raw = b"".join(raw_lines[first - 1:last])
-        if not relevant(code, raw, first, last):
+        if not relevant(code, raw, first, last) and _stubbable(node):
             yield node, first, last
         elif isinstance(node, ast.ClassDef):
             yield from _units(node.body, relevant, raw_lines, code_lines)
+
+
+def _stubbable(node: ast.AST) -> bool:
+    # A class keeps its bases (a subclass of a subclass of a library class
+    # is followed through it), so its body must begin on a line of its own.
+    return not (isinstance(node, ast.ClassDef) and _class_bases(node) and node.body[0].lineno == node.lineno)
+
+
+def _class_bases(node: ast.ClassDef) -> bool:
+    return bool(node.bases or node.keywords)
 
 
 def _stub_header(node: ast.AST, raw_lines: list) -> bytes:

@@ -75,9 +75,10 @@ def test_the_first_batches_are_larger_while_the_facts_are_found():
     assert sorted(t.index for batch in leading for t in batch) == list(range(60))
 
 
-@pytest.mark.parametrize("apply,leading", [(False, 2), (True, 0)])
-def test_only_a_check_makes_larger_first_batches(monkeypatch, apply, leading):
-    """A rewrite parses whole files: their trees, held for a batch, take far more memory."""
+@pytest.mark.parametrize("apply,facts_to_come,leading", [(False, True, 2), (True, True, 2), (True, False, 0)])
+def test_first_batches_are_larger_while_the_facts_are_found(monkeypatch, apply, facts_to_come, leading):
+    """A rewrite, too, first parses only the code rules could act on, so its
+    first batches are as large as a check's; with the facts found, none is."""
     asked = []
     monkeypatch.setattr(parallel, "_batches", lambda tasks, leading=0: asked.append(leading) or [tasks])
 
@@ -89,5 +90,5 @@ def test_only_a_check_makes_larger_first_batches(monkeypatch, apply, leading):
             pass
 
     tasks = [Task(number, f"{number}.py", b"x" * 200_000, None) for number in range(4)]
-    list(parallel.port_all(tasks, apply, 2, Workers(), facts_later=lambda: None))
+    list(parallel.port_all(tasks, apply, 2, Workers(), facts_later=(lambda: None) if facts_to_come else None))
     assert asked == [leading]

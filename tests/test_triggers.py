@@ -223,6 +223,50 @@ def test_stubbing_out_code_no_rule_acts_on_never_changes_a_report(monkeypatch, o
         assert (a.findings, a.error) == (b.findings, b.error), name
 
 
+@pytest.mark.slow  # a sweep or many full runs: the quick subset leaves it to the full suite
+@pytest.mark.parametrize("options", [{}, {"fp16_to_bf16": True, "unsafe_fixes": True}, {"mode": "eager"}])
+def test_a_rewrite_that_parses_whole_only_files_with_edits_writes_the_same(monkeypatch, options):
+    """`rewrite` ports each file as `check` does first and parses it whole
+    only when its rules planned an edit: output and findings are those of a
+    rewrite that parses every file whole."""
+    from hpu_port import engine
+
+    rules = make_ruleset(select=["ALL"], **options)
+    corpus = list(_corpus()) + list(_narrowing_cases())
+    first = [port_source(name, text, rules, apply=True) for name, text in corpus]
+    monkeypatch.setattr(engine, "NARROW", False)
+    whole = [port_source(name, text, rules, apply=True) for name, text in corpus]
+    for (name, _), a, b in zip(corpus, first, whole):
+        assert (a.findings, a.output_findings, a.new_source, a.error) == (b.findings, b.output_findings, b.new_source, b.error), name
+    assert any(result.new_source is not None for result in first)  # the corpus does hold edits
+
+
+def test_a_rewrite_with_nothing_to_apply_never_parses_the_file_whole(monkeypatch):
+    from hpu_port import engine
+
+    parsed = []
+    real_parse = engine._parse
+    monkeypatch.setattr(engine, "_parse", lambda text, result: parsed.append(text) or real_parse(text, result))
+    rules = make_ruleset(select=["ALL"])
+    advice_only = source('''
+        import torch
+
+        def norm(x, eps):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+        def unrelated(n):
+            return [n + 1 for _ in range(n)]
+    ''')
+    result = port_source("advice.py", advice_only, rules, apply=True)
+    assert [f.code for f in result.findings] == ["HPU723"] and result.new_source is None
+    assert parsed and all(b"n + 1" not in text for text in parsed)  # `unrelated` was stubbed in every parse
+    parsed.clear()
+    with_edit = advice_only.replace(b"def unrelated(n):", b"def unrelated(n):\n    torch.cuda.synchronize()")
+    result = port_source("edit.py", with_edit, rules, apply=True)
+    assert b"torch.hpu.synchronize()" in result.new_source
+    assert any(b"n + 1" in text for text in parsed)  # printed back: parsed whole
+
+
 def test_the_narrowing_cases_do_stub_something():
     from hpu_port.narrow import narrow
 
@@ -285,6 +329,24 @@ def _narrowing_cases():
 
         def unrelated():
             return 0
+    ''')
+    yield "subclass-through-a-class-no-rule-acts-on.py", source('''
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        def wrap(model, rank):
+            return Outer(model, device_ids=[rank], output_device=rank)
+
+        @register
+        class Outer(
+            Inner,  # a comment in the bases
+        ):
+            """Kept as a class of its bases."""
+
+            def unrelated(self):
+                return 1
+
+        class Inner(DDP):
+            pass
     ''')
     yield "loop-variable-tensor-elsewhere.py", source('''
         import torch

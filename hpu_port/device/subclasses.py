@@ -124,14 +124,22 @@ def _parser_calls(tree: ast.Module) -> Iterable[ast.Call]:
 
 
 def _handed(call: ast.Call, names: dict, module: str) -> list:
-    """The qualified names of the classes a parser call is given (a tuple or
-    list of them, or one; first or as ``dataclass_types=``)."""
+    """The qualified names of the classes a parser call is given."""
+    return [name for name in (qualified_name(item, names, module) for item in _handed_expressions(call)) if name]
+
+
+def _handed_expressions(call: ast.Call) -> list:
+    """What a parser call is given as classes: a tuple or list of them, or
+    one; first or as ``dataclass_types=``."""
     given = [*call.args[:1], *(keyword.value for keyword in call.keywords if keyword.arg == "dataclass_types")]
-    handed = []
-    for arg in given:
-        items = arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg]
-        handed += [name for name in (qualified_name(item, names, module) for item in items) if name]
-    return handed
+    return [item for arg in given for item in (arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg])]
+
+
+def names_handed_to_parser(call: ast.Call) -> set:
+    """The plain names of the classes ``call`` is given, if it makes an argument parser."""
+    if not _called(call.func).endswith(PARSER_NAMES):
+        return set()
+    return {item.id for item in _handed_expressions(call) if isinstance(item, ast.Name)}
 
 
 class ProjectClasses:

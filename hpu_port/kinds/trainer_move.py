@@ -54,6 +54,7 @@ import ast
 from typing import Optional
 
 from hpu_port.device.pins import requirement_range
+from hpu_port.device.subclasses import names_handed_to_parser
 from hpu_port.kinds import Kind, markdown_table, register_kind, string_list, string_table
 from hpu_port.triggers import name_trigger
 
@@ -143,12 +144,18 @@ class TrainerMove(Kind):
         last_parts = {name.rsplit(".", 1)[-1] for name in self.handled_names(rule)}
         local = _subclasses(view.tree, last_parts)
         wanted = last_parts | local
-        spans = []
+        spans, classes, handed = [], [], set()
         for node in ast.walk(view.tree):
             if isinstance(node, ast.Name) and node.id in wanted or isinstance(node, ast.Attribute) and node.attr in wanted:
                 spans.append((node.lineno, node.end_lineno))
-            elif isinstance(node, ast.ClassDef) and node.name in local:
-                spans.extend((item.lineno, item.end_lineno) for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "__init__")
+            elif isinstance(node, ast.ClassDef):
+                classes.append(node)
+                if node.name in local:
+                    spans.extend((item.lineno, item.end_lineno) for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "__init__")
+            elif isinstance(node, ast.Call):
+                handed |= names_handed_to_parser(node)
+        # The fields of a class handed to a parser are options beside the moved class's.
+        spans += [(node.lineno, node.end_lineno) for node in classes if node.name in handed]
         return spans
 
 
