@@ -8,6 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from hpu_port.context import FileContext
+from hpu_port.kinds.in_step_loop import TENSOR_ONLY_METHODS
 from hpu_port.model import Rule
 from hpu_port.visitors._references import RulesVisitor, written
 from hpu_port.walk import walk
@@ -38,17 +39,70 @@ class StepLoopVisitor(RulesVisitor):
         self.frames: list[LoopFrame] = []
         self.throttles: list[cst.CSTNode] = []
         self.masks: set[str] = set()  # names assigned a comparison: boolean masks
+        self.truth_rules = [rule for rule in rules if rule.params.get("truth-tests")]
+        self.tensors_to_test: set[str] = set()  # names assigned one (`norm = clip_grad_norm_(...)`)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Comparison):
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     self.masks.add(target.target.value)
+        if any(self._is_tensor_to_test(node.value, rule) for rule in self.truth_rules):
+            self.tensors_to_test.update(written(target.target) for target in node.targets)
 
-    def visit_For(self, node) -> None:
-        self.frames.append(LoopFrame(node))
+    # -- conditions that read a tensor on the host (``truth-tests``) --------------
 
     def visit_While(self, node) -> None:
+        self.frames.append(LoopFrame(node))
+        self._truth_tested(node.test)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._truth_tested(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._truth_tested(node.test)
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        self._truth_tested(node.left)  # `norm or 1.0` tests `norm`
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if isinstance(node.operator, cst.Not):
+            self._truth_tested(node.expression)
+
+    def _truth_tested(self, test: cst.BaseExpression) -> None:
+        if not self.frames or not self.truth_rules:
+            return
+        if isinstance(test, cst.BooleanOperation):
+            self._truth_tested(test.right)  # its left operand is its own visit's
+            return
+        for rule in self.truth_rules:
+            if self._is_tensor_to_test(test, rule):
+                self._candidate(rule, test)
+
+    def _is_tensor_to_test(self, expr: cst.BaseExpression, rule: Rule) -> bool:
+        """Whether ``expr`` is a tensor whose truth Python would ask the device
+        for: a result of one of the rule's functions, of a tensor-only
+        method, `.any()`/`.all()` of one, a comparison with one, a name
+        assigned one."""
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_ONLY_METHODS and self.ctx.qualify(func) is None:
+                return True
+            if isinstance(func, cst.Attribute) and func.attr.value in ("any", "all") and self.ctx.qualify(func) is None:
+                return self._is_tensor_to_test(func.value, rule)
+            hit = self.ctx.qualify(func)
+            return hit is not None and hit[0] in rule.params["truth-tests"]
+        if isinstance(expr, cst.Comparison):
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+                return False
+            return any(self._is_tensor_to_test(e, rule) for e in (expr.left, *(c.comparator for c in expr.comparisons)))
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr)):
+            return self._is_tensor_to_test(expr.left, rule) or self._is_tensor_to_test(expr.right, rule)
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            return written(expr) in self.tensors_to_test
+        return False
+
+    def visit_For(self, node) -> None:
         self.frames.append(LoopFrame(node))
 
     def leave_For(self, node) -> None:
@@ -67,6 +121,7 @@ class StepLoopVisitor(RulesVisitor):
     def visit_If(self, node: cst.If) -> None:
         if _is_throttle(node.test):
             self.throttles.append(node)
+        self._truth_tested(node.test)
 
     def leave_If(self, node: cst.If) -> None:
         if self.throttles and self.throttles[-1] is node:
