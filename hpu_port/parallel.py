@@ -73,9 +73,11 @@ def port_all(
             yield task, port_one(task.path, task.source, task.ruleset, apply)
         return
     # While the facts are found, each worker screens and parses its first
-    # batch (see _port_items), one big enough to last that long: a rewrite
-    # too parses only the code rules could act on first (see engine.NARROW).
-    batches = _batches(tasks, leading=jobs if facts_later is not None else 0)
+    # batch (see _port_items): when only checking, one big enough to last
+    # that long. A rewrite keeps the smaller batch: a file it changes is
+    # parsed whole while the batch's trees are held (on transformers, a
+    # fifth more memory at the peak for no time saved).
+    batches = _batches(tasks, leading=jobs if facts_later is not None and not apply else 0)
     if pool is None:
         if facts_later is not None:
             facts_later()
