@@ -4,6 +4,7 @@
     python benchmarks/bench.py --quick    # timm 1.0.15 (255 files), plus TorchFix if installed
     python benchmarks/bench.py --startup  # one small file at a time, next to `black --check`
     python benchmarks/bench.py --hostile  # the generated hostile inputs of tests/test_hostile_inputs.py
+    python benchmarks/bench.py --scaling  # cold check of 100 to 5,000 files of transformers
 
 Downloads the package's wheel with pip (once, into --workdir), unpacks it and
 measures, as the median of --runs runs each: `hpu-port check --no-cache`
@@ -26,6 +27,12 @@ says how the code now compares with that commit on this machine, today.
 --startup measures what a pre-commit hook pays per commit: `hpu-port check`
 and `black --check` on a file with no CUDA text and on the bundled 100-line
 CUDA script, taking turns, and whether hpu-port imported libcst for them.
+
+--scaling times the cold `hpu-port check --no-cache` on trees of 100, 500,
+1,000, 2,500 and 5,000 files drawn evenly from transformers 5.23.0 (beyond its
+2,860 files, a second copy of it under another folder), and prints the time
+and peak memory per size, and the time per megabyte, which a linear tool
+keeps flat.
 
 --hostile times `hpu-port rewrite --no-cache` on each hostile input the
 tests generate (deep nesting, long lines, many comments and continued
@@ -78,9 +85,12 @@ def main() -> int:
     parser.add_argument("--startup", action="store_true", help="small files next to black --check (what a pre-commit hook pays)")
     parser.add_argument("--against", metavar="REV", help="also time hpu-port as it was at this commit (e.g. 83854ca)")
     parser.add_argument("--hostile", action="store_true", help="the hostile inputs the tests generate, one at a time")
+    parser.add_argument("--scaling", action="store_true", help="cold check of 100 to 5,000 files: time and memory against size")
     args = parser.parse_args()
     if args.startup:
         return startup(args)
+    if args.scaling:
+        return scaling(args)
     if args.hostile:
         return hostile(args)
     if args.runs < 3:
@@ -217,6 +227,51 @@ def startup(args) -> int:
     ]
     out += ["", "## Machine", "", machine(0)]
     return publish("\n".join(out) + "\n", args)
+
+
+SCALING_SIZES = (100, 500, 1000, 2500, 5000)
+
+
+def scaling(args) -> int:
+    name, version = PACKAGES["full"]
+    source = unpacked_wheel(name, version, args.workdir)
+    files = sorted(source.rglob("*.py"))
+    compile_bytecode()
+    hpu = [sys.executable, "-m", "hpu_port", "check", "-q", "--no-cache", "-j", str(args.jobs)]
+    commands, sizes = {}, {}
+    for size in SCALING_SIZES:
+        tree = sampled_tree(files, source, size, args.workdir / f"scaling-{size}")
+        sizes[size] = sum(path.stat().st_size for path in tree.rglob("*.py")) / 2**20
+        commands[size] = (f"{size} files", [*hpu, str(tree)])
+    measures = measure_rounds(commands, args.runs)
+    out = [f"## Cold `hpu-port check --no-cache` against tree size ({name} {version})", "",
+           "| files | source | wall time (median) | CPU time | wall time per MB | peak memory |", "|---|---|---|---|---|---|"]
+    for size in SCALING_SIZES:
+        measure = measures[size]
+        out.append(f"| {size:,} | {sizes[size]:.1f} MB | {measure.seconds:.2f} s | {measure.cpu_seconds:.2f} s "
+                   f"| {measure.seconds / sizes[size]:.3f} s | {measure.peak_mb:.0f} MB |")
+    first, last = SCALING_SIZES[1], SCALING_SIZES[-1]  # the smallest tree is mostly start-up
+    per_mb = (measures[last].seconds / sizes[last]) / (measures[first].seconds / sizes[first])
+    out += ["", f"Time per megabyte at {last:,} files is {per_mb:.2f}x that at {first:,} files (1.00 is linear); "
+            f"peak memory target on the whole package: <= {MEMORY_TARGET_MB} MB.", "", "## Machine", "", machine(args.jobs)]
+    return publish("\n".join(out) + "\n", args)
+
+
+def sampled_tree(files: list, source: Path, size: int, target: Path) -> Path:
+    """A tree of ``size`` of ``files`` (under ``source``), drawn evenly from the
+    sorted list so that every size holds the same mix of modules; past the
+    package's own size, a second copy of it under `again/`."""
+    if target.is_dir() and sum(1 for _ in target.rglob("*.py")) == size:
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    chosen = [(path, path.relative_to(source)) for path in (files[i * len(files) // size] for i in range(min(size, len(files))))]
+    if size > len(files):
+        chosen = [(path, path.relative_to(source)) for path in files]
+        chosen += [(path, Path("again") / path.relative_to(source)) for path in files[: size - len(files)]]
+    for path, relative in chosen:
+        (target / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target / relative)
+    return target
 
 
 def hostile(args) -> int:

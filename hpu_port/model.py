@@ -133,10 +133,14 @@ class Options:
     # The import order of the project's ruff or isort configuration (an
     # ``hpu_port.lint_config.ImportStyle``); None: as each module shows it.
     import_style: Any = None
+    # Codes whose fixes `rewrite` would not apply: advice rules selected by
+    # default, whose fixes `check` must not count (`rewrite` fixes only the
+    # advice that is named in `--select`/`--extend-select`).
+    report_only: frozenset = frozenset()
 
     def fix_enabled(self, rule: "Rule") -> bool:
         """Whether ``rule``'s fix is applied under these options."""
-        if not self.fixes:
+        if not self.fixes or rule.code in self.report_only:
             return False
         if rule.fix == "safe":
             return rule.option is None or self._option_on(rule.option)

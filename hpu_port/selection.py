@@ -80,6 +80,7 @@ class RuleSetResolver:
         self.asked_advice |= named
         if self.command == "rewrite":
             chosen = [r for r in chosen if not is_advice(r) or r.code in named]
+        report_only = frozenset(r.code for r in chosen if is_advice(r) and r.code not in named)
         options = Options(
             mode=settings.mode,
             fp16_to_bf16=settings.fp16_to_bf16,
@@ -89,5 +90,6 @@ class RuleSetResolver:
             port_shared_code=settings.port_shared_code,
             device=settings.device,
             import_style=settings.import_style,
+            report_only=report_only,
         )
         return RuleSet(sorted(chosen, key=lambda r: r.code), options, analysis=rules)

@@ -80,6 +80,18 @@ def test_rewrite_leaves_advice_alone_unless_it_is_selected(scripts):
     assert again.exit_code == 0 and script.read_text() == after
 
 
+def test_check_counts_an_advice_fix_only_where_rewrite_would_apply_it(scripts):
+    # `rewrite` fixes only the advice named in --select/--extend-select: with
+    # the default selection `check` must not call those findings fixable.
+    script = scripts / "train_unoptimised.py"
+    fixed = {"HPU701", "HPU703", "HPU709", "HPU710"}
+    default = check(script, "--unsafe-fixes")
+    assert fixed <= {f["code"] for f in default}
+    assert not any(f["fixable"] for f in default if f["category"] == "advice")
+    named = check(script, "--unsafe-fixes", "--extend-select", ",".join(sorted(fixed)))
+    assert {f["code"] for f in named if f["fixable"]} >= fixed
+
+
 def test_advice_is_listed_as_check_only():
     listing = invoke("rules", "--format", "tsv").stdout.splitlines()
     states = {line.split("\t")[0]: line.split("\t")[4] for line in listing}
