@@ -86,12 +86,14 @@ class StepLoopVisitor(RulesVisitor):
         assigned one."""
         if isinstance(expr, cst.Call):
             func = expr.func
-            if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_ONLY_METHODS and self.ctx.qualify(func) is None:
-                return True
-            if isinstance(func, cst.Attribute) and func.attr.value in ("any", "all") and self.ctx.qualify(func) is None:
-                return self._is_tensor_to_test(func.value, rule)
             hit = self.ctx.qualify(func)
-            return hit is not None and hit[0] in rule.params["truth-tests"]
+            if hit is not None:
+                return hit[0] in rule.params["truth-tests"]
+            if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_ONLY_METHODS:
+                return True
+            if isinstance(func, cst.Attribute) and func.attr.value in ("any", "all"):
+                return self._is_tensor_to_test(func.value, rule)
+            return False
         if isinstance(expr, cst.Comparison):
             if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
                 return False
