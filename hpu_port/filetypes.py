@@ -51,9 +51,11 @@ _NAMES = {
 }
 # Name patterns, tried in order.
 _PATTERNS = (
-    ("requirements*.txt", REQUIREMENTS),
+    # `requirement.txt` (singular) is common enough in training repositories to count.
+    ("requirement*.txt", REQUIREMENTS),
     ("*requirements.txt", REQUIREMENTS),
-    ("requirements*.in", REQUIREMENTS),
+    ("*requirement.txt", REQUIREMENTS),
+    ("requirement*.in", REQUIREMENTS),
     # Variants a project keeps beside its main one (`pyproject-gpu.toml`).
     ("pyproject[-_.]*.toml", PYPROJECT),
     ("Dockerfile", DOCKERFILE),

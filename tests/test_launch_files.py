@@ -182,3 +182,32 @@ def test_a_string_that_is_not_evaluated_or_not_plain_stays_as_it_is():
     )
     output, codes = port("run.sh", text)
     assert output == text and codes == []
+
+
+def test_a_device_flag_read_through_a_variable_is_changed_where_the_variable_is_set():
+    script = 'DEVICE=cuda\nBACKEND="${BACKEND:-nccl}"\npython train.py --device $DEVICE --dist-backend=${BACKEND} --eval-device ${EVAL:-cuda}\n'
+    output, codes = port("run.sh", script)
+    assert output == script.replace("=cuda", "=hpu").replace(":-nccl", ":-hccl")
+    assert codes == [("HPU817", 3)]
+    make = "DEVICE ?= cuda\ntrain:\n\tpython train.py --device $(DEVICE)\n"
+    assert port("Makefile", make)[0] == make.replace("?= cuda", "?= hpu")
+
+
+@pytest.mark.parametrize("script", [
+    # Read elsewhere too: the other read would change with it.
+    'DEVICE=cuda\necho "on $DEVICE"\npython train.py --device $DEVICE\n',
+    'DEVICE=cuda\npython train.py --device $DEVICE\npython probe.py --gpu-name $DEVICE\n',
+])
+def test_a_variable_read_elsewhere_too_is_reported_not_changed(script):
+    output, codes = port("run.sh", script)
+    assert output == script and ("HPU817", 3 if "probe" not in script else 2) in codes
+
+
+@pytest.mark.parametrize("script", [
+    "DEVICE=cuda\nDEVICE=cpu\npython train.py --device $DEVICE\n",  # set twice: which one reaches the flag is not known here
+    "python train.py --device $DEVICE\n",  # set elsewhere
+    "DEVICE=cpu\npython train.py --device $DEVICE\n",
+    "DEVICE=${OTHER:-cuda}\npython train.py --device $DEVICE\n",  # another variable's default
+])
+def test_a_variable_whose_value_is_not_known_to_be_cuda_is_left_alone(script):
+    assert port("run.sh", script) == (script, [])

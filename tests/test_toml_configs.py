@@ -44,6 +44,9 @@ def test_toml_files_are_configs_and_pyproject_variants_are_dependency_lists():
     assert detect("requirements/pyproject-flashattention.toml") == "pyproject"
     assert detect("pyproject.toml") == "pyproject"
     assert detect("requirements/base.txt") == "requirements"
+    assert detect("requirement.txt") == "requirements"
+    assert detect("gpu_requirement.txt") == "requirements"
+    assert detect("requirement_notes.md") is None
     assert detect("docs/notes.txt") is None
 
 

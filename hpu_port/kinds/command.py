@@ -18,10 +18,17 @@ pattern (`--runtime` = `nvidia`); ``replace-values`` rewrites the value
 instead of the flag; ``fix-when`` lists flags of which one must be on the
 same command line for the fix (the mark of a launcher known to accept the
 new spelling).
+
+A flag's value may be a variable the same script sets once to a literal
+(`DEVICE=cuda` ... `--device $DEVICE`) or a read with a literal default
+(`--device ${DEVICE:-cuda}`): the value is read through it. The fix then goes
+on the literal, and for a variable only when every read of it is such a
+flag's value (a variable the script uses elsewhere too is reported).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterator, Optional
 
 from hpu_port.formats import Command, Edit, Span, Word, program_name
@@ -136,12 +143,20 @@ class CommandFlag(DocumentKind):
                 if flag not in params["flags"] or word.quote:
                     continue
                 value = _value_of(command.words, index)
+                shown = value.value if value else ""
+                behind = _literal_behind(document, value) if value is not None else None
+                if behind is not None:
+                    how = "set to" if behind[1] else "default"
+                    shown, value = f"{value.value} ({how} {behind[0].value})", behind[0]
                 pattern = params["values"].get(flag)
                 if pattern is not None and (value is None or not pattern.fullmatch(value.value)):
                     continue
                 edits = self._fix(rule, word, flag, value, document.facts) if fixable else ()
+                changes_value = not params["flags"][flag]
+                if behind is not None and behind[1] and changes_value and not _read_only_as_values(rule, document, behind[1]):
+                    edits = ()
                 replacement = params["flags"][flag] or (params["replace-values"].get(value.value, "") if value else "")
-                message = rule.message.format(name=flag, value=value.value if value else "", replacement=replacement)
+                message = rule.message.format(name=flag, value=shown, replacement=replacement)
                 yield Match(word.span, message, edits)
 
     def _fix(self, rule, word: Word, flag: str, value: Optional[Word], facts=None) -> tuple:
@@ -151,9 +166,67 @@ class CommandFlag(DocumentKind):
                 return ()  # the project's script defines `--fp16` and no `--bf16`: a person adds it
             return (Edit(Span(word.span.start, word.span.start + len(flag)), new_flag),)
         new_value = rule.params["replace-values"].get(value.value) if value is not None else None
-        if new_value and not value.quote:
+        if not new_value:
+            return ()
+        if not value.quote:
             return (Edit(Span(value.span.end - len(value.value), value.span.end), new_value),)
-        return ()
+        inner = value.inner
+        # Inside quotes only when the text is the value as written (no escapes).
+        return (Edit(inner, new_value),) if inner.end - inner.start == len(value.value) else ()
+
+
+# `$NAME`, `${NAME}`, `"$NAME"` and Make's `$(NAME)`: a plain read, no default or slicing.
+_READ = re.compile(r'^"?\$(?:\{(\w+)\}|\((\w+)\)|(\w+))"?$')
+# `${NAME:-cuda}`, `"${NAME-nccl}"`: a read whose default is a literal.
+_DEFAULTED = re.compile(r'^"?\$\{(\w+):?-([\w.:-]+)\}"?$')
+
+
+def _variable(text: str) -> str:
+    found = _READ.match(text)
+    return next(name for name in found.groups() if name) if found else ""
+
+
+def _default(word: Word) -> Optional[tuple[str, Word]]:
+    """The variable and the literal default of a `${NAME:-literal}` word."""
+    found = _DEFAULTED.match(word.value) if not word.quote else None
+    if found is None:
+        return None
+    start = word.span.start + found.start(2)
+    return found.group(1), Word(found.group(2), Span(start, start + len(found.group(2))))
+
+
+def _literal_behind(document, value: Word) -> Optional[tuple[Word, str]]:
+    """The literal a flag's value stands for, and the variable that carries
+    it ("" when the literal is the value's own default): `${DEVICE:-cuda}`,
+    or `$DEVICE` where the document sets DEVICE once, to `cuda` or to
+    `${DEVICE:-cuda}`."""
+    defaulted = _default(value)
+    if defaulted is not None:
+        return defaulted[1], ""
+    name = _variable(value.value)
+    assigned = [a for a in document.assignments() if a.name.value == name] if name else []
+    if len(assigned) != 1 or assigned[0].value is None:
+        return None
+    literal = assigned[0].value
+    if "$" not in literal.value:
+        return literal, name
+    defaulted = _default(literal)
+    return (defaulted[1], name) if defaulted is not None and defaulted[0] == name else None
+
+
+def _read_only_as_values(rule, document, name: str) -> bool:
+    """Whether every read of the variable ``name`` (but the one in its own
+    default) is the value of one of the rule's flags, so that changing what
+    it is set to changes nothing else."""
+    as_values = 0
+    for command in document.commands():
+        for index, word in enumerate(command.words[1:], 1):
+            if _flag_of(word.value) in rule.params["flags"] and not word.quote:
+                value = _value_of(command.words, index)
+                as_values += value is not None and _variable(value.value) == name
+    setting = next(a.value.span for a in document.assignments() if a.name.value == name)
+    reads = [w for w in document.references() if w.value == name]
+    return as_values == sum(1 for w in reads if not setting.start <= w.span.start < setting.end)
 
 
 _PROBES = {"command": ("-v", "-V"), "which": (), "type": (), "hash": ()}
