@@ -143,6 +143,8 @@ class CommandFlag(DocumentKind):
                 if flag not in params["flags"] or word.quote:
                     continue
                 value = _value_of(command.words, index)
+                if value is not None and value.value in _OFF and flag not in params["values"]:
+                    continue  # `--fp16 False`: a switch given as off (HfArgumentParser's booleans take a value)
                 shown = value.value if value else ""
                 behind = _literal_behind(document, value) if value is not None else None
                 if behind is not None:
@@ -175,6 +177,7 @@ class CommandFlag(DocumentKind):
         return (Edit(inner, new_value),) if inner.end - inner.start == len(value.value) else ()
 
 
+_OFF = frozenset({"False", "false", "FALSE", "no", "No"})
 # `$NAME`, `${NAME}`, `"$NAME"` and Make's `$(NAME)`: a plain read, no default or slicing.
 _READ = re.compile(r'^"?\$(?:\{(\w+)\}|\((\w+)\)|(\w+))"?$')
 # `${NAME:-cuda}`, `"${NAME-nccl}"`: a read whose default is a literal.
