@@ -142,7 +142,7 @@ class CommandFlag(DocumentKind):
                 flag = _flag_of(word.value)
                 if flag not in params["flags"] or word.quote:
                     continue
-                value = _value_of(command.words, index)
+                value = flag_value(command.words, index)
                 if value is not None and value.value in _OFF and flag not in params["values"]:
                     continue  # `--fp16 False`: a switch given as off (HfArgumentParser's booleans take a value)
                 shown = value.value if value else ""
@@ -225,7 +225,7 @@ def _read_only_as_values(rule, document, name: str) -> bool:
     for command in document.commands():
         for index, word in enumerate(command.words[1:], 1):
             if _flag_of(word.value) in rule.params["flags"] and not word.quote:
-                value = _value_of(command.words, index)
+                value = flag_value(command.words, index)
                 as_values += value is not None and _variable(value.value) == name
     setting = next(a.value.span for a in document.assignments() if a.name.value == name)
     reads = [w for w in document.references() if w.value == name]
@@ -250,7 +250,7 @@ def _flag_of(text: str) -> str:
     return text.split("=", 1)[0] if text.startswith("-") else ""
 
 
-def _value_of(words: tuple, index: int) -> Optional[Word]:
+def flag_value(words: tuple, index: int) -> Optional[Word]:
     """The value given to the flag at ``index``: after `=`, or the next word."""
     word = words[index]
     if "=" in word.value:

@@ -9,7 +9,10 @@ neither sets nor mentions a variable of ``set-env``. The fix names the
 variables in front of the command (`PT_HPU_LAZY_MODE=1 torchrun ...`), which
 sets them for that command and every process it starts. A launch through
 ``forwarding-launchers`` (`mpirun`, which passes variables to its ranks only
-when told to) is reported without a fix.
+when told to) is reported without a fix, and so is a launch given one of
+``report-when``'s flags (a table from flag to the reason, added to the
+message: `--fsdp` shards with FSDP, which Gaudi runs in eager mode only),
+unless the flag's value turns it off (`--fsdp ""`, `--use_fsdp False`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Iterator
 
 from hpu_port.formats import Edit, Span
 from hpu_port.kinds import DocumentKind, Match, markdown_table, register_kind, string_list, string_table
-from hpu_port.kinds.command import program_name, runs
+from hpu_port.kinds.command import flag_value, program_name, runs
 
 # Programs that run the rest of their command line here, with this
 # environment (`srun torchrun ...`, `nohup deepspeed ...`); a launch handed to
@@ -32,7 +35,8 @@ _PASSING_WRAPPERS = frozenset({"srun", "nohup", "time", "exec", "env", "stdbuf",
 @register_kind
 class LaunchEnvironment(DocumentKind):
     name = "launch-environment"
-    KEYS = {"programs": (list, True), "set-env": (dict, True), "forwarding-launchers": (list, False), "job-programs": (list, False)}
+    KEYS = {"programs": (list, True), "set-env": (dict, True), "forwarding-launchers": (list, False), "job-programs": (list, False),
+            "report-when": (dict, False)}
     MESSAGE_FIELDS = frozenset({"name", "variable", "value"})
     FORMATS = ("shell", "notebook", "makefile", "apptainer")
     EXAMPLE_FILE = "train.sh"
@@ -43,6 +47,7 @@ class LaunchEnvironment(DocumentKind):
             "set-env": string_table(table["set-env"], "set-env"),
             "forwarding-launchers": string_list(table.get("forwarding-launchers", ["mpirun", "mpiexec"]), "forwarding-launchers"),
             "job-programs": string_list(table.get("job-programs", []), "job-programs"),
+            "report-when": string_table(table.get("report-when", {}), "report-when"),
         }
 
     def needles(self, rule) -> tuple[str, ...]:
@@ -69,9 +74,25 @@ class LaunchEnvironment(DocumentKind):
             forwarding = any(runs(command, spec) for spec in rule.params["forwarding-launchers"])
             if forwarding:
                 message += f" (MPI passes it to its ranks when told: `-x {first}={value}`)"
+            reason = _reason_to_report(command, rule.params["report-when"])
+            if reason:
+                message += f"; but {reason}"
             at = _after_time_keyword(command)
-            edits = () if forwarding else (Edit(Span(at, at), prefix + " "),)
+            edits = () if forwarding or reason else (Edit(Span(at, at), prefix + " "),)
             yield Match(command.words[0].span, message, edits)
+
+
+def _reason_to_report(command, flags: dict) -> str:
+    """The reason of the first of ``flags`` the command gives, switched on."""
+    for index, word in enumerate(command.words):
+        flag = word.value.split("=", 1)[0]
+        if flag in flags and not _switched_off(flag_value(command.words, index)):
+            return flags[flag]
+    return ""
+
+
+def _switched_off(value) -> bool:
+    return value is not None and value.value.strip().lower() in ("", "false", "no", "0")
 
 
 def _after_time_keyword(command) -> int:
