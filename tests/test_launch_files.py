@@ -211,3 +211,22 @@ def test_a_variable_read_elsewhere_too_is_reported_not_changed(script):
 ])
 def test_a_variable_whose_value_is_not_known_to_be_cuda_is_left_alone(script):
     assert port("run.sh", script) == (script, [])
+
+
+def test_cluster_job_specs_run_their_scripts_and_launch_training_there():
+    sky = "resources:\n  accelerators: A100:8\nsetup: |\n  pip install -r requirements.txt\nrun: |\n  torchrun --nproc_per_node 8 train.py --device cuda\n"
+    output, codes = port("sky.yaml", sky)
+    assert output == sky.replace("  torchrun", "  PT_HPU_LAZY_MODE=1 torchrun").replace("cuda", "hpu")
+    assert {"HPU816", "HPU817"} <= {code for code, _ in codes}
+    mcli = "name: sd2\nimage: mosaicml/pytorch:latest\ncompute:\n  gpus: 8\ncommand: |\n  composer run.py --config-path /mnt/config\n"
+    assert port("run.yaml", mcli)[0] == mcli.replace("  composer", "  PT_HPU_LAZY_MODE=1 composer")
+
+
+def test_a_ci_step_or_a_plain_run_key_is_no_training_launch():
+    ci = "jobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: torchrun --nproc_per_node 2 tests/dist.py\n"
+    assert "HPU816" not in [code for code, _ in port(".github/workflows/ci.yml", ci)[1]]
+    # `image:` and `command:` alone (no job-spec key beside them) are not an mcli run.
+    other = "image: ubuntu\ncommand: torchrun train.py\n"
+    assert port("other.yaml", other) == (other, [])
+    php = "composer install\n"
+    assert port("setup.sh", php) == (php, [])

@@ -42,7 +42,10 @@ class YamlDocument(Document):
             self._walk(root, (), None, seen)
         self._shell = Scripts(text)
         self._unread: list[Word] = []
-        for entry, shell in ci_scripts(self._entries, path):
+        jobs = job_scripts(self._entries)
+        # Where a cluster job's own script runs: its launches are training runs.
+        self.job_regions = [entry.span for entry, _ in jobs]
+        for entry, shell in ci_scripts(self._entries, path) + jobs:
             self._embed(entry, shell)
         for parts, region, label in launch_scripts(self._entries):
             self._shell.add(_masked(text, parts), region, label)
@@ -195,6 +198,31 @@ def ci_scripts(entries: list[Entry], path: str) -> list[tuple[Entry, str]]:
         else:
             continue
         found.append((entry, shell))
+    return found
+
+
+# Job specs that run a script in a cloud or cluster job: MosaicML's `mcli`
+# runs (`image:` and `command:`, beside `compute:`/`integrations:`) and
+# SkyPilot tasks (`setup:` and `run:`, beside `resources:`). The key that
+# marks the spec, the keys that hold its scripts, and what else shows it.
+_JOB_SPECS = (
+    ("image", ("command",), frozenset({"compute", "integrations", "gpu_num", "gpu_type", "cluster", "run_name", "parameters"})),
+    ("resources", ("setup", "run"), frozenset({"num_nodes", "workdir", "file_mounts", "envs", "setup", "run"})),
+)
+
+
+def job_scripts(entries: list[Entry]) -> list[tuple[Entry, str]]:
+    """The scripts of a job spec's top level (see ``_JOB_SPECS``), run by bash."""
+    top: dict[int, dict[str, Entry]] = {}
+    for entry in entries:
+        if len(entry.path) == 1 and isinstance(entry.path[0], str):
+            top.setdefault(entry.document, {})[entry.path[0]] = entry
+    found = []
+    for keys in top.values():
+        for marker, script_keys, beside in _JOB_SPECS:
+            if marker not in keys or not beside & keys.keys():
+                continue
+            found += [(keys[k], "bash") for k in script_keys if k in keys and keys[k].value is not None]
     return found
 
 

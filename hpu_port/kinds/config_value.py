@@ -9,7 +9,9 @@ spelling (`""`: report only, with ``report-message`` when given; `"*"`: any valu
 (anywhere) for the rule to read it, so that `precision: 16` is only read in
 a file that looks like a trainer config; ``unless`` lists keys that mark
 another framework's config, which the rule leaves to its own rules (a
-GPT-NeoX config spells bf16 `bfloat16`). ``roles`` (`backend`, `device`,
+GPT-NeoX config spells bf16 `bfloat16`); ``not-under`` lists keys under
+which the rule's keys mean something else (a Composer algorithm's own
+`precision`). ``roles`` (`backend`, `device`,
 `dtype`) adds the keys the project's code reads at such a position
 (`init_process_group(backend=cfg.comm_backend)`: `comm_backend`), wherever
 the config sets them. Keys match whether their words are
@@ -34,7 +36,7 @@ from hpu_port.kinds import DocumentKind, Match, markdown_table, register_kind, s
 class ConfigValue(DocumentKind):
     name = "config-value"
     KEYS = {"keys": (list, True), "values": (dict, True), "documents": (list, False), "unless": (list, False), "rename-key": (str, False), "roles": (list, False),
-            "report-message": (str, False)}
+            "report-message": (str, False), "not-under": (list, False)}
     MESSAGE_FIELDS = frozenset({"name", "value", "replacement"})
     FORMATS = ("yaml", "json", "toml", "shell", "notebook", "makefile")
     EXAMPLE_FILE = "config.yaml"
@@ -48,6 +50,7 @@ class ConfigValue(DocumentKind):
             "rename-key": table.get("rename-key", ""),
             "roles": frozenset(string_list(table.get("roles", []), "roles")),
             "report-message": table.get("report-message", ""),
+            "not-under": frozenset(map(_joined, string_list(table.get("not-under", []), "not-under"))),
         }
 
     def needles(self, rule) -> tuple[str, ...]:
@@ -89,6 +92,8 @@ class ConfigValue(DocumentKind):
         # A list's items are the list key's values (`attention_config: [[["flash"], 32]]`).
         path = tuple(_joined(p) for p in entry.path if isinstance(p, str))
         if rule.params["rename-key"] and entry.key is None:
+            return False
+        if rule.params["not-under"] & set(path[:-1]):
             return False
         return bool(path) and any(path[-len(key):] == key for key in rule.params["keys"])
 

@@ -2,7 +2,8 @@
 
 Matches each command that runs one of ``programs`` (`torchrun`, `accelerate
 launch`, `python -m torch.distributed.run`; after any wrapper such as `srun`
-or `nohup`) in a shell script or a notebook's `!` line, or one of
+or `nohup`) in a shell script, a notebook's `!` line or a cluster job spec's
+script (YAML: MosaicML `mcli` runs, SkyPilot tasks), or one of
 ``job-programs`` (`python`) run as the tasks of a job (`srun ... python
 train.py`), when the document
 neither sets nor mentions a variable of ``set-env``. The fix names the
@@ -13,6 +14,8 @@ when told to) is reported without a fix, and so is a launch given one of
 ``report-when``'s flags (a table from flag to the reason, added to the
 message: `--fsdp` shards with FSDP, which Gaudi runs in eager mode only),
 unless the flag's value turns it off (`--fsdp ""`, `--use_fsdp False`).
+A launcher of ``script-launchers`` (`composer`, a name other programs share)
+counts only on a line that names a Python script or module.
 """
 
 from __future__ import annotations
@@ -36,9 +39,9 @@ _PASSING_WRAPPERS = frozenset({"srun", "nohup", "time", "exec", "env", "stdbuf",
 class LaunchEnvironment(DocumentKind):
     name = "launch-environment"
     KEYS = {"programs": (list, True), "set-env": (dict, True), "forwarding-launchers": (list, False), "job-programs": (list, False),
-            "report-when": (dict, False)}
+            "report-when": (dict, False), "script-launchers": (list, False)}
     MESSAGE_FIELDS = frozenset({"name", "variable", "value"})
-    FORMATS = ("shell", "notebook", "makefile", "apptainer")
+    FORMATS = ("shell", "notebook", "makefile", "apptainer", "yaml")
     EXAMPLE_FILE = "train.sh"
 
     def build_params(self, table):
@@ -48,6 +51,7 @@ class LaunchEnvironment(DocumentKind):
             "forwarding-launchers": string_list(table.get("forwarding-launchers", ["mpirun", "mpiexec"]), "forwarding-launchers"),
             "job-programs": string_list(table.get("job-programs", []), "job-programs"),
             "report-when": string_table(table.get("report-when", {}), "report-when"),
+            "script-launchers": string_list(table.get("script-launchers", []), "script-launchers"),
         }
 
     def needles(self, rule) -> tuple[str, ...]:
@@ -63,12 +67,12 @@ class LaunchEnvironment(DocumentKind):
             return  # set, exported or chosen already: the script's own way wins
         prefix = " ".join(f"{name}={value}" for name, value in variables.items())
         first, value = next(iter(variables.items()))
-        for command in document.commands():
+        for command in _training_commands(document):
             launcher = next((spec for spec in rule.params["programs"] if _launched_here(command, spec)), None)
             if launcher is None and command.words and program_name(command.words[0].value) in _JOB_LAUNCHERS:
                 # `srun -N 4 python train.py`: each task a process of the job.
                 launcher = next((spec for spec in rule.params["job-programs"] if _launched_here(command, spec)), None)
-            if launcher is None:
+            if launcher is None or (launcher in rule.params["script-launchers"] and not _runs_python(command)):
                 continue
             message = rule.message.format(name=launcher, variable=first, value=value)
             forwarding = any(runs(command, spec) for spec in rule.params["forwarding-launchers"])
@@ -80,6 +84,22 @@ class LaunchEnvironment(DocumentKind):
             at = _after_time_keyword(command)
             edits = () if forwarding or reason else (Edit(Span(at, at), prefix + " "),)
             yield Match(command.words[0].span, message, edits)
+
+
+def _runs_python(command) -> bool:
+    """Whether a launcher's line names a Python script or module to run
+    (`composer -n 8 train.py`, not PHP's `composer install`)."""
+    return any(w.value.endswith(".py") or w.value == "-m" for w in command.words[1:])
+
+
+def _training_commands(document) -> list:
+    """The commands that may launch training: in YAML only a cluster job's
+    script (an `mcli` run's `command:`, a SkyPilot task's `run:`), not a CI
+    step, whose runner is not a Gaudi machine."""
+    if document.format != "yaml":
+        return document.commands()
+    regions = getattr(document, "job_regions", [])
+    return [c for c in document.commands() if any(r.start <= c.span.start < r.end for r in regions)]
 
 
 def _reason_to_report(command, flags: dict) -> str:
