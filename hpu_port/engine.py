@@ -582,6 +582,7 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
     ported = FileResult(path=path)
     if python_rules is not None:
         ported = port_source(path, module_text.encode("utf-8"), ruleset, apply)
+        notebook, module_text, ported = _without_unreadable_cells(path, raw, ruleset, apply, notebook, module_text, ported)
     shell_findings, shell_cells = [], {}
     # A notebook kept whole for NVIDIA (it drives TensorRT) keeps its shell
     # lines too: its one finding says so, for `check` as for `rewrite`.
@@ -629,6 +630,33 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
         result.new_source = notebooks.dumps(notebook, changed)
         result.cell_changes = {i + 1: (old[i], changed[i]) for i in changed}
     return result
+
+
+# Jupyter runs each cell on its own, so a cell that is not Python (shell
+# commands pasted without `!`, code for a later Python) fails alone: the
+# others are ported, and it is left as it is (an unread part, HPU870).
+_MAX_UNREADABLE_CELLS = 8
+_ERROR_LINE = re.compile(r"\bline (\d+)")
+
+
+def _without_unreadable_cells(path, raw, ruleset, apply, notebook, module_text, ported):
+    """Port again without each cell the parser stops at, up to a few of them."""
+    from hpu_port import notebooks
+
+    left_out = set()
+    for _ in range(_MAX_UNREADABLE_CELLS):
+        found = _ERROR_LINE.search(ported.error or "") if "syntax" in (ported.error or "") or "cannot read" in (ported.error or "") else None
+        if found is None:
+            break
+        cell, _ = notebooks.cell_of_line(notebook, module_text, int(found.group(1)))
+        if cell in left_out:
+            break
+        left_out.add(cell)
+        notebook = notebooks.load(raw)
+        notebook.skipped.update(left_out)
+        module_text = notebooks.to_module(notebook)
+        ported = port_source(path, module_text.encode("utf-8"), ruleset, apply)
+    return notebook, module_text, ported
 
 
 def _kept_whole(ported: FileResult, text: str) -> bool:

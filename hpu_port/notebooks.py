@@ -105,7 +105,7 @@ class Notebook:
     code_cells: list  # indices of the code cells in data["cells"]
     marks: Marks
     magics: dict = field(default_factory=dict)  # placeholder number -> original line
-    skipped: set = field(default_factory=set)  # code cells kept whole (cell magics: %%bash, ...)
+    skipped: set = field(default_factory=set)  # code cells kept whole (cell magics: %%bash, ...; cells that are not Python)
     places: dict = field(default_factory=dict)  # placeholder number -> (cell number, line in the cell, 1-based)
     masked: dict = field(default_factory=dict)  # code-cell number -> its (module line, line end) pairs
     # Placeholders of lines that continue the magic or shell line above them (`!pip install a \\`).
@@ -158,8 +158,8 @@ def to_module(notebook: Notebook) -> str:
         parts.append(f"{notebook.marks.cell}{number}\n")
         lines = split_lines(_cell_source(notebook.data["cells"][index]))
         python_from = _python_start([content for content, _ in lines])
-        if python_from is None:
-            notebook.skipped.add(number)  # a cell magic: not Python
+        if python_from is None or number in notebook.skipped:
+            notebook.skipped.add(number)  # a cell magic, or a cell the parser cannot read: not Python
             continue
         masked = []
         continued_indent = None  # the indentation of a magic line that goes on over `\\`

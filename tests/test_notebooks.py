@@ -288,3 +288,28 @@ def test_a_notebook_whose_only_touchpoints_are_shell_lines_is_ported(tmp_path):
     assert ":cell 1:1:2: HPU816" in report
     invoke("rewrite", "--no-cache", "--select", "HPU816", path)
     assert json.loads(path.read_text())["cells"][0]["source"] == ["!PT_HPU_LAZY_MODE=1 torchrun --nproc_per_node 2 train.py --epochs 3\n"]
+
+
+def test_a_cell_that_is_not_python_is_left_alone_and_the_others_are_ported(tmp_path):
+    # Jupyter runs each cell on its own: a cell of shell commands pasted
+    # without `!` fails alone, so it is no reason to leave the notebook unported.
+    sources = [
+        "import torch\nx = torch.zeros(2).cuda()\n",
+        "model=meta-llama/Llama-3-8B\ndocker run --gpus all -p 8080:80 tgi --model-id $model\n",
+        "def f(:\n    pass\n",
+        "y = x.to('cuda')\n",
+    ]
+    text, new, cells = rewrite_sources(tmp_path, sources)
+    assert cells[1] == sources[1] and cells[2] == sources[2]  # byte for byte
+    assert "hpu" in cells[0] and cells[3] == "y = x.to('hpu')\n"
+    report = invoke("check", "--no-cache", tmp_path / "n.ipynb").stdout
+    assert "cell 2:1:1: HPU870" in report  # it mentions GPUs: a person looks at it
+    assert "cell 3:" not in report  # it mentions nothing of NVIDIA's
+
+
+def test_a_notebook_of_cells_none_of_which_is_python_is_an_error(tmp_path):
+    sources = [f"def f{n}(:\n  torch.cuda.synchronize()\n" for n in range(12)]
+    text = json.dumps(code_notebook(*sources), indent=1) + "\n"
+    result, new = rewrite_text(tmp_path, text)
+    assert result.exit_code == 2 and new == text
+    assert "syntax error at cell" in result.stderr

@@ -180,7 +180,9 @@ class NotebookShellDocument(Document):
         arguments = first.strip()[2 + len(name):].split()
         runs_shell = name in _SHELLS or (name == "script" and arguments and arguments[0].rsplit("/", 1)[-1] in _SHELLS)
         body_start = span.start + len(first) + 1
-        if not runs_shell:
+        if not first.lstrip().startswith("%%"):
+            self._unread.append(Word("this cell (not Python that hpu-port can parse)", span))
+        elif not runs_shell:
             self._unread.append(Word(f"%%{name}", span))
         elif body_start < span.end:
             self._embed([Copy(Span(body_start, span.end))], Span(body_start, span.end))

@@ -158,6 +158,13 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
             keywords = ", ".join(f"`{k}`" for k in changed)
             self.ctx.report(rule, node, f"{rule.message.format(name=written(node.func), keywords=keywords)} (not removed: {kept})")
             return
+        clashing = [new for old, new in rule.params["rename"].items() if old in present and new in present]
+        if clashing:
+            # `fp16=not ok, bf16=ok`: the renamed keyword would be given twice, a SyntaxError.
+            keywords = ", ".join(f"`{k}`" for k in changed)
+            names = ", ".join(f"`{k}`" for k in clashing)
+            self.ctx.report(rule, node, f"{rule.message.format(name=written(node.func), keywords=keywords)} (not renamed: the call sets {names} already; keep one)")
+            return
         for keyword in changed:
             if keyword in present:
                 # `Trainer(accelerator="cuda")`: this rule speaks for the value.
