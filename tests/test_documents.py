@@ -61,8 +61,10 @@ def test_deepspeed_output_is_valid_json_with_the_last_members_dropped():
     assert port_bytes("ds.json", left_to_the_trainer, ruleset(fp16_to_bf16=True), True).findings == []
 
 
-def test_json_parser_rejects_what_json_rejects():
-    for bad in ('{"a": 1,}', '{"a" 1}', "[1, 2", '{"a": tru}', "{} x"):
+def test_json_parser_rejects_what_json_with_comments_rejects():
+    # A trailing comma or a comment is JSON with comments (tsconfig.json, devcontainer.json): read.
+    assert [e.raw for e in parse("json", '{"a": 1, // one\n}').entries() if e.kind == "scalar"] == [1]
+    for bad in ('{"a" 1}', "[1, 2", '{"a": tru}', "{} x", '{"a": 1,,}', "[,]", '{"a": 1 /* open}'):
         try:
             parse("json", bad)
         except Exception as exc:

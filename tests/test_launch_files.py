@@ -230,3 +230,20 @@ def test_a_ci_step_or_a_plain_run_key_is_no_training_launch():
     assert port("other.yaml", other) == (other, [])
     php = "composer install\n"
     assert port("setup.sh", php) == (php, [])
+
+
+def test_json_with_comments_and_trailing_commas_is_read_as_its_tools_read_it():
+    devcontainer = (
+        '// the training container\n{\n  "image": "nvcr.io/nvidia/pytorch:24.01-py3", /* NGC */\n'
+        '  "runArgs": ["--gpus", "all",],\n  "containerEnv": {"NCCL_DEBUG": "INFO",},\n}\n'
+    )
+    output, codes = port(".devcontainer/devcontainer.json", devcontainer)
+    assert output == devcontainer and {"HPU810", "HPU840"} <= {code for code, _ in codes}
+    tsconfig = '{\n  "compilerOptions": {\n    "strict": true,\n  },\n}\n'
+    assert port("web/tsconfig.json", tsconfig) == (tsconfig, [])
+
+
+@pytest.mark.parametrize("text, line", [('{\n  "a": 1\n  "b": 2\n}\n', 3), ('{"a": /* open\n1}\n', 1)])
+def test_json_that_is_not_even_json_with_comments_is_one_error(text, line):
+    result = port_bytes("config.json", text.encode(), RULES, True)
+    assert result.error is not None and f"line {line}" in result.error and result.new_source is None

@@ -5,6 +5,10 @@ module tokenizes the text itself (strictly: what it accepts, `json.loads`
 accepts too) and records, for each value, its span, its key's span and the
 span that removes the member with its separating comma. JSON has no
 comments: its findings are switched off with `per-file-ignores`.
+
+A file that is not strict JSON but JSON with comments (`//`, `/* */`) and
+trailing commas, as VS Code, TypeScript and dev containers read their
+`.json` files (`tsconfig.json`, `devcontainer.json`), is read as such.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from typing import Optional
 from hpu_port.formats import MAX_NESTING, Document, Entry, FormatError, Span, Word, too_deep
 
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
+# JSON with comments: whitespace, line comments and closed block comments.
+_WHITESPACE_OR_COMMENTS = re.compile(r"(?:[ \t\r\n]+|//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/)*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 
@@ -59,15 +65,21 @@ class JsonDocument(Document):
 
 
 class _Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, with_comments: bool = False) -> None:
         self.text = text
         self.entries: list[Entry] = []
+        self.with_comments = with_comments
+        self._space = _WHITESPACE_OR_COMMENTS if with_comments else _WHITESPACE
 
     def fail(self, position: int, problem: str) -> FormatError:
         return FormatError(problem, self.text.count("\n", 0, position) + 1)
 
     def skip(self, position: int) -> int:
-        return _WHITESPACE.match(self.text, position).end()
+        return self._space.match(self.text, position).end()
+
+    def closes_after_comma(self, position: int, closer: str) -> bool:
+        """A trailing comma before the closer, which JSON with comments allows."""
+        return self.with_comments and self.text.startswith(closer, position)
 
     def value(self, position: int, path: tuple, key: Optional[Word], removal: Optional[Span]) -> int:
         """Parse the value at ``position`` (no whitespace before it); return its end."""
@@ -135,6 +147,9 @@ class _Parser:
             position = self.skip(end)
             if self.text.startswith(",", position):
                 position = self.skip(position + 1)
+                if self.closes_after_comma(position, closer):
+                    self._set_removals(pending, opened)
+                    return position + 1
                 continue
             if self.text.startswith(closer, position):
                 self._set_removals(pending, opened)
@@ -165,6 +180,8 @@ class _Parser:
             index += 1
             if self.text.startswith(",", position):
                 position = self.skip(position + 1)
+                if self.closes_after_comma(position, closer):
+                    return position + 1
                 continue
             if self.text.startswith(closer, position):
                 return position + 1
@@ -172,11 +189,21 @@ class _Parser:
 
 
 def parse(text: str, path: str = "", file_type: str = "json") -> JsonDocument:
-    parser = _Parser(text)
+    try:
+        return JsonDocument(text, path, _entries(_Parser(text)))
+    except FormatError as strict_error:
+        try:
+            return JsonDocument(text, path, _entries(_Parser(text, with_comments=True)))
+        except FormatError:
+            raise strict_error from None
+
+
+def _entries(parser: _Parser) -> list[Entry]:
+    text = parser.text
     start = parser.skip(0)
     if start == len(text):
         raise FormatError("empty document", 1)
     end = parser.skip(parser.value(start, (), None, None))
     if end != len(text):
         raise parser.fail(end, "text after the JSON value")
-    return JsonDocument(text, path, parser.entries)
+    return parser.entries
