@@ -125,10 +125,11 @@ def advise(effects_found: ModeEffects, release: Optional[tuple[int, int]], exist
     if compiles:
         places = f"{compiles} place" + ("" if compiles == 1 else "s")
         return Advice("eager", f"the code uses torch.compile ({places}), which lazy mode does not support")
-    sharded = effects_found.lazy.get("HPU206", 0)
+    # FSDP in the code (HPU206) or turned on by a trainer or launcher config (HPU849).
+    sharded = effects_found.lazy.get("HPU206", 0) + effects_found.lazy.get("HPU849", 0)
     if sharded:
         places = f"{sharded} place" + ("" if sharded == 1 else "s")
-        return Advice("eager", f"the code shards with FSDP ({places}), which Gaudi runs in eager mode with torch.compile only")
+        return Advice("eager", f"the project shards with FSDP ({places}, in its code or its configs), which Gaudi runs in eager mode with torch.compile only")
     if release is not None and release <= LAST_LAZY_DEFAULT:
         shown = f"{release[0]}.{release[1]}"
         return Advice("lazy", f"the project targets Gaudi software {shown}, whose default is lazy mode")

@@ -67,7 +67,14 @@ def test_fsdp_makes_eager_the_advice(tree):
     (tree / "train.py").write_text(
         "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n" + TRAIN + "model = FSDP(model)\n"
     )
-    assert "the code shards with FSDP" in init(tree).output
+    assert "the project shards with FSDP" in init(tree).output
+
+
+def test_fsdp_turned_on_by_a_launcher_config_makes_eager_the_advice(tree):
+    # Even for a Gaudi release whose default is lazy mode: lazy mode has no FSDP.
+    (tree / "Dockerfile").write_text("FROM vault.habana.ai/gaudi-docker/1.17.0/ubuntu22.04/habanalabs/pytorch-installer-2.3.1:latest\n")
+    (tree / "fsdp.yaml").write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nnum_processes: 8\n")
+    assert "the project shards with FSDP (1 place" in init(tree).output
 
 
 def test_a_lazy_port_is_detected_and_switching_is_explained(tree):

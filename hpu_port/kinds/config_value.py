@@ -5,7 +5,9 @@ overrides that training commands pass in scripts (`trainer.device=cuda`).
 Matches a scalar whose key is one of ``keys`` (a key name, or a dotted tail
 of the path to it: `trainer.accelerator`; a key with a `/` is one name)
 and whose value is one of ``values``, a table from the value to its Gaudi
-spelling (`""`: report only, with ``report-message`` when given; `"*"`: any value). ``documents`` lists keys of which the document must hold at least one
+spelling (`""`: report only, with ``report-message`` when given; `"*"`: any value);
+``value-patterns`` adds values to report, as regular expressions the whole
+value matches. ``documents`` lists keys of which the document must hold at least one
 (anywhere) for the rule to read it, so that `precision: 16` is only read in
 a file that looks like a trainer config; ``unless`` lists keys that mark
 another framework's config, which the rule leaves to its own rules (a
@@ -30,13 +32,14 @@ from typing import Iterator
 
 from hpu_port.formats import Edit, Entry
 from hpu_port.kinds import DocumentKind, Match, markdown_table, register_kind, string_list, string_table
+from hpu_port.kinds._patterns import compile_all, full_match
 
 
 @register_kind
 class ConfigValue(DocumentKind):
     name = "config-value"
     KEYS = {"keys": (list, True), "values": (dict, True), "documents": (list, False), "unless": (list, False), "rename-key": (str, False), "roles": (list, False),
-            "report-message": (str, False), "not-under": (list, False)}
+            "report-message": (str, False), "not-under": (list, False), "value-patterns": (list, False)}
     MESSAGE_FIELDS = frozenset({"name", "value", "replacement"})
     FORMATS = ("yaml", "json", "toml", "shell", "notebook", "makefile")
     EXAMPLE_FILE = "config.yaml"
@@ -51,6 +54,7 @@ class ConfigValue(DocumentKind):
             "roles": frozenset(string_list(table.get("roles", []), "roles")),
             "report-message": table.get("report-message", ""),
             "not-under": frozenset(map(_joined, string_list(table.get("not-under", []), "not-under"))),
+            "value-patterns": compile_all(string_list(table.get("value-patterns", []), "value-patterns"), "value-patterns"),
         }
 
     def needles(self, rule) -> tuple[str, ...]:
@@ -78,7 +82,7 @@ class ConfigValue(DocumentKind):
             if entry.value is None or not (self._key_matches(rule, entry) or _read_here(entry, read)):
                 continue
             text = entry.value.value
-            if text not in rule.params["values"] and "*" not in rule.params["values"]:
+            if text not in rule.params["values"] and "*" not in rule.params["values"] and not full_match(rule.params["value-patterns"], text):
                 continue
             replacement = rule.params["values"].get(text, rule.params["values"].get("*", ""))
             template = rule.params["report-message"] if not replacement and rule.params["report-message"] else rule.message
