@@ -247,3 +247,13 @@ def test_json_with_comments_and_trailing_commas_is_read_as_its_tools_read_it():
 def test_json_that_is_not_even_json_with_comments_is_one_error(text, line):
     result = port_bytes("config.json", text.encode(), RULES, True)
     assert result.error is not None and f"line {line}" in result.error and result.new_source is None
+
+
+def test_base_images_a_ci_matrix_hands_to_a_build_are_images():
+    workflow = (
+        "jobs:\n  build:\n    strategy:\n      matrix:\n        include:\n"
+        "          - base_image: mosaicml/pytorch:2.4.0_cu124-python3.11-ubuntu20.04\n"
+        "        base-image: [nvidia/cuda:12.1.0-devel-ubuntu22.04, ubuntu:22.04]\n"
+    )
+    codes = port(".github/workflows/docker.yaml", workflow)[1]
+    assert [code for code, _ in codes] == ["HPU840", "HPU840"]

@@ -105,7 +105,14 @@ class YamlDocument(Document):
         return found
 
     def images(self) -> list[Word]:
-        return [e.value for e in self._entries if e.name == "image" and e.value is not None]
+        """`image:` values, and base images named for a build (a CI matrix's
+        `base_image:`, handed to `docker build --build-arg`), also as list items."""
+        found = []
+        for entry in self._entries:
+            named = entry.name if entry.name is not None else _list_name(entry)
+            if entry.value is not None and named is not None and _joined_name(named) in _IMAGE_KEYS:
+                found.append(entry.value)
+        return found
 
     def requirements(self) -> list[Word]:
         """A conda environment file's `dependencies`, with its `pip:` list,
@@ -163,6 +170,17 @@ class YamlDocument(Document):
 
 
 SHELLS = frozenset({"bash", "sh"})
+_IMAGE_KEYS = frozenset({"image", "base_image", "baseimage", "docker_image", "container_image", "base_docker_image"})
+
+
+def _joined_name(name) -> str:
+    return str(name).replace("-", "_").lower()
+
+
+def _list_name(entry: Entry):
+    """The key of the list an item stands in (`base_image: [a, b]`), or None."""
+    path = entry.path
+    return path[-2] if len(path) >= 2 and isinstance(path[-1], int) and isinstance(path[-2], str) else None
 # Keys whose value is a script, in CI files that list steps (GitHub Actions,
 # CircleCI, Azure Pipelines) and in those whose jobs hold scripts (GitLab CI, Travis CI).
 _STEP_KEYS = frozenset({"run", "script", "bash"})
