@@ -31,6 +31,7 @@ from hpu_port.frameworks import foreign_framework
 from hpu_port.kinds import fallback_codes
 from hpu_port.narrow import narrow_units
 from hpu_port.nesting import python_nesting_problem
+from hpu_port.parse_problems import describe_syntax_error, first_text_line, reparse_problem
 from hpu_port.positions import statement_starts
 from hpu_port.results import FileResult, Finding
 from hpu_port.settings import RuleSet
@@ -428,13 +429,13 @@ def _parse(source: bytes, result: FileResult) -> Optional[cst.Module]:
         with _trusting_the_parser():
             module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        result.error = _describe_syntax_error(source, exc)
+        result.error = describe_syntax_error(source, exc)
         return None
     except SyntaxError as exc:  # raised while reading the encoding declaration
-        result.error = f"cannot decode: {_first_line(str(exc.msg or exc))}"
+        result.error = f"cannot decode: {first_text_line(str(exc.msg or exc))}"
         return None
     except (UnicodeDecodeError, LookupError, ValueError) as exc:
-        result.error = f"cannot decode: {_first_line(str(exc))}"
+        result.error = f"cannot decode: {first_text_line(str(exc))}"
         return None
     except RecursionError:
         result.error = "too deeply nested to parse"
@@ -490,7 +491,7 @@ def _apply(module: cst.Module, plan: EditPlan, source: bytes, result: FileResult
         if new_source is None:
             result.error = "cannot keep the bytes of the lines no rule changed (unusual line endings); nothing was written"
             return
-    problem = _reparse_problem(new_source, source)
+    problem = reparse_problem(new_source, source)
     if problem:
         codes = sorted({f.code for f in result.findings if f.applied})
         result.error = (
@@ -499,65 +500,6 @@ def _apply(module: cst.Module, plan: EditPlan, source: bytes, result: FileResult
         )
         return
     result.new_source = new_source
-
-
-def _describe_syntax_error(source: bytes, exc: cst.ParserSyntaxError) -> str:
-    """One line naming the place and the problem, as Python itself would put
-    it; for code Python reads but libcst does not, libcst's reason."""
-    import warnings
-
-    python_reads_it = False
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(source)
-        python_reads_it = True
-    except SyntaxError as error:
-        if error.lineno is not None:
-            where = f"line {error.lineno}" + (f", column {error.offset}" if error.offset else "")
-            return f"syntax error at {where}: {error.msg}"
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    message = re.sub(r"^parser error: error at \d+:\d+: ", "", _first_line(exc.message))
-    if len(message) > 120:
-        message = message[:117] + "..."
-    where = f"line {exc.raw_line}, column {exc.raw_column + 1}"
-    if python_reads_it:
-        return f"valid Python that libcst, the parser hpu-port uses, cannot read: {where}: {message}"
-    return f"syntax error at {where}: {message}"
-
-
-def _reparse_problem(new: bytes, old: bytes) -> Optional[str]:
-    """Why ``new`` does not parse, or None. The stdlib parser is about ten times
-    faster than libcst's; libcst decides only for code this Python cannot parse
-    (syntax of a newer version)."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            ast.parse(new)
-            return None
-        except SyntaxError as exc:
-            stdlib_problem = f"line {exc.lineno}: {exc.msg}"
-        except (ValueError, RecursionError, MemoryError):
-            stdlib_problem = None
-        try:
-            ast.parse(old)
-            if stdlib_problem:
-                return stdlib_problem
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            pass
-    try:
-        cst.parse_module(new)
-    except Exception as exc:  # any failure means: do not write this output
-        return _first_line(str(exc))
-    return None
-
-
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else text.strip()
 
 
 def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -> FileResult:

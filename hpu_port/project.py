@@ -34,7 +34,7 @@ from typing import Iterable, Optional
 
 from hpu_port._compat import blake2b
 from hpu_port.ast_nodes import breadth_first
-from hpu_port.device.cli_flags import cli_flags
+from hpu_port.device.cli_flags import cli_flags, flag_defaults
 from hpu_port.device.config_reads import config_reads
 from hpu_port.device.declarations import (
     ENUM_NEEDLES,
@@ -110,6 +110,9 @@ class ProjectFacts:
     # them (the runner ports those documents again with it; see
     # ``hpu_port.runner``).
     moved_scripts: tuple = ()
+    # (option string, text default) of the options the project's
+    # `add_argument` calls define with a text default (`--dp-backend`, "nccl").
+    flag_defaults: tuple = ()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     _module_index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -193,6 +196,10 @@ class ProjectFacts:
         False only when its own parsers define ``old`` and not ``new``."""
         return old not in self.cli_flags or new in self.cli_flags
 
+    def flags_defaulting_to(self, values) -> dict:
+        """The project's options whose text default is one of ``values``: option -> default."""
+        return {flag: default for flag, default in self.flag_defaults if default in values}
+
     def config_keys(self, roles) -> frozenset:
         """The config keys the code reads at a position of one of ``roles``."""
         return frozenset(key for key, role in self.config_reads if role in roles)
@@ -206,7 +213,7 @@ class ProjectFacts:
             sorted(self.first_party), sorted(self.packages), self.nvidia_only, self.serves_several,
             sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds, self.device_enums,
             self.hpu_probes, self.nvidia_modules, self.config_reads, sorted(self.cli_flags), sorted(self.kernel_code),
-            self.subclasses, self.parsing_scripts, self.pins, self.argument_clashes, self.moved_scripts,
+            self.subclasses, self.parsing_scripts, self.pins, self.argument_clashes, self.moved_scripts, self.flag_defaults,
         ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
@@ -274,6 +281,7 @@ def find_facts(
         project_pins(sources, dependency_files or {}),
         _common_folder(files),
         clashes,
+        flag_defaults=flag_defaults(sources.values()),
     )
 
 

@@ -59,3 +59,21 @@ def test_a_flag_is_renamed_only_where_the_projects_script_takes_the_new_one(tmp_
     (tmp_path / "train.py").write_bytes(parser + b'p.add_argument("--bf16", action="store_true")\n')
     CliRunner().invoke(main, ["rewrite", "--no-cache", "--fp16-to-bf16", str(tmp_path)], catch_exceptions=False)
     assert "--bf16" in (tmp_path / "run.sh").read_text()
+
+
+def test_a_launch_passes_the_new_default_of_a_project_option_the_port_changes(tmp_path):
+    from hpu_port.device.cli_flags import flag_defaults
+
+    parser = (
+        "import argparse\nimport torch.distributed as dist\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--dp-backend', type=str, default='nccl', metavar='S')\n"
+        "p.add_argument('--name', default='run')\nargs = p.parse_args()\n"
+        "if args.dp_backend == 'nccl':\n    dist.init_process_group(backend=args.dp_backend)\n"
+    )
+    assert flag_defaults([parser.encode()]) == (("--dp-backend", "nccl"), ("--name", "run"))
+    (tmp_path / "train.py").write_text(parser)
+    launch = 'ARGS="--name a \\\n--dp-backend nccl"\npython train.py $(echo ${ARGS})\n'
+    (tmp_path / "run.sh").write_text(launch)
+    CliRunner().invoke(main, ["rewrite", "--no-cache", str(tmp_path)], catch_exceptions=False)
+    assert "if args.dp_backend == 'hccl':" in (tmp_path / "train.py").read_text()
+    assert (tmp_path / "run.sh").read_text() == launch.replace("nccl", "hccl")  # the launch takes the ported branch

@@ -257,3 +257,20 @@ def test_base_images_a_ci_matrix_hands_to_a_build_are_images():
     )
     codes = port(".github/workflows/docker.yaml", workflow)[1]
     assert [code for code, _ in codes] == ["HPU840", "HPU840"]
+
+
+def test_a_launcher_kept_in_a_variable_and_run_by_a_job_steps_shell_gets_the_variable():
+    script = (
+        'export LAUNCHER="torchrun \\\n    --nproc_per_node 8 \\\n    --nnodes $COUNT_NODE \\\n    "\n'
+        'srun $SRUN_ARGS -u bash -c "$LAUNCHER --node_rank $SLURM_PROCID train.py"\n'
+    )
+    assert port("launch.slurm", script)[0] == script.replace('="torchrun', '="PT_HPU_LAZY_MODE=1 torchrun')
+    # Also run by word splitting, where a prefix would be taken for the program: left alone.
+    split_too = script + "$LAUNCHER train.py\n"
+    assert port("launch.slurm", split_too)[0] == split_too
+
+
+def test_a_command_line_kept_in_a_string_and_run_by_word_splitting_is_read_for_its_flags():
+    script = 'SBATCH_CMD="sbatch \\\n    --nodes=${NUM_NODES} \\\n    --gres=gpu:${GPUS} \\\n    eval.slurm"\nID_JOB=$($SBATCH_CMD)\n'
+    output, codes = port("submit.sh", script)
+    assert output == script and ("HPU809", 3) in codes

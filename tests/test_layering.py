@@ -24,7 +24,7 @@ FLOORS = [
     ["launch_flags"],
     ["parallel", "examples", "report_sarif", "report_markdown", "report_ci", "report_html", "baseline", "mode_choice"],
     ["engine", "planning", "toolkit_log"],
-    ["narrow", "nesting", "visitors", "documents"],
+    ["narrow", "nesting", "visitors", "documents", "parse_problems"],
     ["settings", "rules"],
     ["kinds", "rule_cache"],
     ["context"],

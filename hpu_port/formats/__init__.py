@@ -183,6 +183,12 @@ class Document:
         """Variables read (`$X`, `${X:-1}`): their names."""
         return []
 
+    def argument_strings(self) -> list[Command]:
+        """Arguments a script keeps in a string variable and hands to a
+        program by word splitting (`ARGS="--device cuda"` then `python
+        train.py $ARGS`): a command of that program and the string's words."""
+        return []
+
     def requirements(self) -> list[Word]:
         return []
 

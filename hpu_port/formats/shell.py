@@ -11,6 +11,7 @@ commands of their own, named after their marker.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Iterator, Optional
 
 from hpu_port.formats import Assignment, Command, Document, Entry, FormatError, Span, Word, program_name
@@ -68,19 +69,43 @@ class ShellDocument(Document):
         `eval` or `bash -c`: `CMD="torchrun train.py --device cuda"` then
         `eval $CMD`, or `eval "torchrun ..."` itself. Only strings of plain
         words (no quotes, substitutions or escapes inside) are read."""
-        names, found = set(), []
+        evaluated, found = Counter(), []
         for command in commands:
             for word in _evaluated_words(command):
                 # `eval $CMD`, `eval "${LAUNCH} --deepspeed ds.json"`: the variable holds the program.
                 variable = _LEADING_VARIABLE.match(word.value)
                 if variable is not None and word.quote != "'":
-                    names.add(variable.group(1))
+                    evaluated[variable.group(1)] += 1
                 elif word.quote:
                     found += _string_command(word)
+        # A variable also run by word splitting (`$CMD` as a command) would take
+        # an environment prefix for its program: only those read as command lines count.
+        reads = Counter(word.value for word in self.references()) if evaluated else Counter()
+        names = {name for name, count in evaluated.items() if reads[name] == count}
         for node in self._nodes("variable_assignment") if names else ():
             assignment = self._assignment(node)
-            if assignment.name.value in names and assignment.value is not None and assignment.value.quote:
-                found += _string_command(assignment.value)
+            if assignment.name.value in names and assignment.value is not None:
+                found += _string_command(_as_quoted(assignment.value))
+        return found
+
+    def argument_strings(self) -> list[Command]:
+        # Variable -> the command that splits it into words: its arguments,
+        # or (None) the whole command line (`SBATCH_CMD="sbatch ..."`, run as `$SBATCH_CMD`).
+        readers: dict[str, Optional[Command]] = {}
+        for command in self.commands():
+            for index, word in enumerate(command.words):
+                read = _SPLIT_READ.fullmatch(word.value) if not word.quote else None
+                if read is not None:
+                    readers.setdefault(read.group(1) or read.group(2), command if index else None)
+        found = []
+        for node in self._nodes("variable_assignment") if readers else ():
+            assignment = self._assignment(node)
+            name = assignment.name.value
+            words = _argument_words(self.text, assignment.value) if name in readers and assignment.value is not None else ()
+            if words:
+                reader = readers[name]
+                program = (reader.words[0],) if reader is not None else ()
+                found.append(Command((*program, *words), Span(words[0].span.start, words[-1].span.end), False))
         return found
 
     def assignments(self) -> list[Assignment]:
@@ -215,6 +240,8 @@ class ShellDocument(Document):
         return self._directive_commands, self._directive_comments
 
 
+# Programs that run the rest of their line as a command, here or as a job step.
+_RUNNING_WRAPPERS = frozenset({"srun", "nohup", "env", "time", "exec", "timeout", "numactl", "taskset", "stdbuf", "nice"})
 _LEADING_VARIABLE = re.compile(r"\"?\$\{?([A-Za-z_]\w*)\}?(?:\s|\"|$)")
 # Inside a string read as a command line: anything that is not a plain word.
 _NOT_PLAIN = re.compile(r"""['"`\\]|\$\(""")
@@ -229,17 +256,54 @@ def _evaluated_words(command: Command) -> list[Word]:
     name = program_name(words[0].value)
     if name == "eval":
         return list(words[1:2]) if len(words) == 2 else []
+    if name in _RUNNING_WRAPPERS:
+        # `srun $SRUN_ARGS -u bash -c "..."`: the shell the job step runs.
+        at = next((i for i, w in enumerate(words) if program_name(w.value) in ("bash", "sh")), None)
+        words = words[at:] if at is not None else ()
+        name = "bash" if words else ""
     if name in ("bash", "sh") and len(words) >= 3 and words[1].value == "-c":
         return [words[2]]
     return []
 
 
+# `$ARGS`, `${ARGS}` and `$(echo ${ARGS})` as a word of their own: split into arguments.
+_SPLIT_READ = re.compile(r"\$\{?([A-Za-z_]\w*)\}?|\$\(echo \$\{?([A-Za-z_]\w*)\}?\)")
+_BOUNDARY_QUOTE = re.compile(r'(?:(?<=\s)|^)"|"(?=\s|$)')
+# Inside double quotes a backslash before a line break joins the lines.
+_QUOTED_CONTINUATION = re.compile(r"\\\r?\n")
+
+
+def _argument_words(text: str, value: Word) -> tuple[Word, ...]:
+    """The words of a double-quoted string of plain arguments, placed in the
+    file (continued over lines with `\\`); () for any other string."""
+    span = value.span
+    if span.end - span.start < 2 or text[span.start] != '"' or text[span.end - 1] != '"':
+        return ()  # a string with expansions is a word as written: its quotes are in its span
+    inner = Span(span.start + 1, span.end - 1)
+    source = _QUOTED_CONTINUATION.sub(lambda m: " " * len(m.group()), text[inner.start:inner.end])
+    # A quote that closes and reopens the string around a word (`\\n"${DATASETS}" \\`) parts words.
+    source = _BOUNDARY_QUOTE.sub(" ", source)
+    if re.search(r"""['"`\\]|\$\(""", source):
+        return ()
+    return tuple(Word(m.group(), Span(inner.start + m.start(), inner.start + m.end())) for m in re.finditer(r"\S+", source))
+
+
+def _as_quoted(word: Word) -> Word:
+    """A double-quoted string that holds expansions (a word as written, its
+    quotes in its value) as the quoted string it is; other words as they are."""
+    if not word.quote and len(word.value) >= 2 and word.value[0] == word.value[-1] == '"':
+        return Word(word.value[1:-1], word.span, '"')
+    return word
+
+
 def _string_command(word: Word) -> list[Command]:
-    """The command line a quoted string holds, its words placed in the file."""
+    """The command line a quoted string holds, its words placed in the file
+    (continued over lines with `\\`, which the quotes join)."""
     inner = word.inner
-    if not word.value.strip() or _NOT_PLAIN.search(word.value) or len(word.value) != inner.end - inner.start:
+    text = _QUOTED_CONTINUATION.sub(lambda m: " " * len(m.group()), word.value) if word.quote == '"' else word.value
+    if not text.strip() or _NOT_PLAIN.search(text) or len(word.value) != inner.end - inner.start:
         return []
-    words = tuple(Word(m.group(), Span(inner.start + m.start(), inner.start + m.end())) for m in re.finditer(r"\S+", word.value))
+    words = tuple(Word(m.group(), Span(inner.start + m.start(), inner.start + m.end())) for m in re.finditer(r"\S+", text))
     return [Command(words, Span(words[0].span.start, words[-1].span.end), True)]
 
 

@@ -110,6 +110,7 @@ class CommandFlag(DocumentKind):
         "values": (dict, False),
         "replace-values": (dict, False),
         "fix-when": (list, False),
+        "project-defaults": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "value", "replacement"})
     FORMATS = FORMATS
@@ -123,18 +124,23 @@ class CommandFlag(DocumentKind):
             "values": {flag: compile_all([p], "values")[0] for flag, p in values.items()},
             "replace-values": string_table(table.get("replace-values", {}), "replace-values"),
             "fix-when": string_list(table.get("fix-when", []), "fix-when"),
+            "project-defaults": string_list(table.get("project-defaults", []), "project-defaults"),
         }
 
     def needles(self, rule) -> tuple[str, ...]:
         return tuple(flag.lstrip("-").lower() for flag in rule.params["flags"])
+
+    def project_needles(self, rule, facts) -> tuple[str, ...]:
+        flags = _project_flags(rule, facts)
+        return self.needles(rule) + tuple(sorted(flag.lstrip("-").lower() for flag in flags))
 
     def describe(self, rule) -> str:
         shown = {flag: new or "(report only)" for flag, new in rule.params["flags"].items()}
         return markdown_table(("flag", "on Gaudi"), shown, code_values=False)
 
     def match(self, rule, document, options) -> Iterator[Match]:
-        params = rule.params
-        for command in document.commands():
+        params = _with_project_flags(rule, document.facts)
+        for command in document.commands() + document.argument_strings():
             if params["programs"] and not any(runs(command, spec) for spec in params["programs"]):
                 continue
             fixable = not params["fix-when"] or any(_flag_of(w.value) in params["fix-when"] for w in command.words)
@@ -153,21 +159,21 @@ class CommandFlag(DocumentKind):
                 pattern = params["values"].get(flag)
                 if pattern is not None and (value is None or not pattern.fullmatch(value.value)):
                     continue
-                edits = self._fix(rule, word, flag, value, document.facts) if fixable else ()
+                edits = self._fix(params, word, flag, value, document.facts) if fixable else ()
                 changes_value = not params["flags"][flag]
-                if behind is not None and behind[1] and changes_value and not _read_only_as_values(rule, document, behind[1]):
+                if behind is not None and behind[1] and changes_value and not _read_only_as_values(params, document, behind[1]):
                     edits = ()
                 replacement = params["flags"][flag] or (params["replace-values"].get(value.value, "") if value else "")
                 message = rule.message.format(name=flag, value=shown, replacement=replacement)
                 yield Match(word.span, message, edits)
 
-    def _fix(self, rule, word: Word, flag: str, value: Optional[Word], facts=None) -> tuple:
-        new_flag = rule.params["flags"][flag]
+    def _fix(self, params, word: Word, flag: str, value: Optional[Word], facts=None) -> tuple:
+        new_flag = params["flags"][flag]
         if new_flag:
             if facts is not None and not facts.takes_flag(flag, new_flag):
                 return ()  # the project's script defines `--fp16` and no `--bf16`: a person adds it
             return (Edit(Span(word.span.start, word.span.start + len(flag)), new_flag),)
-        new_value = rule.params["replace-values"].get(value.value) if value is not None else None
+        new_value = params["replace-values"].get(value.value) if value is not None else None
         if not new_value:
             return ()
         if not value.quote:
@@ -175,6 +181,27 @@ class CommandFlag(DocumentKind):
         inner = value.inner
         # Inside quotes only when the text is the value as written (no escapes).
         return (Edit(inner, new_value),) if inner.end - inner.start == len(value.value) else ()
+
+
+def _project_flags(rule, facts) -> dict:
+    """The project's own options whose default is a value the rule replaces
+    (``project-defaults``: `--dp-backend` defaulting to "nccl"): option -> default."""
+    wanted = rule.params.get("project-defaults") or ()
+    if not wanted or facts is None:
+        return {}
+    return {flag: default for flag, default in facts.flags_defaulting_to(wanted).items() if flag not in rule.params["flags"]}
+
+
+def _with_project_flags(rule, facts) -> dict:
+    """The rule's parameters, with the project's options of ``project-defaults``
+    as flags whose value is that default (the port changes it in the Python)."""
+    extra = _project_flags(rule, facts)
+    if not extra:
+        return rule.params
+    params = dict(rule.params)
+    params["flags"] = {**rule.params["flags"], **{flag: "" for flag in extra}}
+    params["values"] = {**rule.params["values"], **{flag: re.compile(re.escape(default)) for flag, default in extra.items()}}
+    return params
 
 
 _OFF = frozenset({"False", "false", "FALSE", "no", "No"})
@@ -217,14 +244,14 @@ def _literal_behind(document, value: Word) -> Optional[tuple[Word, str]]:
     return (defaulted[1], name) if defaulted is not None and defaulted[0] == name else None
 
 
-def _read_only_as_values(rule, document, name: str) -> bool:
+def _read_only_as_values(params, document, name: str) -> bool:
     """Whether every read of the variable ``name`` (but the one in its own
     default) is the value of one of the rule's flags, so that changing what
     it is set to changes nothing else."""
     as_values = 0
     for command in document.commands():
         for index, word in enumerate(command.words[1:], 1):
-            if _flag_of(word.value) in rule.params["flags"] and not word.quote:
+            if _flag_of(word.value) in params["flags"] and not word.quote:
                 value = flag_value(command.words, index)
                 as_values += value is not None and _variable(value.value) == name
     setting = next(a.value.span for a in document.assignments() if a.name.value == name)
