@@ -274,3 +274,27 @@ def test_a_command_line_kept_in_a_string_and_run_by_word_splitting_is_read_for_i
     script = 'SBATCH_CMD="sbatch \\\n    --nodes=${NUM_NODES} \\\n    --gres=gpu:${GPUS} \\\n    eval.slurm"\nID_JOB=$($SBATCH_CMD)\n'
     output, codes = port("submit.sh", script)
     assert output == script and ("HPU809", 3) in codes
+
+
+def test_configs_a_script_writes_with_a_here_document_are_read_as_configs():
+    script = (
+        'cat << EOT > $DEEPSPEED_CONFIG_FILE\n{\n  "fp16": {"enabled": true},\n'
+        '  "zero_optimization": {"stage": 3},\n  "train_micro_batch_size_per_gpu": $MBS\n}\nEOT\n'
+        'cat > accelerate.yaml <<"EOF"\ndistributed_type: FSDP\nmixed_precision: fp16\nEOF\n'
+    )
+    rules = RuleSet([r for r in load_rules() if r.code.startswith("HPU8")], Options(fp16_to_bf16=True))
+    result = port_bytes("train.slurm", script.encode(), rules, True)
+    assert {(f.code, f.line) for f in result.findings} >= {("HPU830", 3), ("HPU833", 4), ("HPU849", 9), ("HPU822", 10)}
+    assert result.new_source.decode() == script.replace('"fp16": {', '"bf16": {').replace("precision: fp16", "precision: bf16")
+
+
+@pytest.mark.parametrize("script", [
+    # The script chooses whether fp16 is on: reported, not renamed.
+    'cat << EOT > ds.json\n{\n  "fp16": {"enabled": $ENABLE_FP16}\n}\nEOT\n',
+    # Written to a file of no config type, or not written to a file at all.
+    'cat << EOT > notes.txt\nmixed_precision: fp16\nEOT\n',
+    'python - << EOT\n{"fp16": {"enabled": true}}\nEOT\n',
+])
+def test_a_here_document_is_edited_only_where_it_is_a_config_and_its_text_is_literal(script):
+    rules = RuleSet([r for r in load_rules() if r.code.startswith("HPU8")], Options(fp16_to_bf16=True))
+    assert port_bytes("run.sh", script.encode(), rules, True).new_source is None

@@ -48,6 +48,7 @@ class ShellDocument(Document):
         self._read_directives = directives
         self._commands: Optional[list[Command]] = None
         self._assignments: Optional[list[Assignment]] = None
+        self._entries: Optional[list[Entry]] = None
         self._comments: Optional[list[Span]] = None
         self._all: Optional[list[Span]] = None  # every comment node, job directives too
         self._directive_commands: Optional[list[Command]] = None
@@ -129,7 +130,29 @@ class ShellDocument(Document):
         return container_images(self.commands())
 
     def entries(self) -> list[Entry]:
-        return override_entries(self.commands())
+        if self._entries is None:
+            self._entries = override_entries(self.commands()) + self._written_configs()
+        return self._entries
+
+    def _written_configs(self) -> list[Entry]:
+        """The entries of configs the script writes with a here-document (``formats.heredocs``)."""
+        from hpu_port.formats.heredocs import config_entries, writes_a_file
+
+        found = []
+        for number, node in enumerate(self._nodes("heredoc_redirect")):
+            statement = node.parent
+            command = next((c for c in statement.children if c.type == "command"), None) if statement is not None else None
+            body = next((c for c in node.children if c.type == "heredoc_body"), None)
+            if command is None or body is None:
+                continue
+            redirects = [c for c in (*statement.children, *node.children) if c.type == "file_redirect"]
+            targets = [self.text[self._span(r).start:self._span(r).end].lstrip(">| ") for r in redirects]
+            target = writes_a_file(program_name(self._word(command.children[0]).value), targets)
+            if target is None:
+                continue
+            expansions = [self._span(c) for c in body.children if c.type in ("simple_expansion", "expansion", "command_substitution")]
+            found += config_entries(self.text, self._span(body), target, expansions, 1 + number)
+        return found
 
     def comment_spans(self) -> list[Span]:
         """Comments; a job directive (`#SBATCH --gres=gpu:1`) is a command

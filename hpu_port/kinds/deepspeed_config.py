@@ -22,7 +22,7 @@ class DeepSpeedConfig(DocumentKind):
     name = "deepspeed-config"
     KEYS = {"section": (str, True), "rename-to": (str, True), "keep": (list, True), "drop": (list, True), "documents": (list, True)}
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
-    FORMATS = ("json", "yaml")
+    FORMATS = ("json", "yaml", "shell")  # shell: configs a script writes with a here-document
     EXAMPLE_FILE = "ds_config.json"
 
     def build_params(self, table):
@@ -38,8 +38,14 @@ class DeepSpeedConfig(DocumentKind):
         return (rule.params["section"].lower(),)
 
     def match(self, rule, document, options) -> Iterator[Match]:
+        by_document: dict[int, list] = {}
+        for entry in document.entries():
+            by_document.setdefault(entry.document, []).append(entry)
+        for entries in by_document.values():
+            yield from self._match_config(rule, entries)
+
+    def _match_config(self, rule, entries: list) -> Iterator[Match]:
         params = rule.params
-        entries = document.entries()
         top = {e.path[0]: e for e in entries if len(e.path) == 1 and e.key is not None}
         if not params["documents"] & set(top):
             return
@@ -53,7 +59,9 @@ class DeepSpeedConfig(DocumentKind):
             # Hugging Face's integration): that flag is what changes.
             return
         message = rule.message.format(name=params["section"], replacement=params["rename-to"])
-        yield Match(section.key.span, message, self._fix(rule, top, section, members))
+        # `"enabled": $ENABLE_FP16` in a config a script writes: the script chooses; a person decides.
+        chosen_by_script = enabled is not None and enabled.value is not None and enabled.value.quote == "?"
+        yield Match(section.key.span, message, () if chosen_by_script else self._fix(rule, top, section, members))
 
     def _fix(self, rule, top: dict, section, members: list) -> tuple:
         params = rule.params
