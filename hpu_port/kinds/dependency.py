@@ -29,7 +29,8 @@ from hpu_port.kinds import DocumentKind, Match, register_kind, string_list, stri
 from hpu_port.triggers import name_trigger
 
 # A version pin or upper bound, which the installed build may not satisfy.
-_PINNED = re.compile(r"==|~=|<|@\s*(?:git\+|https?:|file:)")
+# Also conda's `name=1.2` (one `=` after the name: an exact version).
+_PINNED = re.compile(r"==|~=|<|@\s*(?:git\+|https?:|file:)|^\s*(?:[\w.-]+::)?[A-Za-z0-9][\w.-]*\s*=[^=]")
 _NAME = re.compile(r"\s*(?:[A-Za-z0-9_.-]+::)?([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
