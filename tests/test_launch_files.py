@@ -289,7 +289,7 @@ def test_configs_a_script_writes_with_a_here_document_are_read_as_configs():
 
 
 @pytest.mark.parametrize("script", [
-    # The script chooses whether fp16 is on: reported, not renamed.
+    # The script chooses whether fp16 is on, where it sets the variable: left to it.
     'cat << EOT > ds.json\n{\n  "fp16": {"enabled": $ENABLE_FP16}\n}\nEOT\n',
     # Written to a file of no config type, or not written to a file at all.
     'cat << EOT > notes.txt\nmixed_precision: fp16\nEOT\n',

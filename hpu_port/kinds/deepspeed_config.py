@@ -58,10 +58,12 @@ class DeepSpeedConfig(DocumentKind):
             # Switched off, or left to the trainer's own fp16 flag (`"auto"`,
             # Hugging Face's integration): that flag is what changes.
             return
+        if enabled is not None and enabled.value is not None and enabled.value.quote == "?":
+            # `"enabled": $ENABLE_FP16` in a config a script writes: the script
+            # chooses where it sets the variable, as the trainer does for "auto".
+            return
         message = rule.message.format(name=params["section"], replacement=params["rename-to"])
-        # `"enabled": $ENABLE_FP16` in a config a script writes: the script chooses; a person decides.
-        chosen_by_script = enabled is not None and enabled.value is not None and enabled.value.quote == "?"
-        yield Match(section.key.span, message, () if chosen_by_script else self._fix(rule, top, section, members))
+        yield Match(section.key.span, message, self._fix(rule, top, section, members))
 
     def _fix(self, rule, top: dict, section, members: list) -> tuple:
         params = rule.params
