@@ -138,3 +138,11 @@ def test_a_requirement_installed_from_git_is_named_by_its_egg_or_repository():
 def test_a_deepspeed_section_switched_off_in_yaml_is_left_alone():
     source = b"train_batch_size: 8\nfp16:\n  enabled: false\n  loss_scale: 0\n"
     assert port_bytes("ds_config.yaml", source, ruleset(fp16_to_bf16=True), True).findings == []
+
+
+def test_a_script_the_parser_gives_up_on_whole_is_reported_where_the_problem_starts():
+    # An unclosed `${` makes the whole file one error node: bash itself fails at
+    # the end of the file; the line to look at is where the expansion opens.
+    source = b"#!/bin/bash\n#SBATCH --nodes=1\nexport A=1\n\npython ${ROOT/run.py \\\n  --device cuda\n"
+    result = port_bytes("train.slurm", source, ruleset(), True)
+    assert result.error is not None and "line 5" in result.error and result.new_source is None

@@ -478,10 +478,24 @@ def _without_bare_heredocs(data: bytes) -> bytes:
     return b"".join(out)
 
 
+# Whole statements: where the parser gives up on the file as a whole, the
+# first child of its error node that is not one is where the problem starts.
+_STATEMENTS = frozenset({
+    "comment", "command", "declaration_command", "variable_assignment", "variable_assignments", "redirected_statement",
+    "if_statement", "for_statement", "c_style_for_statement", "while_statement", "case_statement", "function_definition",
+    "pipeline", "list", "subshell", "compound_statement", "negated_command", "test_command", "unset_command",
+})
+
+
 def _first_error_line(root) -> Optional[int]:
     stack = [root]
     while stack:
         node = stack.pop()
+        if node.type == "ERROR" and node.parent is None:
+            # The whole file failed (an unclosed `${` or quote): not line 1, but
+            # where the first piece that is no statement starts.
+            inside = next((c for c in node.children if c.type not in _STATEMENTS), node)
+            return inside.start_point[0] + 1
         if node.type == "ERROR" or node.is_missing:
             return node.start_point[0] + 1
         stack.extend(reversed([c for c in node.children if c.has_error or c.type == "ERROR" or c.is_missing]))
