@@ -575,30 +575,31 @@ def port_notebook(path: str, raw: bytes, ruleset: RuleSet, apply: bool = True) -
 
 
 # Jupyter runs each cell on its own, so a cell that is not Python (shell
-# commands pasted without `!`, code for a later Python) fails alone: the
+# commands pasted without `!`, code for another Python) fails alone: the
 # others are ported, and it is left as it is (an unread part, HPU870).
-_MAX_UNREADABLE_CELLS = 8
-_ERROR_LINE = re.compile(r"\bline (\d+)")
-
-
 def _without_unreadable_cells(path, raw, ruleset, apply, notebook, module_text, ported):
-    """Port again without each cell the parser stops at, up to a few of them."""
+    """When the cells do not parse as one module, port again without the
+    cells that the parser cannot read on their own."""
     from hpu_port import notebooks
 
-    left_out = set()
-    for _ in range(_MAX_UNREADABLE_CELLS):
-        found = _ERROR_LINE.search(ported.error or "") if "syntax" in (ported.error or "") or "cannot read" in (ported.error or "") else None
-        if found is None:
-            break
-        cell, _ = notebooks.cell_of_line(notebook, module_text, int(found.group(1)))
-        if cell in left_out:
-            break
-        left_out.add(cell)
-        notebook = notebooks.load(raw)
-        notebook.skipped.update(left_out)
-        module_text = notebooks.to_module(notebook)
-        ported = port_source(path, module_text.encode("utf-8"), ruleset, apply)
-    return notebook, module_text, ported
+    error = ported.error or ""
+    if not (error.startswith("syntax error") or "cannot read" in error):
+        return notebook, module_text, ported
+    unreadable = {number for number, lines in notebook.masked.items() if not _parses("".join(c + "\n" for c, _ in lines))}
+    if not unreadable:
+        return notebook, module_text, ported  # the cells only fail together: the error stands
+    notebook = notebooks.load(raw)
+    notebook.skipped.update(unreadable)
+    module_text = notebooks.to_module(notebook)
+    return notebook, module_text, port_source(path, module_text.encode("utf-8"), ruleset, apply)
+
+
+def _parses(code: str) -> bool:
+    try:
+        cst.parse_module(code)
+    except Exception:  # any failure: this parser cannot read the cell
+        return False
+    return True
 
 
 def _kept_whole(ported: FileResult, text: str) -> bool:
