@@ -77,3 +77,14 @@ def test_a_launch_passes_the_new_default_of_a_project_option_the_port_changes(tm
     CliRunner().invoke(main, ["rewrite", "--no-cache", str(tmp_path)], catch_exceptions=False)
     assert "if args.dp_backend == 'hccl':" in (tmp_path / "train.py").read_text()
     assert (tmp_path / "run.sh").read_text() == launch.replace("nccl", "hccl")  # the launch takes the ported branch
+
+
+def test_a_launch_gives_bfloat16_to_an_option_the_code_turns_into_a_dtype(tmp_path):
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--load-dtype', default='float32')\n"
+        "args = p.parse_args()\nmodel = torch.nn.Linear(2, 2).to(getattr(torch, args.load_dtype))\n"
+    )
+    launch = "torchrun train.py --load-dtype float16 --other-dtype float16\n"
+    (tmp_path / "run.sh").write_text(launch)
+    result = CliRunner().invoke(main, ["rewrite", "--no-cache", "--fp16-to-bf16", str(tmp_path)], catch_exceptions=False)
+    assert "--load-dtype bfloat16 --other-dtype float16" in (tmp_path / "run.sh").read_text(), result.output

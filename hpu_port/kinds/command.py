@@ -111,6 +111,7 @@ class CommandFlag(DocumentKind):
         "replace-values": (dict, False),
         "fix-when": (list, False),
         "project-defaults": (list, False),
+        "project-roles": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "value", "replacement"})
     FORMATS = FORMATS
@@ -125,6 +126,7 @@ class CommandFlag(DocumentKind):
             "replace-values": string_table(table.get("replace-values", {}), "replace-values"),
             "fix-when": string_list(table.get("fix-when", []), "fix-when"),
             "project-defaults": string_list(table.get("project-defaults", []), "project-defaults"),
+            "project-roles": string_list(table.get("project-roles", []), "project-roles"),
         }
 
     def needles(self, rule) -> tuple[str, ...]:
@@ -184,23 +186,35 @@ class CommandFlag(DocumentKind):
 
 
 def _project_flags(rule, facts) -> dict:
-    """The project's own options whose default is a value the rule replaces
-    (``project-defaults``: `--dp-backend` defaulting to "nccl"): option -> default."""
-    wanted = rule.params.get("project-defaults") or ()
-    if not wanted or facts is None:
+    """The project's own options the rule reads too: option -> the pattern
+    of the values it acts on. ``project-defaults``: options whose default is
+    a value the rule replaces (`--dp-backend` defaulting to "nccl"; the port
+    changes that default in the Python). ``project-roles``: options named
+    for a config key the code reads at such a position (`--torch_dtype`,
+    read by `getattr(torch, args.torch_dtype)`), with the values of
+    ``replace-values``."""
+    if facts is None:
         return {}
-    return {flag: default for flag, default in facts.flags_defaulting_to(wanted).items() if flag not in rule.params["flags"]}
+    found = {}
+    wanted = rule.params.get("project-defaults") or ()
+    if wanted:
+        found.update({flag: re.escape(default) for flag, default in facts.flags_defaulting_to(wanted).items()})
+    roles = rule.params.get("project-roles") or ()
+    if roles:
+        values = "|".join(map(re.escape, rule.params["replace-values"]))
+        for key in facts.config_keys(roles):
+            found.update({f"--{key}": values, f"--{key.replace('_', '-')}": values})
+    return {flag: pattern for flag, pattern in found.items() if flag not in rule.params["flags"]}
 
 
 def _with_project_flags(rule, facts) -> dict:
-    """The rule's parameters, with the project's options of ``project-defaults``
-    as flags whose value is that default (the port changes it in the Python)."""
+    """The rule's parameters, with the project's options of ``_project_flags``."""
     extra = _project_flags(rule, facts)
     if not extra:
         return rule.params
     params = dict(rule.params)
     params["flags"] = {**rule.params["flags"], **{flag: "" for flag in extra}}
-    params["values"] = {**rule.params["values"], **{flag: re.compile(re.escape(default)) for flag, default in extra.items()}}
+    params["values"] = {**rule.params["values"], **{flag: re.compile(pattern) for flag, pattern in extra.items()}}
     return params
 
 
