@@ -298,3 +298,31 @@ def test_configs_a_script_writes_with_a_here_document_are_read_as_configs():
 def test_a_here_document_is_edited_only_where_it_is_a_config_and_its_text_is_literal(script):
     rules = RuleSet([r for r in load_rules() if r.code.startswith("HPU8")], Options(fp16_to_bf16=True))
     assert port_bytes("run.sh", script.encode(), rules, True).new_source is None
+
+
+MEGATRON_JOB = '''GPT_ARGS=" \\
+    --num-layers 24 \\
+    --distributed-backend nccl \\
+    "
+export LAUNCHER="python -u -m torch.distributed.launch \\
+    --nproc_per_node $GPUS_PER_NODE \\
+    "
+export CMD=" \\
+    `pwd`/pretrain_gpt.py \\
+    $GPT_ARGS \\
+    --device cuda \\
+    "
+echo $CMD
+srun --jobid $SLURM_JOBID bash -c '$LAUNCHER --node_rank $SLURM_PROCID $CMD' 2>&1 | tee log.txt
+'''
+
+
+def test_a_megatron_style_job_reads_its_launcher_and_argument_strings_through_the_inner_shell():
+    output, codes = port("train.slurm", MEGATRON_JOB)
+    assert output == (
+        MEGATRON_JOB.replace('LAUNCHER="python', 'LAUNCHER="PT_HPU_LAZY_MODE=1 python')
+        .replace("backend nccl", "backend hccl").replace("--device cuda", "--device hpu")
+    )
+    # Not exported, the launcher does not reach the single-quoted inner shell: left alone.
+    private = MEGATRON_JOB.replace("export LAUNCHER", "LAUNCHER")
+    assert 'LAUNCHER="python' in port("train.slurm", private)[0]

@@ -70,7 +70,7 @@ class ShellDocument(Document):
         `eval` or `bash -c`: `CMD="torchrun train.py --device cuda"` then
         `eval $CMD`, or `eval "torchrun ..."` itself. Only strings of plain
         words (no quotes, substitutions or escapes inside) are read."""
-        evaluated, found = Counter(), []
+        evaluated, inner, found = Counter(), set(), []
         for command in commands:
             for word in _evaluated_words(command):
                 # `eval $CMD`, `eval "${LAUNCH} --deepspeed ds.json"`: the variable holds the program.
@@ -78,35 +78,92 @@ class ShellDocument(Document):
                 if variable is not None and word.quote != "'":
                     evaluated[variable.group(1)] += 1
                 elif word.quote:
+                    if variable is not None:
+                        inner.add(variable.group(1))  # `bash -c '$LAUNCHER ...'`: the inner shell expands it
                     found += _string_command(word)
         # A variable also run by word splitting (`$CMD` as a command) would take
         # an environment prefix for its program: only those read as command lines count.
-        reads = Counter(word.value for word in self.references()) if evaluated else Counter()
+        reads = Counter(word.value for word in self.references()) if evaluated or inner else Counter()
         names = {name for name, count in evaluated.items() if reads[name] == count}
+        # Within single quotes only an exported variable reaches the inner shell (its reads there are not counted above).
+        names |= {name for name in inner if reads[name] == evaluated[name] and name in self._exported()}
         for node in self._nodes("variable_assignment") if names else ():
             assignment = self._assignment(node)
             if assignment.name.value in names and assignment.value is not None:
                 found += _string_command(_as_quoted(assignment.value))
         return found
 
+    def _exported(self) -> set:
+        """The variables `export` marks (`export X=...`, `export X`)."""
+        found = set()
+        for node in self._nodes("declaration_command"):
+            if node.children and self.text[self._span(node.children[0]).start:self._span(node.children[0]).end] == "export":
+                for child in node.children[1:]:
+                    target = child.child_by_field_name("name") if child.type == "variable_assignment" else child
+                    if target is not None and target.type == "variable_name":
+                        found.add(self.text[self._span(target).start:self._span(target).end])
+        return found
+
     def argument_strings(self) -> list[Command]:
-        # Variable -> the command that splits it into words: its arguments,
-        # or (None) the whole command line (`SBATCH_CMD="sbatch ..."`, run as `$SBATCH_CMD`).
-        readers: dict[str, Optional[Command]] = {}
+        strings = self._argument_string_values()
+        if not strings:
+            return []
+        # Variable -> the program its words are handed to (None: the string is a whole command line).
+        programs: dict[str, Optional[Word]] = {}
         for command in self.commands():
+            if command.program in _PRINTERS:
+                continue  # `echo $CMD` shows the line; it is run elsewhere
+            # `$LAUNCHER $CMD`: the program is the first word of the launcher's string.
+            head = command.words[0] if command.words else None
+            program = strings[_split_read(head)][0] if head is not None and _split_read(head) in strings else head
             for index, word in enumerate(command.words):
-                read = _SPLIT_READ.fullmatch(word.value) if not word.quote else None
-                if read is not None:
-                    readers.setdefault(read.group(1) or read.group(2), command if index else None)
+                name = _split_read(word)
+                if name in strings:
+                    programs.setdefault(name, program if index else None)
+        for program, names in self._evaluated_reads(strings):
+            for name in names:
+                if name in strings:
+                    programs.setdefault(name, program)
+        # `CMD="... $GPT_ARGS ..."`: a string spliced into one that is split is split too.
+        pending = list(programs)
+        while pending:
+            outer = pending.pop()
+            for word in strings[outer]:
+                name = _split_read(word)
+                if name in strings and name not in programs:
+                    programs[name] = programs[outer] if programs[outer] is not None else strings[outer][0]
+                    pending.append(name)
         found = []
-        for node in self._nodes("variable_assignment") if readers else ():
+        for name, program in programs.items():
+            words = strings[name]
+            head = (program,) if program is not None else ()
+            found.append(Command((*head, *words), Span(words[0].span.start, words[-1].span.end), False))
+        return found
+
+    def _argument_string_values(self) -> dict[str, tuple]:
+        """Variable -> the words of the plain double-quoted string it is set to (set once)."""
+        values: dict[str, list] = {}
+        for node in self._nodes("variable_assignment"):
             assignment = self._assignment(node)
-            name = assignment.name.value
-            words = _argument_words(self.text, assignment.value) if name in readers and assignment.value is not None else ()
-            if words:
-                reader = readers[name]
-                program = (reader.words[0],) if reader is not None else ()
-                found.append(Command((*program, *words), Span(words[0].span.start, words[-1].span.end), False))
+            if assignment.value is not None:
+                values.setdefault(assignment.name.value, []).append(_argument_words(self.text, assignment.value))
+        return {name: sets[0] for name, sets in values.items() if len(sets) == 1 and sets[0]}
+
+    def _evaluated_reads(self, strings: dict) -> list[tuple]:
+        """(program, variables) for each command line run through `bash -c`
+        or `eval` (quoted either way: the inner shell splits what it expands):
+        the variables it reads as words, and the program it runs (the first
+        word of the variable it starts with: `bash -c '$LAUNCHER $CMD'`)."""
+        found = []
+        for command in self.commands():
+            for word in _evaluated_words(command):
+                parts = word.value.split()
+                if not parts:
+                    continue
+                leading = _split_read(Word(parts[0], word.span))
+                program = strings[leading][0] if leading in strings else None
+                names = [_split_read(Word(part, word.span)) for part in parts[1 if program is not None else 0:]]
+                found.append((program, [name for name in names if name]))
         return found
 
     def assignments(self) -> list[Assignment]:
@@ -289,6 +346,17 @@ def _evaluated_words(command: Command) -> list[Word]:
     return []
 
 
+# Programs that print a command line rather than run it.
+_PRINTERS = frozenset({"echo", "printf"})
+
+
+def _split_read(word: Word) -> str:
+    """The variable a word reads for word splitting (`$ARGS`, `${ARGS}`,
+    `$(echo ${ARGS})`, unquoted), or ""."""
+    found = _SPLIT_READ.fullmatch(word.value) if not word.quote else None
+    return (found.group(1) or found.group(2)) if found is not None else ""
+
+
 # `$ARGS`, `${ARGS}` and `$(echo ${ARGS})` as a word of their own: split into arguments.
 _SPLIT_READ = re.compile(r"\$\{?([A-Za-z_]\w*)\}?|\$\(echo \$\{?([A-Za-z_]\w*)\}?\)")
 _BOUNDARY_QUOTE = re.compile(r'(?:(?<=\s)|^)"|"(?=\s|$)')
@@ -306,9 +374,11 @@ def _argument_words(text: str, value: Word) -> tuple[Word, ...]:
     source = _QUOTED_CONTINUATION.sub(lambda m: " " * len(m.group()), text[inner.start:inner.end])
     # A quote that closes and reopens the string around a word (`\\n"${DATASETS}" \\`) parts words.
     source = _BOUNDARY_QUOTE.sub(" ", source)
-    if re.search(r"""['"`\\]|\$\(""", source):
+    words = tuple(Word(m.group(), Span(inner.start + m.start(), inner.start + m.end())) for m in re.finditer(r"\S+", source))
+    # A word may hold a substitution of its own (`` `pwd`/train.py ``), not quotes or escapes.
+    if not words or any(re.search(r"""['"\\]""", w.value) or w.value.count("`") % 2 or w.value.count("$(") != w.value.count(")") for w in words):
         return ()
-    return tuple(Word(m.group(), Span(inner.start + m.start(), inner.start + m.end())) for m in re.finditer(r"\S+", source))
+    return words
 
 
 def _as_quoted(word: Word) -> Word:

@@ -39,13 +39,28 @@ FORMATS = ("shell", "dockerfile", "yaml", "notebook", "makefile", "apptainer", "
 
 
 def runs(command: Command, spec: str) -> bool:
-    """Whether ``command`` runs ``spec`` (`docker run`), after any wrapper."""
+    """Whether ``command`` runs ``spec`` (`docker run`), after any wrapper;
+    `python -m torch.distributed.run` also with Python's own options before
+    `-m` (`python -u -m ...`)."""
     wanted = spec.split()
     names = [program_name(w.value) if i == 0 else w.value for i, w in enumerate(command.words)]
     for start in range(len(names)):
-        if program_name(names[start]) == wanted[0] and names[start + 1: start + len(wanted)] == wanted[1:]:
+        if program_name(names[start]) != wanted[0]:
+            continue
+        rest = names[start + 1:]
+        if wanted[0] == "python" and wanted[1:2] == ["-m"]:
+            rest = _after_python_options(rest)
+        if rest[: len(wanted) - 1] == wanted[1:]:
             return True
     return False
+
+
+def _after_python_options(words: list) -> list:
+    """The words after the interpreter's own options (`-u`, `-B`, `-W error`), from `-m` on."""
+    index = 0
+    while index < len(words) and words[index].startswith("-") and words[index] != "-m":
+        index += 2 if words[index] in ("-W", "-X") else 1
+    return words[index:]
 
 
 @register_kind
