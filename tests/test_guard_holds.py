@@ -78,3 +78,14 @@ def test_a_probe_in_a_module_whose_gaudi_import_is_optional_asks_for_torch_hpu_f
     assert "message = f\"CUDA found: {(hasattr(torch, 'hpu') and torch.hpu.is_available())}\"" in text
     # A script keeps the plain probe: it imports Gaudi's modules unconditionally.
     assert ported('import torch\nok = torch.cuda.is_available()\n').count("hasattr") == 0
+
+
+def test_a_device_string_whose_cuda_test_cannot_be_ported_stays_with_it():
+    # `torch` reaches the module through a `*` import: the port cannot tell the
+    # test is torch's and leaves it, so its arm must stay "cuda" too.
+    code = 'from .blocks import *\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+    result = port(code)
+    assert (result.new_source or result.source).decode() == code
+    assert any(f.code == "HPU110" and "not known to be torch's" in f.message for f in result.findings)
+    # Where the module imports torch itself, both change together.
+    assert 'torch.device("hpu" if torch.hpu.is_available() else "cpu")' in ported("import torch\n" + code.split("\n", 2)[2])

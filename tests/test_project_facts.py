@@ -742,3 +742,22 @@ def test_where_the_project_is_checked_out_does_not_make_its_modules_tests(tmp_pa
     checkout = tmp_path / "test"
     facts = find_facts({str(checkout / "a" / "b" / "train.py"): b"import torch\n", str(checkout / "setup.py"): b""}, LIBRARIES)
     assert not facts.is_test(str(checkout / "a" / "b" / "train.py"))
+
+
+def test_a_custom_autograd_op_around_an_nvidia_only_kernel_keeps_its_streams(tmp_path):
+    _write(tmp_path, {
+        "kernels.py": "from xformers.ops import fmha\n\ndef attn_fwd(q, k, v):\n    return fmha.memory_efficient_attention_forward(q, k, v)\n",
+        "ring.py": (
+            "import torch\nfrom kernels import attn_fwd\n\n"
+            "class RingAttention(torch.autograd.Function):\n"
+            "    @staticmethod\n    def forward(ctx, q, k, v):\n"
+            "        stream = torch.cuda.current_stream()\n        return attn_fwd(q, k, v)\n\n"
+            "class Plain:\n    def run(self, q, k, v):\n"
+            "        torch.cuda.synchronize()\n        return attn_fwd(q, k, v)\n"
+        ),
+    })
+    diff = CliRunner().invoke(main, ["rewrite", "--dry-run", "--no-cache", str(tmp_path)]).stdout
+    # The op wraps the xformers kernel: kept whole, its stream stays CUDA's.
+    assert "torch.hpu.current_stream" not in diff
+    check = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
+    assert "`RingAttention` is not ported: it is a custom autograd op whose pass calls `kernels.attn_fwd`" in check

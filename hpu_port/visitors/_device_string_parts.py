@@ -24,6 +24,21 @@ class CudaCalls:
         self.found |= hit is not None and hit[0].startswith("torch.cuda.")
 
 
+class UnresolvedCudaCalls:
+    """The first call written as torch's CUDA API (`torch.cuda.is_available()`)
+    whose name the module does not bind to torch (it reaches the module
+    through a `*` import): the port cannot rename it, so the test stays CUDA's."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.found: Optional[str] = None
+
+    def visit_Call(self, node) -> None:
+        name = written(node.func)
+        if self.found is None and name.startswith("torch.cuda.") and self.ctx.qualify(node.func) is None:
+            self.found = name
+
+
 class KeptTest:
     """Whether a test compares with a device string that is not renamed, or
     calls one of ``kept_checks`` (the device evidence's for the device)."""

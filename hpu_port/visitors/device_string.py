@@ -22,6 +22,7 @@ from hpu_port.visitors._device_string_index import (
 from hpu_port.visitors._device_string_parts import (
     CudaCalls,
     KeptTest,
+    UnresolvedCudaCalls,
     literal_aliases,
     literal_type,
     names_and_keys,
@@ -700,6 +701,10 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
             strings = not isinstance(guard, cst.IfExp)
             if self._stays_a_device_test(guard.test, strings):
                 return f"`{shown_briefly(test)}` stays a test for {self.params['device']!r}"
+            unresolved = UnresolvedCudaCalls(self.ctx)
+            walk(guard.test, [unresolved])
+            if unresolved.found:
+                return f"`{shown_briefly(test)}` stays, as `{unresolved.found}` is not known to be torch's here (the module takes `torch` through a `*` import)"
             used = cuda_branch(guard, self.ctx, self.nvidia) if self.nvidia is not None else None
             if used:
                 return f"`{shown_briefly(test)}` tests for CUDA and its branch uses `{used}`"

@@ -105,7 +105,7 @@ def _mark_kernel_code(ctx: FileContext) -> None:
     # A test of code that only runs on NVIDIA GPUs (it calls Triton kernels)
     # tests that code: it is kept whole, as kernel code is, with its helpers.
     testing = facts.is_test(ctx.path)
-    if not facts.kernel_code and not (testing and facts.nvidia_only):
+    if not facts.kernel_code and not facts.nvidia_only:
         return
     module = facts.module_name(ctx.path)
     for node, local in _top_definitions(ctx.module.body):
@@ -113,6 +113,26 @@ def _mark_kernel_code(ctx: FileContext) -> None:
         why = facts.why_kernel_code(qualified) or (facts.why_nvidia_only(qualified) if testing else None)
         if why is not None:
             ctx.other_backend.mark(node, f"it {why}")
+    _mark_kernel_functions(ctx, module)
+
+
+# The passes of a custom autograd op: an op whose pass runs NVIDIA-only code is a kernel wrapper.
+_AUTOGRAD_PASSES = ("forward", "backward")
+
+
+def _mark_kernel_functions(ctx: FileContext, module: str) -> None:
+    """A custom autograd op (`torch.autograd.Function`) whose forward or
+    backward pass runs NVIDIA-only code on every path (an attention kernel of
+    xformers, through a helper of any module) is that kernel's wrapper: kept
+    whole, with the streams and events it hands the kernel."""
+    facts = ctx.facts
+    for node in classes(ctx.module.body):
+        if node in ctx.other_backend.units or _matching_base(ctx, node, ("torch.autograd.Function", "*.autograd.Function")) is None:
+            continue
+        prefix = f"{module}.{node.name.value}" if module else node.name.value
+        why = next((facts.why_nvidia_only(f"{prefix}.{name}") for name in _AUTOGRAD_PASSES if facts.why_nvidia_only(f"{prefix}.{name}")), None)
+        if why is not None:
+            ctx.other_backend.mark(node, f"it is a custom autograd op whose pass {why}")
 
 
 def _top_definitions(body) -> Iterator[tuple]:
