@@ -87,5 +87,7 @@ def test_a_device_string_whose_cuda_test_cannot_be_ported_stays_with_it():
     result = port(code)
     assert (result.new_source or result.source).decode() == code
     assert any(f.code == "HPU110" and "not known to be torch's" in f.message for f in result.findings)
-    # Where the module imports torch itself, both change together.
+    # Where the module imports torch itself (also under an `if`), both change together.
     assert 'torch.device("hpu" if torch.hpu.is_available() else "cpu")' in ported("import torch\n" + code.split("\n", 2)[2])
+    guarded = "from .blocks import *\n\nif HAVE_TORCH:\n    import torch\n" + code.split("\n", 2)[2]
+    assert 'torch.device("hpu" if torch.hpu.is_available() else "cpu")' in ported(guarded)

@@ -24,6 +24,10 @@ class CudaCalls:
         self.found |= hit is not None and hit[0].startswith("torch.cuda.")
 
 
+# `import torch`, `import os, torch`, `import torch.nn as nn` bind `torch`; `from torch import nn` does not.
+_IMPORTS_TORCH = re.compile(rb"^[ \t]*import[ \t]+(?:[\w.]+(?:[ \t]+as[ \t]+\w+)?[ \t]*,[ \t]*)*torch\b(?![ \t]+as\b)", re.MULTILINE)
+
+
 class UnresolvedCudaCalls:
     """The first call written as torch's CUDA API (`torch.cuda.is_available()`)
     whose name the module does not bind to torch (it reaches the module
@@ -32,10 +36,13 @@ class UnresolvedCudaCalls:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
         self.found: Optional[str] = None
+        # Only where the module never binds `torch` itself (an import under an `if` counts) and takes names through `*`.
+        source = ctx.source
+        self.unbound = b"import *" in source and not _IMPORTS_TORCH.search(source)
 
     def visit_Call(self, node) -> None:
         name = written(node.func)
-        if self.found is None and name.startswith("torch.cuda.") and self.ctx.qualify(node.func) is None:
+        if self.unbound and self.found is None and name.startswith("torch.cuda.") and self.ctx.qualify(node.func) is None:
             self.found = name
 
 

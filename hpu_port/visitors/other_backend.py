@@ -130,7 +130,10 @@ def _mark_kernel_functions(ctx: FileContext, module: str) -> None:
         if node in ctx.other_backend.units or _matching_base(ctx, node, ("torch.autograd.Function", "*.autograd.Function")) is None:
             continue
         prefix = f"{module}.{node.name.value}" if module else node.name.value
-        why = next((facts.why_nvidia_only(f"{prefix}.{name}") for name in _AUTOGRAD_PASSES if facts.why_nvidia_only(f"{prefix}.{name}")), None)
+        reasons = (facts.why_nvidia_only(f"{prefix}.{name}") for name in _AUTOGRAD_PASSES)
+        # Only a pass that calls such code on every path: one that uses a
+        # library under a switch (Megatron's optional fused wgrad) chooses.
+        why = next((why for why in reasons if why and why.startswith("calls ")), None)
         if why is not None:
             ctx.other_backend.mark(node, f"it is a custom autograd op whose pass {why}")
 
