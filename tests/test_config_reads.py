@@ -79,12 +79,13 @@ def test_a_launch_passes_the_new_default_of_a_project_option_the_port_changes(tm
     assert (tmp_path / "run.sh").read_text() == launch.replace("nccl", "hccl")  # the launch takes the ported branch
 
 
-def test_a_launch_gives_bfloat16_to_an_option_the_code_turns_into_a_dtype(tmp_path):
+def test_a_launch_keeps_the_value_of_a_project_option_that_is_no_device_or_backend(tmp_path):
+    # `--kernel-impl` picks an implementation: the Python keeps "cuda", so must the launch.
     (tmp_path / "train.py").write_text(
-        "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--load-dtype', default='float32')\n"
-        "args = p.parse_args()\nmodel = torch.nn.Linear(2, 2).to(getattr(torch, args.load_dtype))\n"
+        "import argparse\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--kernel-impl', default='cuda', choices=['cuda', 'triton', 'torch'])\nargs = p.parse_args()\n"
     )
-    launch = "torchrun train.py --load-dtype float16 --other-dtype float16\n"
+    launch = "python train.py --kernel-impl cuda\n"
     (tmp_path / "run.sh").write_text(launch)
-    result = CliRunner().invoke(main, ["rewrite", "--no-cache", "--fp16-to-bf16", str(tmp_path)], catch_exceptions=False)
-    assert "--load-dtype bfloat16 --other-dtype float16" in (tmp_path / "run.sh").read_text(), result.output
+    CliRunner().invoke(main, ["rewrite", "--no-cache", str(tmp_path)], catch_exceptions=False)
+    assert (tmp_path / "run.sh").read_text() == launch

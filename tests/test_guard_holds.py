@@ -91,3 +91,8 @@ def test_a_device_string_whose_cuda_test_cannot_be_ported_stays_with_it():
     assert 'torch.device("hpu" if torch.hpu.is_available() else "cpu")' in ported("import torch\n" + code.split("\n", 2)[2])
     guarded = "from .blocks import *\n\nif HAVE_TORCH:\n    import torch\n" + code.split("\n", 2)[2]
     assert 'torch.device("hpu" if torch.hpu.is_available() else "cpu")' in ported(guarded)
+
+
+def test_importing_a_submodule_under_another_name_does_not_bind_torch():
+    code = 'from .blocks import *\nimport torch.nn as nn\n\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+    assert ported(code) == code

@@ -326,3 +326,42 @@ def test_a_megatron_style_job_reads_its_launcher_and_argument_strings_through_th
     # Not exported, the launcher does not reach the single-quoted inner shell: left alone.
     private = MEGATRON_JOB.replace("export LAUNCHER", "LAUNCHER")
     assert 'LAUNCHER="python' in port("train.slurm", private)[0]
+
+
+def test_a_here_document_member_that_holds_an_expansion_is_removed_whole():
+    script = 'cat > ds.json <<EOF\n{\n  "train_batch_size": 8,\n  "fp16": {"enabled": true, "loss_scale": $LOSS_SCALE}\n}\nEOF\n'
+    rules = RuleSet([r for r in load_rules() if r.code.startswith("HPU8")], Options(fp16_to_bf16=True))
+    new = port_bytes("run.sh", script.encode(), rules, True).new_source.decode()
+    assert '"bf16": {"enabled": true}' in new and "LOSS_SCALE" not in new
+    tee = "tee accelerate.yaml <<EOF\nmixed_precision: fp16\nEOF\n"
+    assert port_bytes("run.sh", tee.encode(), rules, True).new_source.decode() == tee.replace("fp16", "bf16")
+
+
+@pytest.mark.parametrize("script", [
+    # Set for one command only: the later launch reads an unset variable.
+    "DEVICE=cuda python prepare.py\npython train.py --device $DEVICE\n",
+    # A single-quoted inner shell sees only exported variables.
+    "ARGS=\"--device cuda\"\nbash -c 'python train.py $ARGS'\n",
+    # Written with an escape: its text is not its value.
+    "python train.py --device cu\\da --dist-backend=nc\\cl\n",
+])
+def test_values_the_launch_does_not_see_as_written_are_not_edited(script):
+    assert port("run.sh", script)[0] == script
+
+
+def test_a_double_quoted_inner_shell_splits_the_arguments_it_expands():
+    script = 'ARGS="--device cuda"\nbash -c "python train.py $ARGS"\n'
+    assert port("run.sh", script)[0] == script.replace("cuda", "hpu")
+
+
+def test_the_schedulers_options_end_where_the_program_it_runs_begins():
+    codes = port("job.sh", "srun -p a100 -u python train.py -C configs/a100.yaml --partition t4\n")[1]
+    assert [code for code in codes if code[0] == "HPU809"] == [("HPU809", 1)]
+    message = next(f.message for f in port_bytes("job.sh", b"srun -p a100 -u python train.py -C configs/a100.yaml --partition t4\n", RULES, True).findings if f.code == "HPU809")
+    assert message.startswith("-p a100")
+
+
+def test_json_with_comments_that_is_broken_is_reported_where_it_breaks():
+    text = '// dev container\n{\n  "name": "x",\n  "a": 1\n  "b": 2\n}\n'
+    result = port_bytes("devcontainer.json", text.encode(), RULES, True)
+    assert result.error is not None and "line 5" in result.error

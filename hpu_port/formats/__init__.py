@@ -183,6 +183,13 @@ class Document:
         """Variables read (`$X`, `${X:-1}`): their names."""
         return []
 
+    def script_variables(self) -> list[Assignment]:
+        """Variables set for the rest of the script (`DEVICE=cuda` as a
+        statement of its own, Make's `X = v`, a Dockerfile's `ENV`), not for
+        one command (`DEVICE=cuda python prep.py`) nor in a separate shell
+        (a notebook's `!` lines): what a later line's `$DEVICE` reads."""
+        return []
+
     def argument_strings(self) -> list[Command]:
         """Arguments a script keeps in a string variable and hands to a
         program by word splitting (`ARGS="--device cuda"` then `python

@@ -59,6 +59,10 @@ class DockerfileDocument(Document):
     def assignments(self) -> list[Assignment]:
         return sorted(self._assignments + self._shell.assignments, key=lambda a: a.name.span.start)
 
+    def script_variables(self) -> list[Assignment]:
+        # The file's own variables; each recipe line or `RUN` is a shell of its own.
+        return list(self._assignments)
+
     def references(self) -> list[Word]:
         return self._references + self._shell.references
 

@@ -9,6 +9,7 @@ rules find and edit them there.
 The shell expands `$NAME` in the body of an unquoted delimiter; in JSON
 such an expansion is read as a number of the same length (it is a value the
 script chooses), and an entry whose value holds one is reported, never edited.
+A file written by `tee FILE <<EOF` is read as well as `cat > FILE <<EOF`.
 """
 
 from __future__ import annotations
@@ -44,9 +45,13 @@ def config_entries(text: str, body: Span, target: str, expansions: list[Span], d
     return [_placed(entry, body.start, expansions, document) for entry in entries]
 
 
-def writes_a_file(program: str, redirect_targets: list[str]) -> Optional[str]:
+def writes_a_file(program: str, arguments: list[str], redirect_targets: list[str]) -> Optional[str]:
     """The file a here-document's command writes (`cat > f`, `tee f`), or None."""
-    return redirect_targets[0] if program in _WRITERS and redirect_targets else None
+    if program not in _WRITERS:
+        return None
+    named = [a for a in arguments if not a.startswith("-")] if program == "tee" else []
+    targets = redirect_targets + named
+    return targets[0] if targets else None
 
 
 def _parse(kind: str, text: str) -> list[Entry]:
@@ -58,12 +63,14 @@ def _parse(kind: str, text: str) -> list[Entry]:
 
 
 def _masked(source: str, expansions: list[Span], kind: str) -> str:
-    """JSON with each expansion read as a number (`0` and spaces, the same length)."""
+    """JSON with each expansion read as one number of the same length
+    (`$LOSS_SCALE` as `10000000000`), so that a value's span is the whole
+    expansion and removing its member removes all of it."""
     if kind != "json" or not expansions:
         return source
     pieces, position = [], 0
     for span in sorted(expansions, key=lambda s: s.start):
-        pieces += [source[position:span.start], "0" + " " * (span.end - span.start - 1)]
+        pieces += [source[position:span.start], "1" + "0" * (span.end - span.start - 1)]
         position = span.end
     return "".join(pieces) + source[position:]
 

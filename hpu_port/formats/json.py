@@ -194,8 +194,11 @@ def parse(text: str, path: str = "", file_type: str = "json") -> JsonDocument:
     except FormatError as strict_error:
         try:
             return JsonDocument(text, path, _entries(_Parser(text, with_comments=True)))
-        except FormatError:
-            raise strict_error from None
+        except FormatError as lenient_error:
+            # Where the reader that got further stopped: a file with comments
+            # fails the strict reader at its first comment.
+            got_further = (lenient_error.line or 0) > (strict_error.line or 0)
+            raise (lenient_error if got_further else strict_error) from None
 
 
 def _entries(parser: _Parser) -> list[Entry]:

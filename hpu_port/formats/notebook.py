@@ -180,7 +180,8 @@ class NotebookShellDocument(Document):
         arguments = first.strip()[2 + len(name):].split()
         runs_shell = name in _SHELLS or (name == "script" and arguments and arguments[0].rsplit("/", 1)[-1] in _SHELLS)
         body_start = span.start + len(first) + 1
-        if not first.lstrip().startswith("%%"):
+        if not first.lstrip().startswith("%%") or name in notebooks.PYTHON_CELL_MAGICS:
+            # Kept whole though no cell magic of another language: its Python does not parse.
             self._unread.append(Word("this cell (not Python that hpu-port can parse)", span))
         elif not runs_shell:
             self._unread.append(Word(f"%%{name}", span))

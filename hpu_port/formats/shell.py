@@ -49,6 +49,8 @@ class ShellDocument(Document):
         self._commands: Optional[list[Command]] = None
         self._assignments: Optional[list[Assignment]] = None
         self._entries: Optional[list[Entry]] = None
+        self._script_variables: Optional[list[Assignment]] = None
+        self._references: Optional[list[Word]] = None
         self._comments: Optional[list[Span]] = None
         self._all: Optional[list[Span]] = None  # every comment node, job directives too
         self._directive_commands: Optional[list[Command]] = None
@@ -110,8 +112,10 @@ class ShellDocument(Document):
             return []
         # Variable -> the program its words are handed to (None: the string is a whole command line).
         programs: dict[str, Optional[Word]] = {}
+        # Command lines in single quotes run by `bash -c`: read below, where only exported variables count.
+        inner = [w.span for c in self.commands() for w in _evaluated_words(c) if w.quote == "'"]
         for command in self.commands():
-            if command.program in _PRINTERS:
+            if command.program in _PRINTERS or any(s.start <= command.span.start < s.end for s in inner):
                 continue  # `echo $CMD` shows the line; it is run elsewhere
             # `$LAUNCHER $CMD`: the program is the first word of the launcher's string.
             head = command.words[0] if command.words else None
@@ -143,7 +147,7 @@ class ShellDocument(Document):
     def _argument_string_values(self) -> dict[str, tuple]:
         """Variable -> the words of the plain double-quoted string it is set to (set once)."""
         values: dict[str, list] = {}
-        for node in self._nodes("variable_assignment"):
+        for node in self._standalone_assignments():
             assignment = self._assignment(node)
             if assignment.value is not None:
                 values.setdefault(assignment.name.value, []).append(_argument_words(self.text, assignment.value))
@@ -154,17 +158,38 @@ class ShellDocument(Document):
         or `eval` (quoted either way: the inner shell splits what it expands):
         the variables it reads as words, and the program it runs (the first
         word of the variable it starts with: `bash -c '$LAUNCHER $CMD'`)."""
-        found = []
+        found, exported = [], None
         for command in self.commands():
             for word in _evaluated_words(command):
-                parts = word.value.split()
+                quoted = _as_quoted(word)
+                parts = quoted.value.split()
                 if not parts:
                     continue
+                if quoted.quote == "'":
+                    # Only an exported variable reaches a shell the outer one does not expand for.
+                    exported = self._exported() if exported is None else exported
+                    visible = lambda name: name in exported  # noqa: E731
+                else:
+                    visible = lambda name: True  # noqa: E731
                 leading = _split_read(Word(parts[0], word.span))
-                program = strings[leading][0] if leading in strings else None
-                names = [_split_read(Word(part, word.span)) for part in parts[1 if program is not None else 0:]]
-                found.append((program, [name for name in names if name]))
+                if leading:
+                    program = strings[leading][0] if leading in strings and visible(leading) else None
+                else:
+                    program = Word(parts[0], word.span)  # `bash -c "python train.py $ARGS"`
+                names = [_split_read(Word(part, word.span)) for part in parts[1:]]
+                found.append((program, [name for name in names if name and visible(name)]))
         return found
+
+    def script_variables(self) -> list[Assignment]:
+        if self._script_variables is None:
+            self._script_variables = [self._assignment(node) for node in self._standalone_assignments()]
+        return self._script_variables
+
+    def _standalone_assignments(self) -> Iterator:
+        """`X=...` and `export X=...` as statements, not a command's prefix."""
+        for node in self._nodes("variable_assignment"):
+            if node.parent is None or node.parent.type != "command":
+                yield node
 
     def assignments(self) -> list[Assignment]:
         if self._assignments is None:
@@ -174,11 +199,13 @@ class ShellDocument(Document):
         return self._assignments
 
     def references(self) -> list[Word]:
-        found = []
-        for node_type in ("simple_expansion", "expansion"):
-            for node in self._nodes(node_type):
-                found += [self._word(c) for c in node.named_children if c.type == "variable_name"]
-        return found
+        if self._references is None:
+            found = []
+            for node_type in ("simple_expansion", "expansion"):
+                for node in self._nodes(node_type):
+                    found += [self._word(c) for c in node.named_children if c.type == "variable_name"]
+            self._references = found
+        return self._references
 
     def requirements(self) -> list[Word]:
         return installed(self.commands())
@@ -204,7 +231,8 @@ class ShellDocument(Document):
                 continue
             redirects = [c for c in (*statement.children, *node.children) if c.type == "file_redirect"]
             targets = [self.text[self._span(r).start:self._span(r).end].lstrip(">| ") for r in redirects]
-            target = writes_a_file(program_name(self._word(command.children[0]).value), targets)
+            words = [self._word(c).value for c in command.children if c.type not in _NOT_WORDS]
+            target = writes_a_file(program_name(words[0]) if words else "", words[1:], targets)
             if target is None:
                 continue
             expansions = [self._span(c) for c in body.children if c.type in ("simple_expansion", "expansion", "command_substitution")]

@@ -126,7 +126,6 @@ class CommandFlag(DocumentKind):
         "replace-values": (dict, False),
         "fix-when": (list, False),
         "project-defaults": (list, False),
-        "project-roles": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "value", "replacement"})
     FORMATS = FORMATS
@@ -141,7 +140,6 @@ class CommandFlag(DocumentKind):
             "replace-values": string_table(table.get("replace-values", {}), "replace-values"),
             "fix-when": string_list(table.get("fix-when", []), "fix-when"),
             "project-defaults": string_list(table.get("project-defaults", []), "project-defaults"),
-            "project-roles": string_list(table.get("project-roles", []), "project-roles"),
         }
 
     def needles(self, rule) -> tuple[str, ...]:
@@ -157,11 +155,13 @@ class CommandFlag(DocumentKind):
 
     def match(self, rule, document, options) -> Iterator[Match]:
         params = _with_project_flags(rule, document.facts)
+        reads: Optional[_VariableReads] = None  # counted once, when a value comes through a variable
         for command in document.commands() + document.argument_strings():
             if params["programs"] and not any(runs(command, spec) for spec in params["programs"]):
                 continue
             fixable = not params["fix-when"] or any(_flag_of(w.value) in params["fix-when"] for w in command.words)
-            for index, word in enumerate(command.words[1:], 1):
+            last = _scheduler_options_end(command) if _SCHEDULERS.issuperset(params["programs"] or ("-",)) else len(command.words)
+            for index, word in enumerate(command.words[1:last], 1):
                 flag = _flag_of(word.value)
                 if flag not in params["flags"] or word.quote:
                     continue
@@ -178,8 +178,10 @@ class CommandFlag(DocumentKind):
                     continue
                 edits = self._fix(params, word, flag, value, document.facts) if fixable else ()
                 changes_value = not params["flags"][flag]
-                if behind is not None and behind[1] and changes_value and not _read_only_as_values(params, document, behind[1]):
-                    edits = ()
+                if behind is not None and behind[1] and changes_value:
+                    reads = reads or _VariableReads(params, document)
+                    if not reads.only_as_values(behind[1]):
+                        edits = ()
                 replacement = params["flags"][flag] or (params["replace-values"].get(value.value, "") if value else "")
                 message = rule.message.format(name=flag, value=shown, replacement=replacement)
                 yield Match(word.span, message, edits)
@@ -194,32 +196,32 @@ class CommandFlag(DocumentKind):
         if not new_value:
             return ()
         if not value.quote:
-            return (Edit(Span(value.span.end - len(value.value), value.span.end), new_value),)
+            if value.span.end - value.span.start != len(value.value):
+                return ()  # written with escapes (`cu\\da`): its text is not its value
+            return (Edit(value.span, new_value),)
         inner = value.inner
         # Inside quotes only when the text is the value as written (no escapes).
         return (Edit(inner, new_value),) if inner.end - inner.start == len(value.value) else ()
 
 
 def _project_flags(rule, facts) -> dict:
-    """The project's own options the rule reads too: option -> the pattern
-    of the values it acts on. ``project-defaults``: options whose default is
-    a value the rule replaces (`--dp-backend` defaulting to "nccl"; the port
-    changes that default in the Python). ``project-roles``: options named
-    for a config key the code reads at such a position (`--torch_dtype`,
-    read by `getattr(torch, args.torch_dtype)`), with the values of
-    ``replace-values``."""
-    if facts is None:
-        return {}
-    found = {}
+    """The project's own options the rule reads too (``project-defaults``):
+    options named for a device or a backend whose default is a value the
+    rule replaces (`--dp-backend` defaulting to "nccl", which the port
+    changes in the Python, comparisons included): option -> the pattern of
+    that value. An option of another kind (`--kernel-impl`, default "cuda")
+    keeps its value in the Python too, so its launch lines keep theirs."""
     wanted = rule.params.get("project-defaults") or ()
-    if wanted:
-        found.update({flag: re.escape(default) for flag, default in facts.flags_defaulting_to(wanted).items()})
-    roles = rule.params.get("project-roles") or ()
-    if roles:
-        values = "|".join(map(re.escape, rule.params["replace-values"]))
-        for key in facts.config_keys(roles):
-            found.update({f"--{key}": values, f"--{key.replace('_', '-')}": values})
+    if facts is None or not wanted:
+        return {}
+    found = {
+        flag: re.escape(default) for flag, default in facts.flags_defaulting_to(wanted).items()
+        if _ROLE_WORD.search(flag)
+    }
     return {flag: pattern for flag, pattern in found.items() if flag not in rule.params["flags"]}
+
+
+_ROLE_WORD = re.compile(r"(?:^|[-_])(?:device|backend)(?:$|[-_])")
 
 
 def _with_project_flags(rule, facts) -> dict:
@@ -231,6 +233,31 @@ def _with_project_flags(rule, facts) -> dict:
     params["flags"] = {**rule.params["flags"], **{flag: "" for flag in extra}}
     params["values"] = {**rule.params["values"], **{flag: re.compile(pattern) for flag, pattern in extra.items()}}
     return params
+
+
+# A rule for the scheduler's own options reads them up to the program the job runs
+# (`srun -p a100 python train.py -p t4`: the second `-p` is the script's).
+_SCHEDULERS = frozenset({"srun", "sbatch", "salloc", "#SBATCH"})
+# Slurm options that take no value.
+_SLURM_SWITCHES = frozenset({
+    "-u", "--unbuffered", "-l", "--label", "--exclusive", "--pty", "--overlap", "-Q", "--quiet", "-v", "--verbose",
+    "-K", "--kill-on-bad-exit", "-W", "--wait", "-H", "--hold", "--requeue", "--no-requeue", "-O", "--overcommit",
+    "-s", "--oversubscribe", "-X", "--disable-status", "-E", "--preserve-env", "--test-only", "--parsable",
+})
+
+
+def _scheduler_options_end(command: Command) -> int:
+    """The index of the first word after the scheduler's own options: the
+    program the job runs (the whole line for a `#SBATCH` directive)."""
+    words = command.words
+    start = next((i for i, w in enumerate(words) if program_name(w.value) in _SCHEDULERS), None)
+    if start is None or words[start].value == "#SBATCH":
+        return len(words)
+    index = start + 1
+    while index < len(words) and words[index].value.startswith("-"):
+        option = words[index].value
+        index += 1 if "=" in option or option in _SLURM_SWITCHES else 2
+    return index
 
 
 _OFF = frozenset({"False", "false", "FALSE", "no", "No"})
@@ -263,7 +290,7 @@ def _literal_behind(document, value: Word) -> Optional[tuple[Word, str]]:
     if defaulted is not None:
         return defaulted[1], ""
     name = _variable(value.value)
-    assigned = [a for a in document.assignments() if a.name.value == name] if name else []
+    assigned = [a for a in document.script_variables() if a.name.value == name] if name else []
     if len(assigned) != 1 or assigned[0].value is None:
         return None
     literal = assigned[0].value
@@ -273,19 +300,32 @@ def _literal_behind(document, value: Word) -> Optional[tuple[Word, str]]:
     return (defaulted[1], name) if defaulted is not None and defaulted[0] == name else None
 
 
-def _read_only_as_values(params, document, name: str) -> bool:
-    """Whether every read of the variable ``name`` (but the one in its own
-    default) is the value of one of the rule's flags, so that changing what
-    it is set to changes nothing else."""
-    as_values = 0
-    for command in document.commands():
-        for index, word in enumerate(command.words[1:], 1):
-            if _flag_of(word.value) in params["flags"] and not word.quote:
-                value = flag_value(command.words, index)
-                as_values += value is not None and _variable(value.value) == name
-    setting = next(a.value.span for a in document.assignments() if a.name.value == name)
-    reads = [w for w in document.references() if w.value == name]
-    return as_values == sum(1 for w in reads if not setting.start <= w.span.start < setting.end)
+class _VariableReads:
+    """How a document reads its variables, counted once per document and
+    rule: every read (`$X` anywhere), and the reads that are the value of
+    one of the rule's flags."""
+
+    def __init__(self, params, document) -> None:
+        self.document = document
+        self.all = {}
+        for word in document.references():
+            self.all.setdefault(word.value, []).append(word.span.start)
+        self.as_values: dict[str, int] = {}
+        for command in document.commands():
+            for index, word in enumerate(command.words[1:], 1):
+                if _flag_of(word.value) in params["flags"] and not word.quote:
+                    value = flag_value(command.words, index)
+                    name = _variable(value.value) if value is not None else ""
+                    if name:
+                        self.as_values[name] = self.as_values.get(name, 0) + 1
+
+    def only_as_values(self, name: str) -> bool:
+        """Whether every read of ``name`` (but the one in its own default)
+        is such a flag's value, so that changing what it is set to changes
+        nothing else."""
+        setting = next(a.value.span for a in self.document.script_variables() if a.name.value == name)
+        reads = sum(1 for start in self.all.get(name, ()) if not setting.start <= start < setting.end)
+        return self.as_values.get(name, 0) == reads
 
 
 _PROBES = {"command": ("-v", "-V"), "which": (), "type": (), "hash": ()}
@@ -312,7 +352,9 @@ def flag_value(words: tuple, index: int) -> Optional[Word]:
     if "=" in word.value:
         flag, value = word.value.split("=", 1)
         end = word.span.end
-        return Word(value, Span(end - len(value), end))
+        # A word written with escapes cannot be cut by its value's length: never edited.
+        exact = word.span.end - word.span.start == len(word.value) and not word.quote
+        return Word(value, Span(end - len(value), end), "" if exact else "?")
     if index + 1 < len(words) and not words[index + 1].value.startswith("-"):
         return words[index + 1]
     return None

@@ -24,8 +24,12 @@ class CudaCalls:
         self.found |= hit is not None and hit[0].startswith("torch.cuda.")
 
 
-# `import torch`, `import os, torch`, `import torch.nn as nn` bind `torch`; `from torch import nn` does not.
-_IMPORTS_TORCH = re.compile(rb"^[ \t]*import[ \t]+(?:[\w.]+(?:[ \t]+as[ \t]+\w+)?[ \t]*,[ \t]*)*torch\b(?![ \t]+as\b)", re.MULTILINE)
+# `import torch`, `import os, torch`, `import torch.nn` bind `torch`; `import torch.nn as nn`,
+# `import torch as T` and `from torch import nn` do not.
+_IMPORTS_TORCH = re.compile(
+    rb"^[ \t]*import[ \t]+(?:[\w.]+(?:[ \t]+as[ \t]+\w+)?[ \t]*,[ \t]*)*torch(?:\.[\w.]+)?(?![\w.])(?![ \t]+as\b)",
+    re.MULTILINE,
+)
 
 
 class UnresolvedCudaCalls:
