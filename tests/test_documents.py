@@ -146,3 +146,9 @@ def test_a_script_the_parser_gives_up_on_whole_is_reported_where_the_problem_sta
     source = b"#!/bin/bash\n#SBATCH --nodes=1\nexport A=1\n\npython ${ROOT/run.py \\\n  --device cuda\n"
     result = port_bytes("train.slurm", source, ruleset(), True)
     assert result.error is not None and "line 5" in result.error and result.new_source is None
+
+
+def test_a_suppression_inside_a_block_covers_its_own_statement_only():
+    source = b'if [ -n "$HOME" ]; then\n  nvidia-smi # hpu-port: ignore[HPU805]\n  N=$(nvidia-smi -L | wc -l)\nfi\n'
+    result = port_bytes("run.sh", source, ruleset(), True)
+    assert [(f.code, f.line) for f in result.findings if f.code == "HPU805"] == [("HPU805", 3)]

@@ -578,7 +578,7 @@ def _without_bare_heredocs(data: bytes) -> bytes:
 
 # Whole statements: where the parser gives up on the file as a whole, the
 # first child of its error node that is not one is where the problem starts.
-_STATEMENTS = frozenset({
+_WHOLE_STATEMENTS = frozenset({
     "comment", "command", "declaration_command", "variable_assignment", "variable_assignments", "redirected_statement",
     "if_statement", "for_statement", "c_style_for_statement", "while_statement", "case_statement", "function_definition",
     "pipeline", "list", "subshell", "compound_statement", "negated_command", "test_command", "unset_command",
@@ -592,7 +592,7 @@ def _first_error_line(root) -> Optional[int]:
         if node.type == "ERROR" and node.parent is None:
             # The whole file failed (an unclosed `${` or quote): not line 1, but
             # where the first piece that is no statement starts.
-            inside = next((c for c in node.children if c.type not in _STATEMENTS), node)
+            inside = next((c for c in node.children if c.type not in _WHOLE_STATEMENTS), node)
             return inside.start_point[0] + 1
         if node.type == "ERROR" or node.is_missing:
             return node.start_point[0] + 1
