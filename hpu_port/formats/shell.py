@@ -51,6 +51,7 @@ class ShellDocument(Document):
         self._entries: Optional[list[Entry]] = None
         self._script_variables: Optional[list[Assignment]] = None
         self._references: Optional[list[Word]] = None
+        self._argument_strings: Optional[list[Command]] = None
         self._comments: Optional[list[Span]] = None
         self._all: Optional[list[Span]] = None  # every comment node, job directives too
         self._directive_commands: Optional[list[Command]] = None
@@ -107,6 +108,12 @@ class ShellDocument(Document):
         return found
 
     def argument_strings(self) -> list[Command]:
+        # Each command-flag rule asks: found once per document.
+        if self._argument_strings is None:
+            self._argument_strings = self._find_argument_strings()
+        return self._argument_strings
+
+    def _find_argument_strings(self) -> list[Command]:
         strings = self._argument_string_values()
         if not strings:
             return []
