@@ -15,7 +15,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import astuple, fields
+from dataclasses import asdict, astuple, fields, is_dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -191,12 +191,19 @@ def fingerprint(ruleset) -> str:
     digest = blake2b()
     # The project facts (``hpu_port.project``): a change elsewhere in the
     # project can change a file's result.
-    digest.update(f"{__version__}\n{code_stamp()}\n{ruleset.options!r}\n{ruleset.facts.digest()}\n".encode())
+    digest.update(f"{__version__}\n{code_stamp()}\n{_stable(ruleset.options)}\n{ruleset.facts.digest()}\n".encode())
     for rule in ruleset.rules:
         fields = (rule.code, rule.kind, rule.fix, rule.category, rule.message, rule.mode, rule.option,
                   rule.hpu_runtime, rule.remove_imports_of, rule.triggers, rule.items, rule.raw_params)
         digest.update(json.dumps(fields, sort_keys=True, default=repr).encode())
     return digest.hexdigest()[:24]
+
+
+def _stable(options) -> str:
+    """The options as text that is the same in every process: a set's repr
+    follows the process's string hashing (`report_only`), so sets are sorted."""
+    table = asdict(options) if is_dataclass(options) else options
+    return json.dumps(table, sort_keys=True, default=lambda v: sorted(map(str, v)) if isinstance(v, (set, frozenset)) else repr(v))
 
 
 _STAMP: Optional[str] = None

@@ -235,3 +235,22 @@ def test_rules_read_from_the_cache_port_their_examples_alike(tmp_path):
             fresh = run_example(loaded[index], loaded, example)
             kept = run_example(cached[index], cached, example)
             assert (kept.new_source, kept.findings) == (fresh.new_source, fresh.findings), loaded[index].code
+
+
+def test_the_cache_table_is_named_alike_in_every_process():
+    # A set's order follows the process's string hashing: a name built from
+    # one would change with each run, and no warm run would find its table.
+    import subprocess
+    import sys
+
+    script = (
+        "from hpu_port.cache import fingerprint\n"
+        "from tests.conftest import make_ruleset\n"
+        "print(fingerprint(make_ruleset(report_only=frozenset({'HPU701', 'HPU702', 'HPU703', 'HPU709', 'HPU711', 'HPU713'}))))\n"
+    )
+    names = {
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                       env={**__import__("os").environ, "PYTHONHASHSEED": seed}).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(names) == 1
