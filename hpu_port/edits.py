@@ -252,7 +252,7 @@ def _insert_imports(body, imports: list[str], config, guarded: bool = False, sty
         # A `try` block is code to isort: set apart from the imports above, as it sets imports apart from code.
         new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine()])
     rest = body[index:]
-    if rest and not is_import_line(rest[0]) and not rest[0].leading_lines:
+    if new and rest and not is_import_line(rest[0]) and not rest[0].leading_lines:
         # Set the new imports apart from the code that follows, as an import block is.
         rest = [rest[0].with_changes(leading_lines=[cst.EmptyLine()]), *rest[1:]]
     return [*body[:index], *new, *rest]

@@ -47,6 +47,22 @@ def test_the_first_import_of_a_section_hands_over_its_blank_line():
     assert output.startswith("import os\n\nimport habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\nx =")
 
 
+def test_code_right_after_the_imports_keeps_its_place_when_the_import_goes_among_them():
+    # The import is placed inside the sorted block: the line after the block
+    # (no blank line before it) is no rule's to space out.
+    output = _ported("""
+        import os
+        import sys
+
+        import torch
+        from transformers import Trainer
+        sys.path.append(os.path.dirname(__file__))
+
+        x = torch.zeros(3).cuda()
+    """)
+    assert "from transformers import Trainer\nsys.path.append(" in output
+
+
 def test_an_unsorted_block_keeps_the_import_after_it():
     output = _ported("""
         import torch

@@ -7,10 +7,10 @@ from hpu_port.names import LOCAL, ScopeIndex
 from tests.conftest import ported
 
 IMPORT_FORMS = [
-    pytest.param("import torch\ntorch.cuda.synchronize()\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\ntorch.hpu.synchronize()\n", id="import-torch"),
-    pytest.param("import torch as T\nT.cuda.synchronize()\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch as T\n\nT.hpu.synchronize()\n", id="import-as"),
+    pytest.param("import torch\ntorch.cuda.synchronize()\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\ntorch.hpu.synchronize()\n", id="import-torch"),
+    pytest.param("import torch as T\nT.cuda.synchronize()\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch as T\nT.hpu.synchronize()\n", id="import-as"),
     pytest.param("import torch.cuda as tc\ntc.synchronize()\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\ntorch.hpu.synchronize()\n", id="import-submodule-as"),
-    pytest.param("import torch.cuda\ntorch.cuda.synchronize()\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch.cuda\n\ntorch.hpu.synchronize()\n", id="import-submodule"),
+    pytest.param("import torch.cuda\ntorch.cuda.synchronize()\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch.cuda\ntorch.hpu.synchronize()\n", id="import-submodule"),
     pytest.param("from torch import cuda\ncuda.synchronize()\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\ntorch.hpu.synchronize()\n", id="from-import-module"),
     pytest.param("from torch.cuda import synchronize as sync\nsync()\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\ntorch.hpu.synchronize()\n", id="from-import-as"),
     pytest.param(
@@ -36,7 +36,7 @@ IMPORT_FORMS = [
     ),
     pytest.param(
         "import torch\nfrom torch.cuda import amp, synchronize\nsynchronize()\nx = amp\n",
-        "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\nfrom torch.cuda import amp\n\ntorch.hpu.synchronize()\nx = amp\n",
+        "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\nfrom torch.cuda import amp\ntorch.hpu.synchronize()\nx = amp\n",
         id="partial-from-import",
     ),
 ]

@@ -50,7 +50,7 @@ def test_code_cells_are_ported_and_the_rest_is_kept(tmp_path):
     cells = data["cells"]
     assert cells[0] == NOTEBOOK["cells"][0]  # markdown untouched (it mentions cuda)
     assert cells[1] == NOTEBOOK["cells"][1]  # shell line and magic kept exactly
-    assert "".join(cells[2]["source"]) == 'import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\ndevice = "hpu"'
+    assert "".join(cells[2]["source"]) == 'import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\ndevice = "hpu"'
     assert "".join(cells[3]["source"]) == "x = torch.randn(3).to(device)\ntorch.hpu.synchronize()\nx.sum()?"
     assert cells[3]["outputs"] == NOTEBOOK["cells"][3]["outputs"] and cells[3]["execution_count"] == 3
     assert cells[4] == {**NOTEBOOK["cells"][4], "source": ["%%bash\n", "hl-smi"]}  # shell, ported as shell
@@ -76,7 +76,7 @@ def test_the_import_comes_before_the_first_cell_that_uses_the_device(tmp_path):
     assert invoke("rewrite", tmp_path).exit_code == 0
     cells = json.loads(path.read_text())["cells"]
     assert "".join(cells[1]["source"]) == (
-        'import habana_frameworks.torch.core as htcore  # noqa: F401\nfrom mylib import build\n\nmodel = build().to("hpu")'
+        'import habana_frameworks.torch.core as htcore  # noqa: F401\nfrom mylib import build\nmodel = build().to("hpu")'
     )
     assert "".join(cells[2]["source"]) == 'import torch\nx = torch.ones(2).to("hpu")'
 
@@ -96,7 +96,7 @@ def test_findings_and_diffs_name_the_cell(tmp_path):
 def ported_cells(data):
     """NOTEBOOK's cells as the rewrite leaves them (see the first test)."""
     cells = [dict(c) for c in data["cells"]]
-    cells[2]["source"] = ["import habana_frameworks.torch.core as htcore  # noqa: F401\n", "import torch\n", "\n", 'device = "hpu"']
+    cells[2]["source"] = ["import habana_frameworks.torch.core as htcore  # noqa: F401\n", "import torch\n", 'device = "hpu"']
     cells[3]["source"] = ["x = torch.randn(3).to(device)\n", "torch.hpu.synchronize()\n", "x.sum()?"]
     cells[4]["source"] = ["%%bash\n", "hl-smi"]
     return {**data, "cells": cells}
@@ -146,7 +146,7 @@ def test_escapes_as_each_cell_spells_them_are_kept(tmp_path):
     result, new = rewrite_text(tmp_path, text)
     assert result.exit_code == 0, result.stderr
     assert new == text.replace("device = 'cuda'", "device = 'hpu'").replace(
-        "import torch\\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\\nimport torch\\n\\n"
+        "import torch\\n", "import habana_frameworks.torch.core as htcore  # noqa: F401\\nimport torch\\n"
     )
     assert "s = 'caf\u00e9'" in new and "x = '\\u00e9'" in new
 
@@ -160,7 +160,7 @@ def test_line_ends_and_form_feeds_of_cells_are_kept(tmp_path):
     ]
     text, new, cells = rewrite_sources(tmp_path, sources)
     assert cells == [
-        "import habana_frameworks.torch.core as htcore  # noqa: F401\r\nimport torch\r\n\r\na = 1\r\n",
+        "import habana_frameworks.torch.core as htcore  # noqa: F401\r\nimport torch\r\na = 1\r\n",
         sources[1],
         sources[2],
         'x = torch.randn(2).to("hpu")\r\ny = 1',
@@ -180,7 +180,7 @@ def test_text_like_the_tools_own_markers_is_user_text(tmp_path):
         "!hl-smi\n",
         sources[1],
         "%%bash\n#@hpu-port cell\nhl-smi\n",
-        "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\ns = 'a\u2028b'  # \u2029\nx = torch.randn(2).to('hpu')\n",
+        "import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\ns = 'a\u2028b'  # \u2029\nx = torch.randn(2).to('hpu')\n",
     ]
 
 
@@ -189,7 +189,7 @@ def test_a_changed_list_source_keeps_its_other_lines_as_they_were_written(tmp_pa
     text = json.dumps(notebook, indent=2).replace("caf\\u00e9", "caf\u00e9") + "\n"  # this line unescaped
     result, new = rewrite_text(tmp_path, text)
     assert result.exit_code == 0, result.stderr
-    assert '\n        "\\n",\n        "name = \'café\'\\r\\n",\n        "x = torch.randn(2).to(\'hpu\')"\n      ],\n' in new
+    assert '\n        "import torch\\n",\n        "name = \'café\'\\r\\n",\n        "x = torch.randn(2).to(\'hpu\')"\n      ],\n' in new
 
 
 def test_a_source_that_is_not_text_is_a_one_line_error(tmp_path):
@@ -207,7 +207,7 @@ def test_a_writefile_cell_with_crlf_line_ends(tmp_path):
     source = "%%writefile train.py\r\nimport torch\r\nx = torch.randn(2).cuda()\r\n"
     _, _, cells = rewrite_sources(tmp_path, [source])
     assert cells[0] == (
-        "%%writefile train.py\r\nimport habana_frameworks.torch.core as htcore  # noqa: F401\r\nimport torch\r\n\r\n"
+        "%%writefile train.py\r\nimport habana_frameworks.torch.core as htcore  # noqa: F401\r\nimport torch\r\n"
         'x = torch.randn(2).to("hpu")\r\n'
     )
 

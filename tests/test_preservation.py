@@ -38,7 +38,7 @@ def test_latin1_encoding_cookie_is_kept():
 
 def test_no_final_newline_and_tabs():
     source = b'import torch\nif x:\n\ty = t.cuda()'
-    assert run(source) == b'import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\nif x:\n\ty = t.to("hpu")'
+    assert run(source) == b'import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\nif x:\n\ty = t.to("hpu")'
 
 
 def test_comments_quotes_and_layout_are_kept():
@@ -81,7 +81,7 @@ def test_files_without_matches_are_untouched(source):
         ),
         pytest.param(
             b'import torch\rx = t.cuda()\r',
-            b'import habana_frameworks.torch.core as htcore  # noqa: F401\rimport torch\r\rx = t.to("hpu")\r',
+            b'import habana_frameworks.torch.core as htcore  # noqa: F401\rimport torch\rx = t.to("hpu")\r',
             id="lone-cr-after-the-changed-last-line",
         ),
         pytest.param(

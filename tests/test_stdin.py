@@ -14,7 +14,7 @@ def invoke(args, data: bytes):
 def test_rewrite_stdin_to_stdout():
     result = invoke(["rewrite", "-"], CODE.encode())
     assert result.exit_code == 0
-    assert result.stdout_bytes == b'import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\n\nx = torch.zeros(2, device="hpu")\n'
+    assert result.stdout_bytes == b'import habana_frameworks.torch.core as htcore  # noqa: F401\nimport torch\nx = torch.zeros(2, device="hpu")\n'
 
 
 def test_stdin_keeps_bytes_and_crlf():
