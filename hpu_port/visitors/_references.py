@@ -153,3 +153,16 @@ def shown_briefly(code: str, limit: int = 60) -> str:
     """Code on one line, cut to ``limit`` characters, for a one-line message."""
     line = " ".join(code.split()).replace("( ", "(").replace(" )", ")")
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def is_main_test(test: cst.BaseExpression) -> bool:
+    """`__name__ == "__main__"`: a script's entry block, not a choice the code makes."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    if not isinstance(target.operator, cst.Equal):
+        return False
+    sides = [test.left, target.comparator]
+    names = [s for s in sides if isinstance(s, cst.Name) and s.value == "__name__"]
+    strings = [s for s in sides if isinstance(s, cst.SimpleString) and literal_value(s.value) == "__main__"]
+    return len(names) == 1 and len(strings) == 1

@@ -10,7 +10,7 @@ import libcst as cst
 
 from hpu_port.context import FileContext
 from hpu_port.model import Rule
-from hpu_port.visitors._references import RulesVisitor, literal_value, written
+from hpu_port.visitors._references import RulesVisitor, is_main_test, literal_value, written
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
@@ -38,7 +38,7 @@ class _EntryPointVisitor(RulesVisitor):
         self.called_from_entry: set[str] = set()
 
     def visit_If(self, node: cst.If) -> None:
-        if self.entry is None and self.ctx.scope is self.ctx.scopes.module and _is_main_test(node.test):
+        if self.entry is None and self.ctx.scope is self.ctx.scopes.module and is_main_test(node.test):
             self.entry = node.test
             self.entry_block = node
             self.inside_entry = True
@@ -144,18 +144,6 @@ def words_of_names(tree: ast.AST) -> set[str]:
 def _has_shebang(module: cst.Module) -> bool:
     first = module.header[0] if module.header else None
     return first is not None and first.comment is not None and first.comment.value.startswith("#!")
-
-
-def _is_main_test(test: cst.BaseExpression) -> bool:
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return False
-    target = test.comparisons[0]
-    if not isinstance(target.operator, cst.Equal):
-        return False
-    sides = [test.left, target.comparator]
-    names = [s for s in sides if isinstance(s, cst.Name) and s.value == "__name__"]
-    strings = [s for s in sides if isinstance(s, cst.SimpleString) and literal_value(s.value) == "__main__"]
-    return len(names) == 1 and len(strings) == 1
 
 
 def _first_statement_after_setup(body) -> Optional[int]:

@@ -14,7 +14,7 @@ from hpu_port.edits import replace_expression
 from hpu_port.model import Rule
 from hpu_port.patterns import matches_any
 from hpu_port.visitors._device_positions import device_values, used_as_a_device
-from hpu_port.visitors._fp16 import Fp16Choices, hold_split_casts
+from hpu_port.visitors._fp16 import Fp16Choices, hold_split_casts, is_a_choice
 from hpu_port.visitors._guards import (
     Surroundings,
     cuda_ordinal_arm,
@@ -283,7 +283,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         other = _autocast_for_another_device(self.around, self.port_devices)
         if other:
             return Held("other-device", f"the dtype of autocast for {other!r}, another device")
-        choice = next((n for n in reversed(self.around) if isinstance(n, (cst.If, cst.IfExp))), None)
+        choice = next((n for n in reversed(self.around) if isinstance(n, cst.IfExp) or is_a_choice(n)), None)
         if choice is not None and any(text in written(choice) for text in rule.params["keep-beside"]):
             return Held("dtype-role", "one arm of a choice that has the other already", choice)
         return None
@@ -332,7 +332,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             # `if not data.is_cuda and torch.cuda.is_available(): raise ...`:
             # the tensor's answer stays CUDA's, so the pair would disagree on Gaudi.
             return Held("by-hand", f"the same test reads `{tensor_test}`, which the port cannot change: the two change together", guard)
-        if isinstance(guard, cst.Assert) and guard.msg is not None and NAMES_CUDA.search(written(guard.msg)):
+        if isinstance(guard, cst.Assert) and guard.msg is not None and _says_cuda_is_required(written(guard.msg)):
             # `assert has_apex and torch.cuda.is_available(), "APEX and CUDA required"`
             return Held("nvidia-only", f"the assertion says CUDA is required ({shown_briefly(written(guard.msg))}): the code after it needs NVIDIA")
         switch = library_switch(self.around, self.ctx)
@@ -413,3 +413,19 @@ def _is_to_call(node: cst.CSTNode) -> bool:
 
 def _matches(name: str, patterns) -> bool:
     return matches_any(name, patterns)
+
+
+# "cuda is not available. Please check your installation.": the message only
+# restates the check, which asks for the accelerator, not for NVIDIA's.
+_ONLY_NOT_AVAILABLE = re.compile(
+    r"(?i)^\W*(?:error:?\s*)?(?:no\s+cuda(?:\s+devices?)?(?:\s+(?:is\s+|was\s+)?(?:available|found|detected))?|cuda\s+(?:device\s+)?(?:is\s+)?(?:not|n't)\s+(?:available|found|detected))(?:\s+(?:on|in)\s+this\s+\w+)?\W*"
+    r"(?:\s*(?:please\s+)?check\s+your\s+(?:installation|setup|environment|drivers?)\W*)?$"
+)
+
+
+def _says_cuda_is_required(message: str) -> bool:
+    """Whether an assertion's message says the code after it needs CUDA
+    (`"APEX and CUDA required"`), not merely that the check failed."""
+    text = message.strip("\"'fbr ")
+    return bool(NAMES_CUDA.search(text)) and not _ONLY_NOT_AVAILABLE.match(text)
+
