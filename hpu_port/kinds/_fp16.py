@@ -21,7 +21,9 @@ hold the float16: `convert_weights_to_fp16`), and the call names (last dotted pa
 role: one that ``loads`` and ``saves`` weights and ``computes`` nothing
 converts checkpoints; a test function that ``checks`` values compares them
 with float16 references, and what it passes and what it checks must change
-together.
+together. ``matched`` (patterns of names: ``*target*``, ``*box*``): a dtype
+assigned to a name that also casts such values (`targets.to(self.data_type)`)
+is their format too.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ FP16_KEYS = {
     "roles": (dict, False),
 }
 
-ROLE_KEYS = ("files", "functions", "loads", "saves", "computes", "checks")
+ROLE_KEYS = ("files", "functions", "loads", "saves", "computes", "checks", "matched")
 
 
 def fp16_params(table: dict) -> dict:

@@ -21,7 +21,7 @@ import libcst as cst
 from hpu_port.branches import Held
 from hpu_port.patterns import matches_any
 from hpu_port.visitors._enclosing import enclosing
-from hpu_port.visitors._references import last_name, written
+from hpu_port.visitors._references import is_main_test, last_name, written
 from hpu_port.walk import children, contains
 
 
@@ -83,8 +83,16 @@ class Fp16Choices(
             return "the default of a conversion function (`convert_weights_to_fp16`): its callers rely on float16"
         if self._cast_straight_back(node):
             return "cast to float16 and straight back to float32: it rounds values to a float16 format, not a precision to compute in"
+        saved_by = self._saving_call(roles["saves"], node)
+        if saved_by is not None:
+            # `torch.save({k: v.half().cpu() ...}, path)` in a training loop: the
+            # loop computes in its own precision, the file keeps its format.
+            return f"what `{saved_by}` writes: float16 is the stored format"
+        matched = self._casts_matched_values(roles["matched"])
+        if matched is not None:
+            return matched
         calls, asserts = self._calls_of(function or self.ctx.module)
-        if any(isinstance(n, cst.Dict) for n in self.around) and _any_match(calls, roles["saves"]):
+        if any(isinstance(n, (cst.Dict, cst.DictComp)) for n in self.around) and _any_match(calls, roles["saves"]):
             return "a value of a dict this code saves (a checkpoint): float16 is the stored format"
         if function is not None and function.name.value.startswith("test") and (asserts or _any_match(calls, roles["checks"])):
             return "a value a test passes or checks: both keep float16 together; decide for Gaudi what the test compares"
@@ -93,6 +101,40 @@ class Fp16Choices(
             return "code that loads and saves weights and computes nothing: float16 is the checkpoint's format"
         if saves_only and self._moved_to_cpu():
             return "moved to the CPU to be saved by code that computes nothing: float16 is the stored format"
+        return None
+
+    def _saving_call(self, patterns, node: cst.CSTNode) -> Optional[str]:
+        """The save call (`torch.save`, `save_file`) whose arguments hold ``node``."""
+        for outer in reversed(self.around):
+            if isinstance(outer, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return None
+            if isinstance(outer, cst.Call) and outer is not node and any(contains(arg, node) for arg in outer.args):
+                name = last_name(outer.func)
+                if name and matches_any(name, patterns):
+                    return written(outer.func)
+        return None
+
+    def _casts_matched_values(self, patterns) -> Optional[str]:
+        """Why a dtype chosen here stays: the code also casts the values a
+        loss matches with it (`targets = targets.to(self.data_type)`, box
+        coordinates in pixels), which bfloat16's 8 bits would round."""
+        if not patterns:
+            return None
+        statement = self._statement()
+        small = statement.body[0] if statement is not None and len(statement.body) == 1 else None
+        if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+            return None
+        target = written(small.targets[0].target)
+        text = self.ctx.source.decode("utf-8", "replace")
+        if target not in text:
+            return None
+        for receiver in re.findall(r"([A-Za-z_][\w.]*)\s*\.to\(\s*" + re.escape(target) + r"\s*[,)]", text):
+            name = receiver.rsplit(".", 1)[-1]
+            if matches_any(name.lower(), patterns):
+                return (
+                    f"`{target}` also casts `{receiver}`, values a loss matches: bfloat16 would round them "
+                    "to 8 bits (cast only the inputs, or leave the autocast to pick the precision)"
+                )
         return None
 
     def _moved_to_cpu(self) -> bool:
@@ -223,7 +265,7 @@ class Fp16Choices(
         """Whether the innermost choice holding the use (the whole `if` chain)
         mentions one of ``texts``, or a statement beside it gives the same
         target, or returns, a value that does."""
-        choice = next((n for n in reversed(self.around) if isinstance(n, (cst.If, cst.IfExp))), None)
+        choice = next((n for n in reversed(self.around) if isinstance(n, cst.IfExp) or is_a_choice(n)), None)
         if isinstance(choice, cst.IfExp):
             return _mentions(choice, texts)
         statement = self._statement()
@@ -255,6 +297,12 @@ class Fp16Choices(
             index -= 1
             node = self.around[index]
         return node
+
+
+def is_a_choice(node: cst.CSTNode) -> bool:
+    """An `if` that chooses; a script's `if __name__ == "__main__":` block
+    holds the whole script, whose other dtypes are no arm of it."""
+    return isinstance(node, cst.If) and not is_main_test(node.test)
 
 
 def _beside_an_if_that_mentions(anchor: cst.If, block, texts: list) -> bool:
