@@ -8,7 +8,9 @@ argument of a method in ``methods`` or the only argument of a call in
 modulo something (``rank % torch.cuda.device_count()``), becomes ``"hpu"``:
 each process owns one Gaudi. A name the same function last assigned such a
 value (``device = local_rank`` ... ``.to(device)``) is reported only, since
-the name may be an index elsewhere.
+the name may be an index elsewhere. A call of one of ``index-methods``
+(``y.get_device()``, the index of a tensor's device) in a device position
+becomes the tensor's ``device``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from hpu_port.triggers import name_trigger
 @register_kind
 class DeviceIndex(Kind):
     name = "device-index"
-    KEYS = {"words": (list, True), "keywords": (list, False), "methods": (list, False), "calls": (list, False)}
+    KEYS = {"words": (list, True), "keywords": (list, False), "methods": (list, False), "calls": (list, False),
+            "index-methods": (list, False)}
     MESSAGE_FIELDS = frozenset({"name"})
 
     def build_params(self, table):
@@ -35,10 +38,11 @@ class DeviceIndex(Kind):
             "keywords": frozenset(string_list(table.get("keywords", []), "keywords")),
             "methods": frozenset(string_list(table.get("methods", []), "methods")),
             "calls": frozenset(string_list(table.get("calls", []), "calls")),
+            "index-methods": frozenset(string_list(table.get("index-methods", []), "index-methods")),
         }
 
     def triggers(self, rule):
-        return [name_trigger(word) for word in sorted(rule.params["words"])]
+        return [name_trigger(word) for word in sorted(rule.params["words"] | rule.params["index-methods"])]
 
     def screen(self, rule, view):
         # `rank` and `gpu` are common words: only a call that passes one in a
@@ -61,7 +65,14 @@ def _passes_an_index(call: ast.Call, params: dict) -> bool:
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     if call.args and (name in params["methods"] or any(c.rsplit(".", 1)[-1] == name for c in params["calls"])):
         values.append(call.args[0])
-    return any(_last_part(v) and params["words"] & name_parts(_last_part(v)) for v in values)
+    return any(_last_part(v) and params["words"] & name_parts(_last_part(v)) or _index_method(v) in params["index-methods"] for v in values)
+
+
+def _index_method(value: ast.expr) -> str:
+    """``get_device`` of `y.get_device()`."""
+    if isinstance(value, ast.Call) and not value.args and isinstance(value.func, ast.Attribute):
+        return value.func.attr
+    return ""
 
 
 def _last_part(value: ast.expr) -> str:
