@@ -276,10 +276,13 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
     def leave_Module(self, node) -> None:
         # Steps are judged at the end: an optimizer may be bound after the
         # method that steps it (`__init__` after `train_step`, say).
-        for statement, call, scope_node, unit in self.steps:
-            verdict = self._step_verdict(call)
+        verdicts = [self._step_verdict(call) for _, call, _, _ in self.steps]
+        stepping = {statement for (statement, *_), verdict in zip(self.steps, verdicts) if verdict == STEP}
+        for (statement, call, scope_node, unit), verdict in zip(self.steps, verdicts):
             if verdict == STEP and self._cpu_only_test(scope_node):
                 continue
+            if verdict == STEP and self.next_statement.get(statement) in stepping:
+                continue  # steps in a row (one per sub-model): one mark_step after the last runs them all
             if verdict == STEP:
                 with self.ctx.other_backend.reopened(unit):
                     self._anchor(statement, call, "the optimizer step")
