@@ -16,6 +16,7 @@ from hpu_port.patterns import matches_any
 from hpu_port.visitors._device_string_index import (
     IndexedDevices,
     current_device,
+    gpu_enumeration,
     plain_string,
     second_gpu,
 )
@@ -655,6 +656,9 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         used = self._guarded_nvidia_code(node)
         if used:
             return Held("nvidia-only", f"the code this test guards uses `{used}`, which has no Gaudi equivalent")
+        enumeration = gpu_enumeration(node, self.around) if self.params["device"] == "cuda" else None
+        if enumeration:
+            return Held("by-hand", f"it names each GPU in turn (`{shown_briefly(enumeration)}`), for one process to use them all: a Gaudi process drives one card; give each its own process")
         switch = library_switch(self.around, self.ctx)
         if switch:
             return Held("unclear", f"the test is handed to `{switch}` of another library, whose CUDA code the port does not change")

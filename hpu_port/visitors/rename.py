@@ -13,7 +13,9 @@ from hpu_port.device.evidence import of_options
 from hpu_port.edits import replace_expression
 from hpu_port.model import Rule
 from hpu_port.patterns import matches_any
+from hpu_port.visitors._definitions import name_words
 from hpu_port.visitors._device_positions import device_values, used_as_a_device
+from hpu_port.visitors._device_string_index import gpu_enumeration
 from hpu_port.visitors._fp16 import Fp16Choices, hold_split_casts, is_a_choice
 from hpu_port.visitors._guards import (
     Surroundings,
@@ -41,6 +43,7 @@ from hpu_port.visitors._skip_guards import (
     SkipConditions,
     keep_skips_of_nvidia_only_tests,
 )
+from hpu_port.walk import contains, descendants
 
 # `device`, `eval_device`; not `device_id`, `device_index`, `device_count`.
 _DEVICE_NAME = re.compile(r"(^|_)device$")
@@ -208,6 +211,8 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             kept = kept or held_if("dtype-role", self._not_produced(rule.params["positions"], node) or self.fp16_reason(rule, node))
         if qualified in self.cuda_checks:
             kept = kept or self._guards_nvidia_code(node, rule)
+        if qualified.endswith(".device_count"):
+            kept = kept or held_if("by-hand", _enumerates_gpus(node, self.around))
         if qualified in rule.params["result-keys"]:
             kept = kept or held_if("unclear", self._read_with_other_keys(node, rule.params["result-keys"][qualified], target))
         if kept:
@@ -322,6 +327,9 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         if used:
             hold_guarded_body(guard, self.ctx, used, node)
             return Held("nvidia-only", f"the code it guards uses `{used}`, which has no Gaudi equivalent", guard)
+        switched_off = _switches_off_nvidia_features(guard, node, of_options(self.ctx.options).unit_words)
+        if switched_off:
+            return Held("nvidia-only", f"where there is no CUDA it switches off `{switched_off}`, named for an NVIDIA-only library: on Gaudi it must still be switched off", guard)
         ordinal = cuda_ordinal_arm(guard, node)
         if ordinal is not None:
             # `select_device('0' if torch.cuda.is_available() else 'cpu')`: "0" is
@@ -428,4 +436,58 @@ def _says_cuda_is_required(message: str) -> bool:
     (`"APEX and CUDA required"`), not merely that the check failed."""
     text = message.strip("\"'fbr ")
     return bool(NAMES_CUDA.search(text)) and not _ONLY_NOT_AVAILABLE.match(text)
+
+
+def _enumerates_gpus(node: cst.CSTNode, around: list) -> Optional[str]:
+    """Why a GPU count stays: a loop over it names each GPU in turn
+    (`[torch.device(f"cuda:{i}") for i in range(torch.cuda.device_count())]`),
+    for one process to use them all, which a Gaudi process cannot."""
+    # A `for` loop's body is judged as a CUDA check's (its device strings are
+    # kept, and with them the loop when its code is NVIDIA's); a comprehension
+    # is one expression: its count stays with the devices it lists.
+    statement = next((n for n in reversed(around) if isinstance(n, cst.SimpleStatementLine)), None)
+    loops = [n for n in descendants(statement) if isinstance(n, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp))] if statement else []
+    for loop in loops:
+        for string in (n for n in descendants(loop) if isinstance(n, (cst.SimpleString, cst.FormattedString))):
+            if gpu_enumeration(string, [loop, statement]):
+                return "the loop names each GPU in turn, for one process to use them all: a Gaudi process drives one card; give each its own process"
+    return None
+
+
+def _switches_off_nvidia_features(guard, node, library_words: frozenset) -> Optional[str]:
+    """`if torch.cuda.is_available() is False and load_trt: load_jit, load_trt = False, False`:
+    the first switch, named for an NVIDIA-only library, that a negated CUDA
+    check turns off (its body sets names to False or None and does nothing
+    else but log)."""
+    if not isinstance(guard, cst.If) or not _negates(guard.test, node):
+        return None
+    switches = []
+    for statement in guard.body.body if isinstance(guard.body, cst.IndentedBlock) else ():
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return None
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and _all_off(small.value):
+                switches += [n.value for t in small.targets for n in [t.target, *descendants(t.target)] if isinstance(n, cst.Name)]
+            elif not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+                return None  # more than switching off and saying so
+    return next((name for name in switches if set(name_words(name)) & library_words), None)
+
+
+def _negates(test: cst.BaseExpression, node: cst.CSTNode) -> bool:
+    """Whether ``test`` asks that the check holding ``node`` is false
+    (`not torch.cuda.is_available()`, `... is False`, `== False`)."""
+    for part in [test, *descendants(test)]:
+        if isinstance(part, cst.UnaryOperation) and isinstance(part.operator, cst.Not) and contains(part.expression, node):
+            return True
+        if isinstance(part, cst.Comparison) and contains(part.left, node) and len(part.comparisons) == 1:
+            target = part.comparisons[0]
+            if isinstance(target.operator, (cst.Is, cst.Equal)) and written(target.comparator) == "False":
+                return True
+    return False
+
+
+def _all_off(value: cst.BaseExpression) -> bool:
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return bool(value.elements) and all(_all_off(e.value) for e in value.elements)
+    return isinstance(value, cst.Name) and value.value in ("False", "None")
 
