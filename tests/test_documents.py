@@ -101,6 +101,16 @@ def test_a_heredoc_without_a_command_is_a_block_comment():
     assert result.new_source is None or result.new_source.startswith(source[:70])
 
 
+def test_a_comment_in_backquotes_among_continued_lines_is_read_as_bash_reads_it():
+    # `` `# section` \`` labels a group of options; bash runs an empty command there.
+    source = (b"torchrun --nproc_per_node 2 train.py \\\n    --lr 1e-4 \\\n    \\\n"
+              b"    `# LoRA settings` \\\n    --use_peft True\necho \"done!\"\n")
+    result = port_bytes("run.sh", source, ruleset(), True)
+    assert result.error is None
+    assert "HPU816" in [f.code for f in result.findings]
+    assert result.new_source.startswith(b"PT_HPU_LAZY_MODE=1 " + source[:40])
+
+
 def test_heredoc_bodies_are_data_not_commands():
     source = b"cat > cfg.txt <<EOF\nnvidia-smi\nCUDA_VISIBLE_DEVICES=1\nEOF\n"
     assert port_bytes("run.sh", source, ruleset(), True).findings == []

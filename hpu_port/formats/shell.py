@@ -353,9 +353,20 @@ def parse(text: str, path: str = "", file_type: str = "shell", directives: bool 
         if blanked != read:
             read = blanked
             tree = _PARSER.parse(read)
+    if tree.root_node.has_error and b"`#" in read:
+        # `` `# a comment` \`` among a command's continued lines: bash runs a
+        # command substitution that holds only a comment (nothing); the parser
+        # reads the comment to the end of the line. Blanked, offsets kept.
+        blanked = _COMMENT_SUBSTITUTION.sub(lambda m: b" " * len(m.group()), read)
+        if blanked != read:
+            read = blanked
+            tree = _PARSER.parse(read)
     if tree.root_node.has_error:
         raise FormatError("syntax the shell parser does not understand", _first_error_line(tree.root_node))
     return ShellDocument(text, path, tree.root_node, data, directives)
+
+
+_COMMENT_SUBSTITUTION = re.compile(rb"(?<=[ \t])`#[^`\r\n]*`(?=[ \t]*\\?\r?$)", re.MULTILINE)
 
 
 # A line that opens a here-document with no command before it (`<<com`, `<<-'END'`).

@@ -8,7 +8,8 @@ that `pip install` / `conda install` commands name (scripts, Dockerfile `RUN`
 lines, CI scripts, notebook `!pip` lines) and in the
 ``keywords`` of a `setup()` call in Python (``install_requires``,
 ``extras_require``). Package names are compared as pip compares them (case,
-``-``, ``_`` and ``.`` do not matter); a name may end in ``*`` (``nvidia-*``).
+``-``, ``_`` and ``.`` do not matter); a name may end in ``*`` (``nvidia-*``),
+and ``not-packages`` names those such a pattern would take wrongly.
 ``packages`` is a list, or a table from package to the advice the message
 shows as ``{advice}``. With ``outside-ci``, the scripts of CI pipelines
 are not read (what a CI job installs is that job's own environment); with
@@ -65,7 +66,8 @@ def requirement_name(text: str):
 @register_kind
 class Dependency(DocumentKind):
     name = "dependency"
-    KEYS = {"packages": ((list, dict), True), "keywords": (list, False), "outside-ci": (bool, False), "pinned-only": (bool, False)}
+    KEYS = {"packages": ((list, dict), True), "keywords": (list, False), "outside-ci": (bool, False), "pinned-only": (bool, False),
+            "not-packages": (list, False)}
     MESSAGE_FIELDS = frozenset({"name", "file", "advice"})
     FORMATS = ("requirements", "pyproject", "setup-cfg", "yaml", "shell", "dockerfile", "notebook", "makefile", "apptainer")
     READS_PYTHON = True  # `install_requires` in setup.py
@@ -78,6 +80,7 @@ class Dependency(DocumentKind):
             "keywords": set(string_list(table.get("keywords", []), "keywords")),
             "outside-ci": table.get("outside-ci", False),
             "pinned-only": table.get("pinned-only", False),
+            "not-packages": frozenset(normalized(p) for p in string_list(table.get("not-packages", []), "not-packages")),
         }
 
     def describe(self, rule) -> str:
@@ -98,6 +101,8 @@ class Dependency(DocumentKind):
         if rule.params["pinned-only"] and not _PINNED.search(requirement.split(";", 1)[0]):
             return None  # `torch`, `torch>=2`: the installed Gaudi build satisfies it, pip leaves it
         packages = rule.params["packages"]
+        if name in rule.params["not-packages"]:
+            return None  # named like the others, but not one of them (`nvidia-pytriton` runs without GPUs)
         if name in packages:
             return packages[name]
         for pattern, text in packages.items():
