@@ -5,7 +5,10 @@
 matching literals are reported without a fix (``NCCL_.*``). With ``dict-keys-only``, only literals
 used as keys of dict displays count (config dicts); with ``dict-with-keys``
 too, only in a dict that also has one of those keys (what makes it a
-DeepSpeed config, say). A key is never renamed to one the dict already has.
+DeepSpeed config, say). A key is never renamed to one the dict already has,
+and with ``value-keys`` a key whose value is a dict that sets other keys
+than those (fp16's loss scaling, which the `"bf16"` section does not take) is
+reported, not renamed.
 With ``plain-args`` the literals of ``replace`` are program names: one is
 renamed only as the first item of a list or tuple (``["nvidia-smi", "-L"]``)
 whose other items are all literal strings among ``plain-args``; anywhere
@@ -30,6 +33,7 @@ class StringLiteral(Kind):
         "dict-keys-only": (bool, False),
         "dict-with-keys": (list, False),
         "plain-args": (list, False),
+        "value-keys": (list, False),
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
 
@@ -52,6 +56,7 @@ class StringLiteral(Kind):
             "dict-keys-only": table.get("dict-keys-only", False),
             "dict-with-keys": companions,
             "plain-args": _optional_set(table, "plain-args"),
+            "value-keys": _optional_set(table, "value-keys"),
         }
 
     def describe(self, rule):

@@ -23,6 +23,8 @@ class _StringLiteralVisitor(cst.BatchableCSTVisitor):
         self.rules = rules
         # Each key of a dict display -> the literal keys of its dict.
         self.dict_keys: dict[cst.CSTNode, frozenset] = {}
+        # Each key of a dict display, and its value.
+        self.dict_values: dict[cst.CSTNode, cst.BaseExpression] = {}
         # The first item of each list or tuple -> the other items, as literal
         # values (None for an item that is not a plain string literal).
         self.arguments: dict[cst.CSTNode, list] = {}
@@ -45,6 +47,7 @@ class _StringLiteralVisitor(cst.BatchableCSTVisitor):
         keys = frozenset(e.key.raw_value for e in elements if isinstance(e.key, cst.SimpleString))
         for element in elements:
             self.dict_keys[element.key] = keys
+            self.dict_values[element.key] = element.value
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if self.ctx.docstring_depth or "b" in node.prefix.lower():
@@ -60,6 +63,11 @@ class _StringLiteralVisitor(cst.BatchableCSTVisitor):
                     message = rule.message.format(name=written(node), replacement=new)
                     if siblings is not None and new in siblings:
                         self.ctx.report(rule, node, message, kept=Held("name-taken", f"the dict has a {new!r} key already"))
+                        return
+                    extra = _keys_beyond(self.dict_values.get(node), rule.params["value-keys"])
+                    if extra:
+                        why = f"its section also sets {', '.join(extra)}, which the {new!r} section does not take: drop them with the rename"
+                        self.ctx.report(rule, node, message, kept=Held("by-hand", why))
                         return
                     refused = self._refused_argument(rule, node)
                     if refused is not None:
@@ -87,6 +95,14 @@ class _StringLiteralVisitor(cst.BatchableCSTVisitor):
             if argument not in accepted:
                 return f"it is run with {argument!r}, which the new program does not take"
         return None
+
+
+def _keys_beyond(value, allowed) -> list:
+    """The keys, as written, of a dict display ``value`` that ``allowed`` lacks."""
+    if allowed is None or not isinstance(value, cst.Dict):
+        return []
+    keys = [e.key for e in value.elements if isinstance(e, cst.DictElement)]
+    return [written(k) for k in keys if not (isinstance(k, cst.SimpleString) and k.raw_value in allowed)]
 
 
 def _companions_present(rule, siblings: frozenset) -> bool:
