@@ -10,7 +10,8 @@ each process owns one Gaudi. A name the same function last assigned such a
 value (``device = local_rank`` ... ``.to(device)``) is reported only, since
 the name may be an index elsewhere. A call of one of ``index-methods``
 (``y.get_device()``, the index of a tensor's device) in a device position
-becomes the tensor's ``device``.
+becomes the tensor's ``device``; with ``integer-literals``, so does a literal
+integer (``torch.device(0)``, ``.to(0)``) become ``"hpu"``.
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ import ast
 
 from hpu_port.kinds import Kind, register_kind, string_list
 from hpu_port.kinds.device_string import name_parts
-from hpu_port.triggers import name_trigger
+from hpu_port.triggers import name_trigger, text_trigger
 
 
 @register_kind
 class DeviceIndex(Kind):
     name = "device-index"
     KEYS = {"words": (list, True), "keywords": (list, False), "methods": (list, False), "calls": (list, False),
-            "index-methods": (list, False)}
+            "index-methods": (list, False), "integer-literals": (bool, False)}
     MESSAGE_FIELDS = frozenset({"name"})
 
     def build_params(self, table):
@@ -39,10 +40,15 @@ class DeviceIndex(Kind):
             "methods": frozenset(string_list(table.get("methods", []), "methods")),
             "calls": frozenset(string_list(table.get("calls", []), "calls")),
             "index-methods": frozenset(string_list(table.get("index-methods", []), "index-methods")),
+            "integer-literals": bool(table.get("integer-literals", False)),
         }
 
     def triggers(self, rule):
-        return [name_trigger(word) for word in sorted(rule.params["words"] | rule.params["index-methods"])]
+        triggers = [name_trigger(word) for word in sorted(rule.params["words"] | rule.params["index-methods"])]
+        if rule.params["integer-literals"]:
+            # `torch.device(0)`, `.to(0)`: written so, the literal is the whole argument.
+            triggers += [text_trigger(f".{name.rsplit('.', 1)[-1]}(0") for name in sorted(rule.params["methods"] | rule.params["calls"])]
+        return triggers
 
     def screen(self, rule, view):
         # `rank` and `gpu` are common words: only a call that passes one in a
@@ -65,7 +71,12 @@ def _passes_an_index(call: ast.Call, params: dict) -> bool:
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     if call.args and (name in params["methods"] or any(c.rsplit(".", 1)[-1] == name for c in params["calls"])):
         values.append(call.args[0])
-    return any(_last_part(v) and params["words"] & name_parts(_last_part(v)) or _index_method(v) in params["index-methods"] for v in values)
+    return any(
+        _last_part(v) and params["words"] & name_parts(_last_part(v))
+        or _index_method(v) in params["index-methods"]
+        or params["integer-literals"] and isinstance(v, ast.Constant) and type(v.value) is int
+        for v in values
+    )
 
 
 def _index_method(value: ast.expr) -> str:

@@ -72,7 +72,8 @@ class _DeviceIndexVisitor(cst.BatchableCSTVisitor):
             fix = self.ctx.replace(value, replace_expression(f"{written(tensor)}.device"))
             self.ctx.report(self.rule, value, self.rule.message.format(name=written(value)) + f" (use `{written(tensor)}.device`)", fix)
             return
-        if self._rank_like(value) and self.ctx.claim(value):
+        literal = self.params["integer-literals"] and isinstance(value, cst.Integer)
+        if (literal or self._rank_like(value)) and self.ctx.claim(value):
             # Each process owns one Gaudi: the index becomes the process's device.
             fix = self.ctx.replace(value, replace_expression('"hpu"'))
             self.ctx.report(self.rule, value, self.rule.message.format(name=written(value)), fix)
