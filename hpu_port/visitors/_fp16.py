@@ -41,6 +41,8 @@ class Fp16Choices(
         # Function or module -> (last names of the calls it makes, whether it asserts).
         self._calls_of_unit: dict[cst.CSTNode, tuple[frozenset, bool]] = {}
         self._numpy_statements: dict[cst.CSTNode, bool] = {}
+        self._source_text: Optional[str] = None
+        self._matched_casts: dict[str, Optional[str]] = {}
 
     def visit_If(self, node) -> None:
         super().visit_If(node)
@@ -125,7 +127,14 @@ class Fp16Choices(
         if not isinstance(small, cst.Assign) or len(small.targets) != 1:
             return None
         target = written(small.targets[0].target)
-        text = self.ctx.source.decode("utf-8", "replace")
+        if target not in self._matched_casts:
+            self._matched_casts[target] = self._first_matched_cast(target, patterns)
+        return self._matched_casts[target]
+
+    def _first_matched_cast(self, target: str, patterns) -> Optional[str]:
+        if self._source_text is None:
+            self._source_text = self.ctx.source.decode("utf-8", "replace")
+        text = self._source_text
         if target not in text:
             return None
         for receiver in re.findall(r"([A-Za-z_][\w.]*)\s*\.to\(\s*" + re.escape(target) + r"\s*[,)]", text):
