@@ -10,8 +10,8 @@ each process owns one Gaudi. A name the same function last assigned such a
 value (``device = local_rank`` ... ``.to(device)``) is reported only, since
 the name may be an index elsewhere. A call of one of ``index-methods``
 (``y.get_device()``, the index of a tensor's device) in a device position
-becomes the tensor's ``device``; with ``integer-literals``, so does a literal
-integer (``torch.device(0)``, ``.to(0)``) become ``"hpu"``.
+becomes the tensor's ``device``; with ``integer-literals``, a literal
+integer given first (``torch.device(0)``, ``.to(0)``) becomes ``"hpu"``.
 """
 
 from __future__ import annotations
@@ -69,13 +69,13 @@ def _passes_an_index(call: ast.Call, params: dict) -> bool:
     values = [k.value for k in call.keywords if k.arg in params["keywords"]]
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    positional = None
     if call.args and (name in params["methods"] or any(c.rsplit(".", 1)[-1] == name for c in params["calls"])):
-        values.append(call.args[0])
-    return any(
-        _last_part(v) and params["words"] & name_parts(_last_part(v))
-        or _index_method(v) in params["index-methods"]
-        or params["integer-literals"] and isinstance(v, ast.Constant) and type(v.value) is int
-        for v in values
+        positional = call.args[0]
+        values.append(positional)
+    literal = params["integer-literals"] and isinstance(positional, ast.Constant) and type(positional.value) is int
+    return literal or any(
+        _last_part(v) and params["words"] & name_parts(_last_part(v)) or _index_method(v) in params["index-methods"] for v in values
     )
 
 

@@ -52,8 +52,10 @@ class _DeviceIndexVisitor(cst.BatchableCSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         params = self.params
+        positional = node.args[0].value if node.args and node.args[0].keyword is None else None
         for value in device_values(node, self.ctx, params["keywords"], params["methods"], params["calls"]):
-            self._check(value)
+            # A literal index only where the triggers look for one: `.to(0)`, `torch.device(0)`.
+            self._check(value, literal_counts=value is positional)
 
     def _rank_like(self, value: cst.BaseExpression) -> bool:
         """A rank or GPU index (`local_rank`, `args.gpu`, `rank % n_gpus`)."""
@@ -62,7 +64,7 @@ class _DeviceIndexVisitor(cst.BatchableCSTVisitor):
         last = _last_name(value)
         return last is not None and bool(self.params["words"] & name_parts(last))
 
-    def _check(self, value: cst.BaseExpression) -> None:
+    def _check(self, value: cst.BaseExpression, literal_counts: bool = False) -> None:
         if isinstance(value, cst.Name) and any(value.value in names for names in self.named_devices):
             return  # a device name kept in a variable named like an index
         tensor = _index_of_tensor(value, self.params["index-methods"])
@@ -72,7 +74,7 @@ class _DeviceIndexVisitor(cst.BatchableCSTVisitor):
             fix = self.ctx.replace(value, replace_expression(f"{written(tensor)}.device"))
             self.ctx.report(self.rule, value, self.rule.message.format(name=written(value)) + f" (use `{written(tensor)}.device`)", fix)
             return
-        literal = self.params["integer-literals"] and isinstance(value, cst.Integer)
+        literal = literal_counts and self.params["integer-literals"] and isinstance(value, cst.Integer)
         if (literal or self._rank_like(value)) and self.ctx.claim(value):
             # Each process owns one Gaudi: the index becomes the process's device.
             fix = self.ctx.replace(value, replace_expression('"hpu"'))
