@@ -107,24 +107,24 @@ def as_plain_string(rename, template: cst.SimpleString):
 _COMPREHENSIONS = (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)
 
 
-def gpu_enumeration(node: cst.CSTNode, around: list) -> "str | None":
+def gpu_enumeration(node: cst.CSTNode, around: list) -> "tuple[str, cst.CSTNode] | None":
     """The count a device string's index runs over when it names each GPU of
     the machine in turn (`[torch.device("cuda:%d" % i) for i in
     range(torch.cuda.device_count())]`): one process spreading a model over
-    the cards, which a Gaudi process cannot (it drives one). None otherwise.
-    ``around``: the nodes enclosing ``node``, its statement among them."""
+    the cards, which a Gaudi process cannot (it drives one), and the loop
+    (a comprehension or a `for` statement); None otherwise. ``around``: the
+    nodes enclosing ``node``, its statement among them."""
     statement = next((n for n in reversed(around) if isinstance(n, cst.SimpleStatementLine)), None)
     inside = list(descendants(statement)) if statement is not None else []
     holder = next((n for n in inside if _puts_an_index_into(n, node)), node)
     used = {n.value for n in descendants(holder) if isinstance(n, cst.Name)}
-    # A `for` loop's body is judged as a CUDA check's (kept whole when its
-    # code is NVIDIA's); a comprehension is one expression, the devices it lists.
     loops = [n for n in inside if isinstance(n, _COMPREHENSIONS) and contains(n, node)]
+    loops += [n for n in reversed(around) if isinstance(n, cst.For)]
     for loop in loops:
         for target, iterable in _loop_heads(loop):
             names = {n.value for n in [target, *descendants(target)] if isinstance(n, cst.Name)}
             if names & used and "device_count" in written(iterable):
-                return written(iterable)
+                return written(iterable), loop
     return None
 
 
@@ -136,6 +136,8 @@ def _puts_an_index_into(expr: cst.CSTNode, node: cst.CSTNode) -> bool:
 
 
 def _loop_heads(node: cst.CSTNode) -> list:
+    if isinstance(node, cst.For):
+        return [(node.target, node.iter)]
     heads, clause = [], node.for_in
     while clause is not None:
         heads.append((clause.target, clause.iter))

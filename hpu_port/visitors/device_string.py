@@ -657,8 +657,8 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         if used:
             return Held("nvidia-only", f"the code this test guards uses `{used}`, which has no Gaudi equivalent")
         enumeration = gpu_enumeration(node, self.around) if self.params["device"] == "cuda" else None
-        if enumeration:
-            return Held("by-hand", f"it names each GPU in turn (`{shown_briefly(enumeration)}`), for one process to use them all: a Gaudi process drives one card; give each its own process")
+        if enumeration and not self._loop_of_nvidia_code(enumeration[1]):
+            return Held("by-hand", f"it names each GPU in turn (`{shown_briefly(enumeration[0])}`), for one process to use them all: a Gaudi process drives one card; give each its own process")
         switch = library_switch(self.around, self.ctx)
         if switch:
             return Held("unclear", f"the test is handed to `{switch}` of another library, whose CUDA code the port does not change")
@@ -728,6 +728,11 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         kept = KeptTest(self.ctx, self.params, self.kept_checks, self.renamed if strings else None)
         walk(test, [kept])
         return kept.found
+
+    def _loop_of_nvidia_code(self, loop) -> bool:
+        """A `for` loop over the GPUs whose body uses NVIDIA-only code: kept
+        whole as a CUDA check's body is (HPU615 says so once)."""
+        return isinstance(loop, cst.For) and self.nvidia is not None and bool(nvidia_only_use(loop, self.ctx, self.nvidia))
 
     def _guarded_nvidia_code(self, node) -> Optional[str]:
         patterns = self.nvidia

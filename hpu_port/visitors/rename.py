@@ -212,7 +212,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         if qualified in self.cuda_checks:
             kept = kept or self._guards_nvidia_code(node, rule)
         if qualified.endswith(".device_count"):
-            kept = kept or held_if("by-hand", _enumerates_gpus(node, self.around))
+            kept = kept or held_if("by-hand", _enumerates_gpus(node, self.around, self.ctx))
         if qualified in rule.params["result-keys"]:
             kept = kept or held_if("unclear", self._read_with_other_keys(node, rule.params["result-keys"][qualified], target))
         if kept:
@@ -438,20 +438,27 @@ def _says_cuda_is_required(message: str) -> bool:
     return bool(NAMES_CUDA.search(text)) and not _ONLY_NOT_AVAILABLE.match(text)
 
 
-def _enumerates_gpus(node: cst.CSTNode, around: list) -> Optional[str]:
+def _enumerates_gpus(node: cst.CSTNode, around: list, ctx) -> Optional[str]:
     """Why a GPU count stays: a loop over it names each GPU in turn
     (`[torch.device(f"cuda:{i}") for i in range(torch.cuda.device_count())]`),
-    for one process to use them all, which a Gaudi process cannot."""
-    # A `for` loop's body is judged as a CUDA check's (its device strings are
-    # kept, and with them the loop when its code is NVIDIA's); a comprehension
-    # is one expression: its count stays with the devices it lists.
+    for one process to use them all, which a Gaudi process cannot. A `for`
+    loop whose body uses NVIDIA-only code is left to the CUDA-check holds,
+    which keep it whole."""
     statement = next((n for n in reversed(around) if isinstance(n, cst.SimpleStatementLine)), None)
-    loops = [n for n in descendants(statement) if isinstance(n, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp))] if statement else []
-    for loop in loops:
-        for string in (n for n in descendants(loop) if isinstance(n, (cst.SimpleString, cst.FormattedString))):
-            if gpu_enumeration(string, [loop, statement]):
-                return "the loop names each GPU in turn, for one process to use them all: a Gaudi process drives one card; give each its own process"
+    comprehensions = [n for n in descendants(statement) if isinstance(n, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp))] if statement else []
+    places = [(string, [statement]) for loop in comprehensions for string in _strings_in(loop)]
+    for loop in (n for n in around if isinstance(n, cst.For) and contains(n.iter, node)):
+        if nvidia_only_use(loop, ctx, nvidia_evidence(ctx)):
+            continue
+        lines = [n for n in descendants(loop.body) if isinstance(n, cst.SimpleStatementLine)]
+        places += [(string, [loop, line]) for line in lines for string in _strings_in(line)]
+    if any(gpu_enumeration(string, enclosing) for string, enclosing in places):
+        return "the loop names each GPU in turn, for one process to use them all: a Gaudi process drives one card; give each its own process"
     return None
+
+
+def _strings_in(node: cst.CSTNode) -> list:
+    return [n for n in descendants(node) if isinstance(n, (cst.SimpleString, cst.FormattedString))]
 
 
 def _switches_off_nvidia_features(guard, node, library_words: frozenset) -> Optional[str]:
