@@ -45,7 +45,7 @@ def test_a_check_guarding_tensorrt_stays_whichever_package_the_code_uses(library
 
 @pytest.mark.parametrize("library", [
     "torch_tensorrt", "amp_C", "cudf", "cuml", "cugraph", "deep_ep", "fla", "helion", "mamba_ssm", "causal_conv1d",
-    "megablocks", "liger_kernel", "exllamav2", "torch.distributed._symmetric_memory",
+    "megablocks", "liger_kernel", "exllamav2", "torch.distributed._symmetric_memory", "basicsr.ops.fused_act",
 ])
 def test_every_nvidia_only_library_keeps_the_check_that_guards_it(library):
     assert guard_kept(GUARDED.format(library=library))
