@@ -109,7 +109,7 @@ class CallAdvice(Kind):
         wanted = {parameter: {_shape(v) for v in values} for parameter, values in entry["only-if"].items()}
         calls = view.nodes_on_lines(ast.Call, view.lines_matching(written(tuple(sorted(wanted)))))
         keywords = [keyword for call in calls for keyword in call.keywords if keyword.arg in wanted]
-        if any(ast.dump(keyword.value) in wanted[keyword.arg] or _ANY_SHAPE in wanted[keyword.arg] for keyword in keywords):
+        if any(ast.dump(keyword.value) in wanted[keyword.arg] or wanted[keyword.arg] & _ANY_SHAPES for keyword in keywords):
             return True
         # `padding=self.padding` in a class whose field defaults to a value the advice is about.
         fields = {keyword.value.attr: keyword.arg for keyword in keywords if _is_self_attribute(keyword.value)}
@@ -139,7 +139,7 @@ def _any_call_triggers(entry: dict) -> list:
     model files). The file's markers must occur alongside, anywhere in the
     file, and are context (``Kind.context``): not words of the call."""
     return [
-        Trigger(words=frozenset(w.encode() for w in (keyword, *([] if value == ANY_VALUE else re.findall(r"[A-Za-z_]\w*", value)))))
+        Trigger(words=frozenset(w.encode() for w in (keyword, *([] if value in (ANY_VALUE, EXPRESSION) else re.findall(r"[A-Za-z_]\w*", value)))))
         for keyword, values in entry["only-if"].items()
         for value in values
     ]
@@ -179,7 +179,9 @@ def _has_marker(markers: list, text: bytes) -> bool:
     return not markers or any(marker.rsplit(".", 1)[-1].encode() in text for marker in markers)
 
 
-_ANY_SHAPE = ANY_VALUE  # `_shape` leaves it as it is: it does not parse
+# Values the screen cannot tell from the standard parser's tree alone (`_shape`
+# leaves them as they are: they do not parse): the visitor decides.
+_ANY_SHAPES = frozenset({ANY_VALUE, EXPRESSION})
 
 
 @lru_cache(maxsize=None)
