@@ -85,6 +85,8 @@ class Fp16Choices(
             return "the default of a conversion function (`convert_weights_to_fp16`): its callers rely on float16"
         if self._cast_straight_back(node):
             return "cast to float16 and straight back to float32: it rounds values to a float16 format, not a precision to compute in"
+        if self._loaded_on_the_cpu(node):
+            return "loaded on the CPU (`device_map` names it): float16 is the format there, not a precision Gaudi computes in"
         saved_by = self._saving_call(roles["saves"], node)
         if saved_by is not None:
             # `torch.save({k: v.half().cpu() ...}, path)` in a training loop: the
@@ -104,6 +106,16 @@ class Fp16Choices(
         if saves_only and self._moved_to_cpu():
             return "moved to the CPU to be saved by code that computes nothing: float16 is the stored format"
         return None
+
+    def _loaded_on_the_cpu(self, node: cst.CSTNode) -> bool:
+        """`from_pretrained(path, torch_dtype=torch.float16, device_map={"": "cpu"})`."""
+        call = next((n for n in reversed(self.around) if isinstance(n, cst.Call)), None)
+        if call is None or not any(contains(arg, node) for arg in call.args):
+            return False
+        return any(
+            arg.keyword is not None and arg.keyword.value == "device_map" and re.fullmatch(r"""\{?\s*(["']["']\s*:\s*)?["']cpu["']\s*\}?""", written(arg.value))
+            for arg in call.args
+        )
 
     def _saving_call(self, patterns, node: cst.CSTNode) -> Optional[str]:
         """The save call (`torch.save`, `save_file`) whose arguments hold ``node``."""
@@ -247,10 +259,27 @@ class Fp16Choices(
         torch.float16: x = x.half()`) computes in what the model does."""
         for choice in self.around:
             if isinstance(choice, (cst.If, cst.IfExp)) and not contains(choice.test, node):
-                polarity = self._compares_with(choice.test, dtypes)
+                polarity = self._compares_with(choice.test, dtypes) or self._flag_compares_with(choice.test, dtypes)
                 if polarity and (polarity > 0) == contains(choice.body, node):
                     return True
         return False
+
+    def _flag_compares_with(self, test: cst.CSTNode, dtypes: frozenset) -> int:
+        """``_compares_with`` for a name the enclosing function set to such a
+        test (`needs_upcasting = vae.dtype == torch.float16 and ...`, then
+        `if needs_upcasting:`), negated by `not`."""
+        sign = 1
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, sign = test.expression, -1
+        if not isinstance(test, cst.Name):
+            return 0
+        unit = next((d for d in reversed(self.definitions) if isinstance(d, cst.FunctionDef)), self.ctx.module)
+        for assign in _nodes(unit, cst.Assign):
+            if any(isinstance(t.target, cst.Name) and t.target.value == test.value for t in assign.targets):
+                polarity = self._compares_with(assign.value, dtypes)
+                if polarity:
+                    return sign * polarity
+        return 0
 
     def _compares_with(self, test: cst.CSTNode, dtypes: frozenset) -> int:
         """1 when ``test`` asks whether a value is of one of ``dtypes``, -1
