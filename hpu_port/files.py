@@ -675,6 +675,15 @@ def _project_folders(path: Path, wanted: Callable[[str, Optional[str]], bool]) -
         if nearest is None and any(wanted(name, filetypes.by_name(name)) for name in names):
             nearest = str(candidate)
     return [nearest] if nearest else []
+
+
+def project_root(path: str) -> Optional[str]:
+    """The nearest folder at or above ``path`` that holds a project marker
+    (`pyproject.toml`, `setup.py`, `setup.cfg`, `.git`); None outside any."""
+    try:
+        folder = Path(path).resolve()
+    except (OSError, RuntimeError):
+        return None
     if not folder.is_dir():
         folder = folder.parent
     for candidate in (folder, *folder.parents):
@@ -682,6 +691,6 @@ def _project_folders(path: Path, wanted: Callable[[str, Optional[str]], bool]) -
             names = os.listdir(candidate)
         except OSError:
             return None
-        if any(name in _PROJECT_MARKERS for name in names) or any(wanted(name, filetypes.by_name(name)) for name in names):
+        if any(name in _PROJECT_MARKERS for name in names):
             return str(candidate)
     return None

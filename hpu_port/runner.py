@@ -98,6 +98,10 @@ def _read(path: str) -> Union[bytes, FileResult]:
 
 RuleSetFor = Callable[[Path], Optional[RuleSet]]
 
+# A run on this many Python files or fewer, each named (no folder), reads the
+# project modules they import for its facts: a pre-commit hook's size.
+SHORT_RUN_FILES = 50
+
 
 Progress = Callable[[int, int, str], None]
 
@@ -162,7 +166,8 @@ def run(
         return bool(pool)
 
     try:
-        facts_later = _attach_project_facts(planned, sources, cache, start_workers, dependency_paths)
+        imported = _imported_by_a_short_run(paths, planned, sources)
+        facts_later = _attach_project_facts(planned, sources, cache, start_workers, dependency_paths, imported)
         # Results cached for this project are keyed by its facts: with the
         # facts still to find, there are none to look up.
         lookups = cache if facts_later is None else None
@@ -268,9 +273,29 @@ def _read_planned(entry) -> Union[FileResult, bytes]:
     return _read(entry.path)
 
 
+def _imported_by_a_short_run(paths: list, planned: list, sources: list) -> dict:
+    """For a run on a few files (a pre-commit hook names each one), the
+    project modules they import, read for the project facts only: the files
+    are judged as a run on the whole tree judges them (see hpu_port.imported_modules)."""
+    from hpu_port.files import project_root
+    from hpu_port.imported_modules import imported_project_files
+
+    python = {
+        entry.path: source
+        for (entry, ruleset), source in zip(planned, sources)
+        if ruleset is not None and isinstance(source, bytes) and entry.file_type == filetypes.PYTHON
+    }
+    if not python or len(python) > SHORT_RUN_FILES or any(os.path.isdir(path) for path in paths):
+        return {}
+    found: dict = {}
+    for root in sorted({root for path in python if (root := project_root(path)) is not None}):
+        found.update(imported_project_files({p: s for p, s in python.items() if os.path.abspath(p).startswith(root + os.sep)}, root))
+    return found
+
+
 def _attach_project_facts(
     planned: list, sources: list, cache: Optional[Cache] = None, start_workers: Callable[[], bool] = lambda: False,
-    dependency_paths: list = (),
+    dependency_paths: list = (), imported: Optional[dict] = None,
 ) -> Optional[Callable[[], None]]:
     """Find the project facts once, from the Python files as read, and give
     them to every rule set of the run (they are part of each file's result).
@@ -286,6 +311,10 @@ def _attach_project_facts(
         for (entry, ruleset), source in zip(planned, sources)
         if ruleset is not None and isinstance(source, bytes) and entry.file_type == filetypes.PYTHON
     }
+    if python and imported:
+        # Read for the facts, not ported: modules the run's files import.
+        known = {os.path.abspath(path) for path in python}
+        python.update({path: source for path, source in imported.items() if path not in known})
     dependencies = {path: source for path in dependency_paths if isinstance(source := _read(path), bytes)}
     rulesets = list({id(ruleset): ruleset for _, ruleset in planned if ruleset is not None}.values())
     if not python or not rulesets:

@@ -32,7 +32,7 @@ FLOORS = [
     ["files", "formats"],
     ["sealed"],
     ["model", "filetypes", "results", "frameworks", "triggers", "walk", "names", "edits", "suppressions", "splice",
-     "notebooks", "gitignore", "deep_stack", "tempfiles", "project", "left_unused"],
+     "notebooks", "gitignore", "deep_stack", "tempfiles", "project", "left_unused", "imported_modules"],
     # Searching ranges and matching sequences in bounded time.
     ["intervals", "diffing"],
     # Where isort would put a new import.
@@ -58,7 +58,8 @@ WITHOUT_LIBCST = ["kinds", "settings", "rules", "rule_cache", "selection", "runn
                   "report_ci", "report_html", "planning", "toolkit_log", "baseline", "mode_choice",
                   "cli", "terminal", "options", "rule_listing", "suppressions", "notebooks", "gitignore", "_compat", "documents",
                   "formats", "filetypes", "deep_stack", "tempfiles", "sealed", "device", "frameworks", "project",
-                  "nesting", "intervals", "diffing", "lint_config", "left_unused", "ast_nodes", "shapes", "launch_flags"]
+                  "nesting", "intervals", "diffing", "lint_config", "left_unused", "ast_nodes", "shapes", "launch_flags",
+                  "imported_modules"]
 
 
 def modules():

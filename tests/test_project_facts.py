@@ -139,6 +139,32 @@ def test_guards_in_front_of_nvidia_only_project_code_are_kept(tmp_path):
     assert "the code this test guards uses `_init`" in check
 
 
+def test_a_run_on_one_file_reads_the_project_modules_it_imports(tmp_path):
+    # A pre-commit hook names the changed file alone: the guard in front of
+    # the project's CUDA-building helper stays, as in a run on the whole tree.
+    _write(tmp_path, PROJECT)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    alone = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path / "train.py")]).stdout
+    whole = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
+    assert "the code it guards uses `torch_utils.ops.upfirdn2d._init`" in alone
+    assert [line for line in alone.splitlines() if "train.py:" in line] == [line for line in whole.splitlines() if "train.py:" in line]
+
+
+def test_the_modules_a_file_imports_are_found_through_relative_imports_and_packages(tmp_path):
+    from hpu_port.imported_modules import imported_project_files
+
+    _write(tmp_path, PROJECT)
+    train = tmp_path / "train.py"
+    found = imported_project_files({str(train): train.read_bytes()}, str(tmp_path))
+    names = sorted(os.path.relpath(path, tmp_path) for path in found)
+    assert names == [
+        os.path.join("torch_utils", "__init__.py"),
+        os.path.join("torch_utils", "custom_ops.py"),
+        os.path.join("torch_utils", "ops", "__init__.py"),
+        os.path.join("torch_utils", "ops", "upfirdn2d.py"),
+    ]
+
+
 def test_workers_started_before_the_facts_were_found_port_with_them(tmp_path, monkeypatch):
     """A large cold run starts its workers while the facts are found; each
     batch brings them, and the workers' results are those of one process."""
