@@ -150,6 +150,33 @@ def test_a_run_on_one_file_reads_the_project_modules_it_imports(tmp_path):
     assert [line for line in alone.splitlines() if "train.py:" in line] == [line for line in whole.splitlines() if "train.py:" in line]
 
 
+def test_a_run_on_one_module_of_a_package_that_serves_several_devices_keeps_its_shared_code(tmp_path):
+    # Another module of the package probes the MPS: the package serves
+    # several devices, whether the hook names that module or not.
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/devices.py": """
+            import torch
+
+            def pick():
+                if torch.backends.mps.is_available():
+                    return "mps"
+                return "cpu"
+        """,
+        "pkg/dist.py": """
+            import torch.distributed as dist
+
+            def setup():
+                dist.init_process_group("nccl")
+        """,
+    })
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    alone = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path / "pkg" / "dist.py")]).stdout
+    whole = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
+    assert "serves several devices" in alone
+    assert [line for line in alone.splitlines() if "dist.py:" in line] == [line for line in whole.splitlines() if "dist.py:" in line]
+
+
 def test_the_modules_a_file_imports_are_found_through_relative_imports_and_packages(tmp_path):
     from hpu_port.imported_modules import imported_project_files
 
