@@ -312,6 +312,37 @@ def library_switch(around: list, ctx) -> Optional[str]:
     return f"{arg.keyword.value}="
 
 
+def library_switch_through_flag(around: list, ctx, guard: Optional[cst.CSTNode] = None) -> Optional[str]:
+    """``keyword=`` when the check is assigned to a name (`half = True if
+    torch.cuda.is_available() else False`), or ``guard`` (the `if` it tests)
+    sets one (`if torch.cuda.is_available(): use_half = True`), that the same
+    scope hands to such an option of another library (`RealESRGANer(...,
+    half=half)`)."""
+    statement = next((n for n in reversed(around) if isinstance(n, cst.SimpleStatementLine)), None)
+    small = statement.body[0] if statement is not None and len(statement.body) == 1 else None
+    targets = [small.targets[0].target] if isinstance(small, cst.Assign) and len(small.targets) == 1 else []
+    if isinstance(guard, cst.If):
+        targets += [t.target for n in descendants(guard.body) if isinstance(n, cst.Assign) for t in n.targets]
+    for target in targets:
+        flag, where = _flag_and_where(target, ctx)
+        if flag and where is not None:
+            switch = _handed_to_a_switch(flag, where, ctx)
+            if switch:
+                return switch
+    return None
+
+
+def _handed_to_a_switch(flag: str, where: cst.CSTNode, ctx) -> Optional[str]:
+    words = set(of_options(ctx.options).switch_keywords)
+    for call in (n for n in descendants(where) if isinstance(n, cst.Call)):
+        for arg in call.args:
+            if arg.keyword is not None and written(arg.value) == flag and words & set(name_words(arg.keyword.value)):
+                hit = ctx.qualify(call.func)
+                if hit is not None and hit[0].split(".")[0] not in ctx.facts.first_party:
+                    return f"{arg.keyword.value}="
+    return None
+
+
 def own_hpu_path(ctx) -> Optional[str]:
     """What names the HPU in the function being walked (`DeviceHPU()`,
     `device == "hpu"`, `is_hpu_available()`), if anything: code that already

@@ -25,6 +25,7 @@ from hpu_port.visitors._guards import (
     hold_guarded_body,
     keep_guards_over_kept_cuda,
     library_switch,
+    library_switch_through_flag,
     negated_at,
     nvidia_evidence,
     nvidia_only_use,
@@ -343,7 +344,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         if isinstance(guard, cst.Assert) and guard.msg is not None and _says_cuda_is_required(written(guard.msg)):
             # `assert has_apex and torch.cuda.is_available(), "APEX and CUDA required"`
             return Held("nvidia-only", f"the assertion says CUDA is required ({shown_briefly(written(guard.msg))}): the code after it needs NVIDIA")
-        switch = library_switch(self.around, self.ctx)
+        switch = library_switch(self.around, self.ctx) or library_switch_through_flag(self.around, self.ctx, guard)
         if switch:
             return Held("unclear", f"it is handed to `{switch}` of another library, whose CUDA code the port does not change")
         hpu = own_hpu_path(self.ctx)
