@@ -273,6 +273,15 @@ def _read_planned(entry) -> Union[FileResult, bytes]:
     return _read(entry.path)
 
 
+def _python_sources(planned: list, sources: list) -> dict:
+    """path -> bytes of the run's Python files that a rule set reads."""
+    return {
+        entry.path: source
+        for (entry, ruleset), source in zip(planned, sources)
+        if ruleset is not None and isinstance(source, bytes) and entry.file_type == filetypes.PYTHON
+    }
+
+
 def _imported_by_a_short_run(paths: list, planned: list, sources: list) -> dict:
     """For a run on a few files (a pre-commit hook names each one), the
     project modules they import, read for the project facts only: the files
@@ -280,11 +289,7 @@ def _imported_by_a_short_run(paths: list, planned: list, sources: list) -> dict:
     from hpu_port.files import project_root
     from hpu_port.imported_modules import imported_project_files
 
-    python = {
-        entry.path: source
-        for (entry, ruleset), source in zip(planned, sources)
-        if ruleset is not None and isinstance(source, bytes) and entry.file_type == filetypes.PYTHON
-    }
+    python = _python_sources(planned, sources)
     if not python or len(python) > SHORT_RUN_FILES or any(os.path.isdir(path) for path in paths):
         return {}
     found: dict = {}
@@ -306,11 +311,7 @@ def _attach_project_facts(
     them is returned, for the pool to call once it has the files to begin on."""
     from hpu_port.project import find_facts
 
-    python = {
-        entry.path: source
-        for (entry, ruleset), source in zip(planned, sources)
-        if ruleset is not None and isinstance(source, bytes) and entry.file_type == filetypes.PYTHON
-    }
+    python = _python_sources(planned, sources)
     if python and imported:
         # Read for the facts, not ported: modules the run's files import.
         known = {os.path.abspath(path) for path in python}

@@ -302,14 +302,18 @@ def library_switch(around: list, ctx) -> Optional[str]:
     if index == 0:
         return None
     arg, call = around[index], around[index - 1]
-    if not isinstance(arg, cst.Arg) or arg.keyword is None or not isinstance(call, cst.Call):
-        return None
-    if not set(of_options(ctx.options).switch_keywords) & set(name_words(arg.keyword.value)):
-        return None
-    hit = ctx.qualify(call.func)
-    if hit is None or hit[0].split(".")[0] in ctx.facts.first_party:
+    if not isinstance(arg, cst.Arg) or not isinstance(call, cst.Call) or not _a_library_switch(arg, call, ctx):
         return None
     return f"{arg.keyword.value}="
+
+
+def _a_library_switch(arg: cst.Arg, call: cst.Call, ctx) -> bool:
+    """Whether ``arg`` is an option named for CUDA or half precision of a
+    call into another library (not the project's own code)."""
+    if arg.keyword is None or not set(of_options(ctx.options).switch_keywords) & set(name_words(arg.keyword.value)):
+        return False
+    hit = ctx.qualify(call.func)
+    return hit is not None and hit[0].split(".")[0] not in ctx.facts.first_party
 
 
 def library_switch_through_flag(around: list, ctx, guard: Optional[cst.CSTNode] = None) -> Optional[str]:
@@ -333,13 +337,10 @@ def library_switch_through_flag(around: list, ctx, guard: Optional[cst.CSTNode] 
 
 
 def _handed_to_a_switch(flag: str, where: cst.CSTNode, ctx) -> Optional[str]:
-    words = set(of_options(ctx.options).switch_keywords)
     for call in (n for n in descendants(where) if isinstance(n, cst.Call)):
         for arg in call.args:
-            if arg.keyword is not None and written(arg.value) == flag and words & set(name_words(arg.keyword.value)):
-                hit = ctx.qualify(call.func)
-                if hit is not None and hit[0].split(".")[0] not in ctx.facts.first_party:
-                    return f"{arg.keyword.value}="
+            if arg.keyword is not None and written(arg.value) == flag and _a_library_switch(arg, call, ctx):
+                return f"{arg.keyword.value}="
     return None
 
 
