@@ -333,6 +333,18 @@ def library_switch_through_flag(around: list, ctx, guard: Optional[cst.CSTNode] 
             switch = _handed_to_a_switch(flag, where, ctx)
             if switch:
                 return switch
+    return _switched_on_in(guard, ctx) if isinstance(guard, cst.If) else None
+
+
+def _switched_on_in(guard: cst.If, ctx) -> Optional[str]:
+    """``keyword=`` when an arm of the `if` turns such an option of another
+    library on outright (`RealESRGANer(..., half=True)` where CUDA is found):
+    the library still picks its own device, so on Gaudi it would run in half
+    precision on the host."""
+    for call in (n for n in descendants(guard) if isinstance(n, cst.Call)):
+        for arg in call.args:
+            if isinstance(arg.value, cst.Name) and arg.value.value == "True" and _a_library_switch(arg, call, ctx):
+                return f"{arg.keyword.value}=True"
     return None
 
 

@@ -345,6 +345,8 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             # `assert has_apex and torch.cuda.is_available(), "APEX and CUDA required"`
             return Held("nvidia-only", f"the assertion says CUDA is required ({shown_briefly(written(guard.msg))}): the code after it needs NVIDIA")
         switch = library_switch(self.around, self.ctx) or library_switch_through_flag(self.around, self.ctx, guard)
+        if switch and switch.endswith("=True"):
+            return Held("unclear", f"the code it guards turns on `{switch}` of another library, which picks its own device: on Gaudi that library would not run on the HPU")
         if switch:
             return Held("unclear", f"it is handed to `{switch}` of another library, whose CUDA code the port does not change")
         hpu = own_hpu_path(self.ctx)
