@@ -7,44 +7,32 @@ from typing import Optional
 
 import libcst as cst
 
-from hpu_port.branches import NAMES_CUDA, Held, held_if
+from hpu_port.branches import Held, held_if
 from hpu_port.context import FileContext
 from hpu_port.device.evidence import of_options
 from hpu_port.edits import replace_expression
 from hpu_port.model import Rule
 from hpu_port.patterns import matches_any
-from hpu_port.visitors._definitions import name_words
 from hpu_port.visitors._device_positions import device_values, used_as_a_device
-from hpu_port.visitors._device_string_index import gpu_enumeration
 from hpu_port.visitors._fp16 import Fp16Choices, hold_split_casts, is_a_choice
+from hpu_port.visitors._guard_reasons import enumerates_gpus, why_the_check_stays
 from hpu_port.visitors._guards import (
     Surroundings,
-    cuda_ordinal_arm,
-    flag_guards_nvidia_code,
     guarded_by,
-    hold_guarded_body,
     keep_guards_over_kept_cuda,
-    library_switch,
-    library_switch_through_flag,
     negated_at,
     nvidia_evidence,
-    nvidia_only_use,
-    own_hpu_path,
-    passed_as,
-    tensor_cuda_test,
 )
 from hpu_port.visitors._references import (
     ReferenceVisitor,
     last_name,
     literal_value,
-    shown_briefly,
     written,
 )
 from hpu_port.visitors._skip_guards import (
     SkipConditions,
     keep_skips_of_nvidia_only_tests,
 )
-from hpu_port.walk import contains, descendants
 
 # `device`, `eval_device`; not `device_id`, `device_index`, `device_count`.
 _DEVICE_NAME = re.compile(r"(^|_)device$")
@@ -211,9 +199,9 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         if rule.params["positions"] is not None:
             kept = kept or held_if("dtype-role", self._not_produced(rule.params["positions"], node) or self.fp16_reason(rule, node))
         if qualified in self.cuda_checks:
-            kept = kept or self._guards_nvidia_code(node, rule)
+            kept = kept or why_the_check_stays(node, self.around, self.ctx)
         if qualified.endswith(".device_count"):
-            kept = kept or held_if("by-hand", _enumerates_gpus(node, self.around, self.ctx))
+            kept = kept or held_if("by-hand", enumerates_gpus(node, self.around, self.ctx))
         if qualified in rule.params["result-keys"]:
             kept = kept or held_if("unclear", self._read_with_other_keys(node, rule.params["result-keys"][qualified], target))
         if kept:
@@ -321,47 +309,6 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             return None
         return f"its result is read with {other!r}, a key the dict of `{target}` does not have ({', '.join(sorted(keys))})"
 
-    def _guards_nvidia_code(self, node, rule) -> Optional[Held]:
-        patterns = nvidia_evidence(self.ctx)
-        guard = guarded_by(node, self.around)
-        used = guard is not None and (nvidia_only_use(guard, self.ctx, patterns) or passed_as(guard, self.around, patterns))
-        if used:
-            hold_guarded_body(guard, self.ctx, used, node)
-            return Held("nvidia-only", f"the code it guards uses `{used}`, which has no Gaudi equivalent", guard)
-        switched_off = _switches_off_nvidia_features(guard, node, of_options(self.ctx.options).unit_words)
-        if switched_off:
-            return Held("nvidia-only", f"where there is no CUDA it switches off `{switched_off}`, named for an NVIDIA-only library: on Gaudi it must still be switched off", guard)
-        ordinal = cuda_ordinal_arm(guard, node)
-        if ordinal is not None:
-            # `select_device('0' if torch.cuda.is_available() else 'cpu')`: "0" is
-            # CUDA's device ordinal (a CUDA_VISIBLE_DEVICES value), not a Gaudi device.
-            return Held("not-a-device", f"the value it picks for CUDA, {ordinal}, is CUDA's device ordinal, not a device name Gaudi reads", guard)
-        tensor_test = tensor_cuda_test(guard)
-        if tensor_test is not None:
-            # `if not data.is_cuda and torch.cuda.is_available(): raise ...`:
-            # the tensor's answer stays CUDA's, so the pair would disagree on Gaudi.
-            return Held("by-hand", f"the same test reads `{tensor_test}`, which the port cannot change: the two change together", guard)
-        if isinstance(guard, cst.Assert) and guard.msg is not None and _says_cuda_is_required(written(guard.msg)):
-            # `assert has_apex and torch.cuda.is_available(), "APEX and CUDA required"`
-            return Held("nvidia-only", f"the assertion says CUDA is required ({shown_briefly(written(guard.msg))}): the code after it needs NVIDIA")
-        switch = library_switch(self.around, self.ctx) or library_switch_through_flag(self.around, self.ctx, guard)
-        if switch and switch.endswith("=True"):
-            return Held("unclear", f"the code it guards turns on `{switch}` of another library, which picks its own device: on Gaudi that library would not run on the HPU")
-        if switch:
-            return Held("unclear", f"it is handed to `{switch}` of another library, whose CUDA code the port does not change")
-        hpu = own_hpu_path(self.ctx)
-        if hpu:
-            why = f"this function has its own path for the HPU (`{hpu}`), so the check picks CUDA's"
-            return Held("other-device", why, quiet=True, region=guard)
-        flag, used = flag_guards_nvidia_code(self.around, self.ctx, patterns)
-        if used:
-            # `cuda = "cuda" if torch.cuda.is_available() else "cpu"`: the
-            # value for CUDA stays with its check.
-            hold_guarded_body(guard, self.ctx, used)
-            return Held("nvidia-only", f"`{flag}` keeps the answer, and a test of `{flag}` guards `{used}`, which has no Gaudi equivalent")
-        return None
-
-
 def _names_a_dtype(positions: dict, name: str) -> bool:
     """Whether a keyword, parameter or target named ``name`` is where a dtype is produced."""
     return _matches(name, positions["names"]) and not _matches(name, positions["not-names"])
@@ -424,80 +371,3 @@ def _is_to_call(node: cst.CSTNode) -> bool:
 
 def _matches(name: str, patterns) -> bool:
     return matches_any(name, patterns)
-
-
-# "cuda is not available. Please check your installation.": the message only
-# restates the check, which asks for the accelerator, not for NVIDIA's.
-_ONLY_NOT_AVAILABLE = re.compile(
-    r"(?i)^\W*(?:error:?\s*)?(?:no\s+cuda(?:\s+devices?)?(?:\s+(?:is\s+|was\s+)?(?:available|found|detected))?|cuda\s+(?:device\s+)?(?:is\s+)?(?:not|n't)\s+(?:available|found|detected))(?:\s+(?:on|in)\s+this\s+\w+)?\W*"
-    r"(?:\s*(?:please\s+)?check\s+your\s+(?:installation|setup|environment|drivers?)\W*)?$"
-)
-
-
-def _says_cuda_is_required(message: str) -> bool:
-    """Whether an assertion's message says the code after it needs CUDA
-    (`"APEX and CUDA required"`), not merely that the check failed."""
-    text = message.strip("\"'fbr ")
-    return bool(NAMES_CUDA.search(text)) and not _ONLY_NOT_AVAILABLE.match(text)
-
-
-def _enumerates_gpus(node: cst.CSTNode, around: list, ctx) -> Optional[str]:
-    """Why a GPU count stays: a loop over it names each GPU in turn
-    (`[torch.device(f"cuda:{i}") for i in range(torch.cuda.device_count())]`),
-    for one process to use them all, which a Gaudi process cannot. A `for`
-    loop whose body uses NVIDIA-only code is left to the CUDA-check holds,
-    which keep it whole."""
-    statement = next((n for n in reversed(around) if isinstance(n, cst.SimpleStatementLine)), None)
-    comprehensions = [n for n in descendants(statement) if isinstance(n, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp))] if statement else []
-    places = [(string, [statement]) for loop in comprehensions for string in _strings_in(loop)]
-    for loop in (n for n in around if isinstance(n, cst.For) and contains(n.iter, node)):
-        if nvidia_only_use(loop, ctx, nvidia_evidence(ctx)):
-            continue
-        lines = [n for n in descendants(loop.body) if isinstance(n, cst.SimpleStatementLine)]
-        places += [(string, [loop, line]) for line in lines for string in _strings_in(line)]
-    if any(gpu_enumeration(string, enclosing) for string, enclosing in places):
-        return "the loop names each GPU in turn, for one process to use them all: a Gaudi process drives one card; give each its own process"
-    return None
-
-
-def _strings_in(node: cst.CSTNode) -> list:
-    return [n for n in descendants(node) if isinstance(n, (cst.SimpleString, cst.FormattedString))]
-
-
-def _switches_off_nvidia_features(guard, node, library_words: frozenset) -> Optional[str]:
-    """`if torch.cuda.is_available() is False and load_trt: load_jit, load_trt = False, False`:
-    the first switch, named for an NVIDIA-only library, that a negated CUDA
-    check turns off (its body sets names to False or None and does nothing
-    else but log)."""
-    if not isinstance(guard, cst.If) or not _negates(guard.test, node):
-        return None
-    switches = []
-    for statement in guard.body.body if isinstance(guard.body, cst.IndentedBlock) else ():
-        if not isinstance(statement, cst.SimpleStatementLine):
-            return None
-        for small in statement.body:
-            if isinstance(small, cst.Assign) and _all_off(small.value):
-                switches += [n.value for t in small.targets for n in [t.target, *descendants(t.target)] if isinstance(n, cst.Name)]
-            elif not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
-                return None  # more than switching off and saying so
-    return next((name for name in switches if set(name_words(name)) & library_words), None)
-
-
-def _negates(test: cst.BaseExpression, node: cst.CSTNode) -> bool:
-    """Whether ``test`` asks that the check holding ``node`` is false
-    (`not torch.cuda.is_available()`, `... is False`, `== False`)."""
-    for part in [test, *descendants(test)]:
-        if isinstance(part, cst.UnaryOperation) and isinstance(part.operator, cst.Not) and contains(part.expression, node):
-            return True
-        if isinstance(part, cst.Comparison) and contains(part.left, node) and len(part.comparisons) == 1:
-            target = part.comparisons[0]
-            if isinstance(target.operator, (cst.Is, cst.Equal)) and written(target.comparator) == "False":
-                return True
-    return False
-
-
-def _all_off(value: cst.BaseExpression) -> bool:
-    if isinstance(value, (cst.Tuple, cst.List)):
-        return bool(value.elements) and all(_all_off(e.value) for e in value.elements)
-    return isinstance(value, cst.Name) and value.value in ("False", "None")
-
