@@ -50,6 +50,7 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
         # project classes whose instances the names hold, by class name.
         self.instances: list[dict[str, str]] = []
         self._cpu_tests: dict[cst.CSTNode, bool] = {}
+        self.called_in_backward: frozenset = frozenset()
 
     # -- autograd functions -------------------------------------------------------
 
@@ -72,7 +73,9 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
         params = node.params.params
         first = params[0].name.value if params else None
         self.inside_autograd.append(
-            (first is not None and first == self.params["not-in-functions-taking"]) or self._calls_excluded_method(node)
+            (first is not None and first == self.params["not-in-functions-taking"])
+            or node.name.value in self.called_in_backward
+            or self._calls_excluded_method(node)
         )
         self.instances.append(self._project_instances(node.body, ""))
 
@@ -161,6 +164,21 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
 
     def visit_Module(self, node) -> None:
         self._link(node.body)
+        self.called_in_backward = self._called_in_autograd_backward(node)
+
+    def _called_in_autograd_backward(self, module: cst.Module) -> frozenset:
+        """The names of what the `backward` of a custom autograd function of
+        this module calls (`layer.backward_pass(y, dy)` in a reversible
+        network): its backward passes run within autograd's own too."""
+        if b"backward" not in (self.ctx.source or b"backward") or b"Function" not in (self.ctx.source or b"Function"):
+            return frozenset()
+        names = set()
+        for klass in (n for n in descendants(module) if isinstance(n, cst.ClassDef)):
+            if not any(self._is_autograd_base(base.value) for base in klass.bases):
+                continue
+            for method in (n for n in klass.body.body if isinstance(n, cst.FunctionDef) and n.name.value == "backward"):
+                names |= {last_name(call.func) for call in descendants(method.body) if isinstance(call, cst.Call)}
+        return frozenset(names - {None, "backward"})
 
     def visit_IndentedBlock(self, node) -> None:
         self._link(node.body)
