@@ -18,7 +18,7 @@ from hpu_port.visitors._references import (
     written,
 )
 from hpu_port.visitors._call_arguments import keyword_arg, named_arguments, with_commas
-from hpu_port.walk import contains, walk
+from hpu_port.walk import contains, descendants, walk
 from hpu_port.branches import Held
 
 Functions = enclosing("functions", "FunctionDef")
@@ -73,6 +73,11 @@ class _CallRewriteVisitor(Choices, Functions, ReferenceVisitor):
         fp16_test = self._fp16_arm(entry, node)
         if fp16_test is not None:
             why = f"it is made only when the code picks float16 over its own bfloat16 path (`{fp16_test}`); on Gaudi pick bfloat16, where it is not made"
+            self.ctx.report(rule, node, message, kept=Held("dtype-role", why))
+            return
+        named = _enabled_for_named_float16(entry, node)
+        if named is not None:
+            why = f"it is on only where the code's precision option names float16 (`{named}`), which then computes in float16 and needs it; on Gaudi pick that option's bfloat16 value, where it is off"
             self.ctx.report(rule, node, message, kept=Held("dtype-role", why))
             return
         unplaced = _without_position(arguments, entry)
@@ -310,6 +315,27 @@ def _as_positional(arguments, defaults: dict) -> list:
 
 _FLOAT16 = {"torch.float16", "torch.half", "float16", "half"}
 _BFLOAT16 = {"torch.bfloat16", "bfloat16"}
+
+
+# How precision options name float16 (`--precision fp16`, Lightning's "16-mixed").
+_FLOAT16_OPTION_VALUES = frozenset({"fp16", "float16", "half", "16", "16-mixed", "fp16-mixed"})
+
+
+def _enabled_for_named_float16(entry, call: cst.Call) -> Optional[str]:
+    """The `enabled=` test, as written, when it compares a precision option
+    with a string that names float16 (`enabled=args.precision in ["fp16"]`,
+    `enabled=precision == "16-mixed"`): an option with named values has
+    others, bfloat16 among them, under which the scaler is already off."""
+    if not entry["kept-in-fp16-arm"]:
+        return None
+    value = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "enabled"), None)
+    if value is None:
+        return None
+    for comparison in (n for n in [value, *descendants(value)] if isinstance(n, cst.Comparison)):
+        strings = [n for n in descendants(comparison) if isinstance(n, cst.SimpleString)]
+        if any(literal_value(written(s)) in _FLOAT16_OPTION_VALUES for s in strings):
+            return written(value)
+    return None
 
 
 def _tests_choosing_float16(module: cst.Module) -> dict[str, bool]:
