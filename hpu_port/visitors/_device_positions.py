@@ -37,7 +37,50 @@ def device_values(call: cst.Call, ctx, keywords=KEYWORDS, methods=METHODS, calls
     elif len(positional) == 1 and _qualified(func, ctx) in calls:
         # `torch.device("cuda", i)`: there the integer is an index, and stays one.
         values.append(positional[0].value)
+    elif isinstance(func, cst.Name) and keywords is KEYWORDS:
+        # `SFTMetric(torch.cuda.current_device())` where the module's own
+        # `SFTMetric.__init__(self, device)` takes it as its device.
+        names = _module_signatures(ctx).get(func.value, ())
+        values += [arg.value for arg, name in zip(positional, names) if _names_a_device(name, keywords)]
     return values
+
+
+def _module_signatures(ctx) -> dict:
+    """The positional parameters of the module's own top-level functions and
+    classes (their `__init__`'s, without `self`), by name; found once per file."""
+    found = getattr(ctx, "_module_signatures", None)
+    if found is None:
+        # The standard parser's tree is of the whole file, where `check` may
+        # have given libcst a class without its body.
+        found = _signatures_in_tree(ctx.tree) if ctx.tree is not None else _signatures_in_module(ctx.module)
+        ctx._module_signatures = found
+    return found
+
+
+def _signatures_in_tree(tree) -> dict:
+    import ast
+
+    found = {}
+    for statement in tree.body:
+        function = statement
+        if isinstance(statement, ast.ClassDef):
+            function = next((n for n in statement.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+            found[statement.name] = params[1:] if function is not statement else params
+    return found
+
+
+def _signatures_in_module(module: cst.Module) -> dict:
+    found = {}
+    for statement in module.body:
+        function = statement
+        if isinstance(statement, cst.ClassDef):
+            function = next((n for n in statement.body.body if isinstance(n, cst.FunctionDef) and n.name.value == "__init__"), None)
+        if isinstance(function, cst.FunctionDef):
+            params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+            found[statement.name.value] = params[1:] if function is not statement else params
+    return found
 
 
 def _names_a_device(keyword: str, keywords) -> bool:
