@@ -42,6 +42,10 @@ def example_ruleset(rule: Rule, all_rules: list[Rule], example: Example) -> Rule
         # Scripts of the project that read the trainer's arguments from their
         # command line and that the run moves (see HPU847).
         ruleset.facts = ProjectFacts(parsing_scripts=moved, moved_scripts=moved, root=os.sep)
+    sharding = tuple(os.path.abspath(path) for path in example.options.get("sharding-files", ()))
+    if sharding:
+        # Files of the project that shard a model with FSDP (see HPU816).
+        ruleset.facts = ProjectFacts(sharding_files=sharding, root=os.sep)
     return ruleset
 
 

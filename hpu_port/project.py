@@ -46,6 +46,7 @@ from hpu_port.device.judging import ModuleJudge, absolute, all_statements, is_li
 from hpu_port.device.pins import normalized, project_pins
 from hpu_port.device.subclasses import project_subclasses
 from hpu_port.device.probes import probed_in
+from hpu_port.device.sharding import sharding_files
 
 # How many rounds of "calls a function found in the last round" are followed.
 MAX_ROUNDS = 6
@@ -113,6 +114,9 @@ class ProjectFacts:
     # (option string, text default) of the options the project's
     # `add_argument` calls define with a text default (`--dp-backend`, "nccl").
     flag_defaults: tuple = ()
+    # The files (absolute paths) that shard a model with FSDP, or import a
+    # module of the project that does: launches of them stay out of lazy mode.
+    sharding_files: tuple = ()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     _module_index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -214,6 +218,7 @@ class ProjectFacts:
             sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds, self.device_enums,
             self.hpu_probes, self.nvidia_modules, self.config_reads, sorted(self.cli_flags), sorted(self.kernel_code),
             self.subclasses, self.parsing_scripts, self.pins, self.argument_clashes, self.moved_scripts, self.flag_defaults,
+            self.sharding_files,
         ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
@@ -282,6 +287,7 @@ def find_facts(
         _common_folder(files),
         clashes,
         flag_defaults=flag_defaults(sources.values()),
+        sharding_files=sharding_files(sources, facts.module_name, trees.holding),
     )
 
 

@@ -814,3 +814,49 @@ def test_a_custom_autograd_op_around_an_nvidia_only_kernel_keeps_its_streams(tmp
     assert "torch.hpu.current_stream" not in diff
     check = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
     assert "`RingAttention` is not ported: it is a custom autograd op whose pass calls `kernels.attn_fwd`" in check
+
+
+# A repository with a sub-project that shards with FSDP beside one that does not.
+SHARDING = {
+    "finetune/util/wrap.py": """
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+        def wrap(model):
+            return FSDP(model)
+    """,
+    "finetune/main_finetune.py": """
+        from util import wrap
+
+        model = wrap.wrap(build())
+    """,
+    "finetune/scripts/run.sh": "torchrun --nproc_per_node 8 main_finetune.py --lr 1e-4\n",
+    "finetune/util/checks.py": """
+        from torch.distributed.fsdp import FullyShardedDataParallel
+
+        def is_sharded(model):
+            return isinstance(model, FullyShardedDataParallel)
+    """,
+    "alpaca/finetuning.py": """
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        model = DDP(build())
+    """,
+    "alpaca/finetuning.sh": "torchrun --nproc_per_node 8 finetuning.py\n",
+}
+
+
+def test_the_files_that_shard_with_fsdp_are_the_ones_that_wrap_a_model_or_import_a_module_that_does(tmp_path):
+    _write(tmp_path, SHARDING)
+    facts = _facts(tmp_path)
+    found = {os.path.relpath(path, tmp_path) for path in facts.sharding_files}
+    # Only naming the class (an isinstance test) is not sharding.
+    assert found == {os.path.join("finetune", "util", "wrap.py"), os.path.join("finetune", "main_finetune.py")}
+
+
+def test_a_launch_of_a_script_that_shards_with_fsdp_is_reported_not_set_to_lazy_mode(tmp_path):
+    _write(tmp_path, SHARDING)
+    diff = CliRunner().invoke(main, ["rewrite", "--dry-run", "--no-cache", str(tmp_path)]).stdout
+    assert "+PT_HPU_LAZY_MODE=1 torchrun --nproc_per_node 8 finetuning.py" in diff
+    assert "PT_HPU_LAZY_MODE=1 torchrun --nproc_per_node 8 main_finetune.py" not in diff
+    check = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
+    assert "it runs `main_finetune.py`, which shards its model with FSDP" in check

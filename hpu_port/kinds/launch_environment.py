@@ -20,6 +20,7 @@ counts only on a line that names a Python script or module.
 
 from __future__ import annotations
 
+import os
 from typing import Iterator
 
 from hpu_port.formats import Edit, Span
@@ -39,7 +40,7 @@ _PASSING_WRAPPERS = frozenset({"srun", "nohup", "time", "exec", "env", "stdbuf",
 class LaunchEnvironment(DocumentKind):
     name = "launch-environment"
     KEYS = {"programs": (list, True), "set-env": (dict, True), "forwarding-launchers": (list, False), "job-programs": (list, False),
-            "report-when": (dict, False), "script-launchers": (list, False)}
+            "report-when": (dict, False), "script-launchers": (list, False), "report-when-sharding": (str, False)}
     MESSAGE_FIELDS = frozenset({"name", "variable", "value"})
     FORMATS = ("shell", "notebook", "makefile", "apptainer", "yaml")
     EXAMPLE_FILE = "train.sh"
@@ -52,6 +53,7 @@ class LaunchEnvironment(DocumentKind):
             "job-programs": string_list(table.get("job-programs", []), "job-programs"),
             "report-when": string_table(table.get("report-when", {}), "report-when"),
             "script-launchers": string_list(table.get("script-launchers", []), "script-launchers"),
+            "report-when-sharding": str(table.get("report-when-sharding", "")),
         }
 
     def needles(self, rule) -> tuple[str, ...]:
@@ -78,7 +80,7 @@ class LaunchEnvironment(DocumentKind):
             forwarding = any(runs(command, spec) for spec in rule.params["forwarding-launchers"])
             if forwarding:
                 message += f" (MPI passes it to its ranks when told: `-x {first}={value}`)"
-            reason = _reason_to_report(command, rule.params["report-when"])
+            reason = _reason_to_report(command, rule.params["report-when"]) or _sharding_reason(command, document, rule.params["report-when-sharding"])
             if reason:
                 message += f"; but {reason}"
             at = _after_time_keyword(command)
@@ -109,6 +111,27 @@ def _reason_to_report(command, flags: dict) -> str:
         if flag in flags and not _switched_off(flag_value(command.words, index)):
             return flags[flag]
     return ""
+
+
+def _sharding_reason(command, document, reason: str) -> str:
+    """``reason``, naming the script, when the command runs a script of the
+    project that shards its model with FSDP (``ProjectFacts.sharding_files``),
+    found from the document's folder or one above it up to the project's root."""
+    facts = document.facts
+    if not reason or facts is None or not facts.sharding_files or not document.path:
+        return ""
+    script = next((w.value for w in command.words[1:] if w.value.endswith(".py")), None)
+    if script is None or os.path.isabs(script) or "$" in script:
+        return ""
+    folder = os.path.dirname(os.path.abspath(document.path))
+    root = facts.root or os.sep
+    while True:
+        if os.path.normpath(os.path.join(folder, script)) in facts.sharding_files:
+            return reason.format(script=script)
+        parent = os.path.dirname(folder)
+        if parent == folder or not (folder + os.sep).startswith(root.rstrip(os.sep) + os.sep):
+            return ""
+        folder = parent
 
 
 def _switched_off(value) -> bool:
