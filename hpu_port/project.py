@@ -42,7 +42,7 @@ from hpu_port.device.declarations import (
     device_enums,
     hpu_probes,
 )
-from hpu_port.device.judging import ModuleJudge, absolute, all_statements, is_library
+from hpu_port.device.judging import ModuleJudge, all_statements, imported_names, is_library
 from hpu_port.device.pins import normalized, project_pins
 from hpu_port.device.subclasses import project_subclasses
 from hpu_port.device.probes import probed_in
@@ -328,14 +328,7 @@ def _nvidia_modules(sources: dict, facts: ProjectFacts, libraries: frozenset, tr
 def _top_level_imports(tree: ast.Module, package: str) -> Iterable[str]:
     """The modules the top of ``tree`` imports, outside any `if` or
     definition, or in a `try` whose every handler raises again."""
-    for node in _top_statements(tree.body):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = absolute(node, package)
-            if base:
-                yield base
-                yield from (f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+    return imported_names(_top_statements(tree.body), package)
 
 
 def _top_statements(body: list) -> Iterable[ast.stmt]:

@@ -406,6 +406,20 @@ def absolute(node: ast.ImportFrom, package: str) -> Optional[str]:
     return ".".join(parts)
 
 
+def imported_names(nodes: Iterable[ast.AST], package: str) -> Iterable[str]:
+    """The modules the import statements among ``nodes`` name (`from util
+    import misc` names `util` and `util.misc`), relative ones made absolute
+    from ``package``."""
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = absolute(node, package)
+            if base:
+                yield base
+                yield from (f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+
+
 _HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 

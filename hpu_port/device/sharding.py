@@ -13,7 +13,7 @@ import os
 import re
 from typing import Callable, Iterable, Optional
 
-from hpu_port.device.judging import absolute
+from hpu_port.device.judging import imported_names
 
 SHARDING_NAMES = frozenset({"FullyShardedDataParallel", "fully_shard"})
 _NEEDLES = tuple(sorted(name.encode() for name in SHARDING_NAMES))
@@ -114,13 +114,5 @@ def _called(func: ast.AST) -> str:
 
 
 def _imported(tree: ast.Module, package: str) -> Iterable[str]:
-    """Every module the file imports, anywhere in it (`from util import misc`
-    names `util` and `util.misc`)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = absolute(node, package)
-            if base:
-                yield base
-                yield from (f"{base}.{alias.name}" for alias in node.names)
+    """Every module the file imports, anywhere in it."""
+    return imported_names(ast.walk(tree), package)
