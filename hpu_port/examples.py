@@ -43,9 +43,11 @@ def example_ruleset(rule: Rule, all_rules: list[Rule], example: Example) -> Rule
         # command line and that the run moves (see HPU847).
         ruleset.facts = ProjectFacts(parsing_scripts=moved, moved_scripts=moved, root=os.sep)
     sharding = tuple(os.path.abspath(path) for path in example.options.get("sharding-files", ()))
-    if sharding:
-        # Files of the project that shard a model with FSDP (see HPU816).
-        ruleset.facts = ProjectFacts(sharding_files=sharding, root=os.sep)
+    nvidia_values = tuple(tuple(entry) for entry in example.options.get("nvidia-flag-values", ()))
+    if sharding or nvidia_values:
+        # Files of the project that shard a model with FSDP (see HPU816);
+        # options whose values pick NVIDIA-only code (HPU853).
+        ruleset.facts = ProjectFacts(sharding_files=sharding, nvidia_flag_values=nvidia_values, root=os.sep)
     return ruleset
 
 

@@ -43,6 +43,7 @@ from hpu_port.device.declarations import (
     hpu_probes,
 )
 from hpu_port.device.judging import ModuleJudge, all_statements, imported_names, is_library
+from hpu_port.device.nvidia_flags import nvidia_flag_values
 from hpu_port.device.pins import normalized, project_pins
 from hpu_port.device.subclasses import project_subclasses
 from hpu_port.device.probes import probed_in
@@ -117,6 +118,9 @@ class ProjectFacts:
     # The files (absolute paths) that shard a model with FSDP, or import a
     # module of the project that does: launches of them stay out of lazy mode.
     sharding_files: tuple = ()
+    # (option string, pattern of values, why) for the project's options whose
+    # values pick a branch that uses an NVIDIA-only library (`--sync_bn apex`).
+    nvidia_flag_values: tuple = ()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     _module_index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -218,7 +222,7 @@ class ProjectFacts:
             sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds, self.device_enums,
             self.hpu_probes, self.nvidia_modules, self.config_reads, sorted(self.cli_flags), sorted(self.kernel_code),
             self.subclasses, self.parsing_scripts, self.pins, self.argument_clashes, self.moved_scripts, self.flag_defaults,
-            self.sharding_files,
+            self.sharding_files, self.nvidia_flag_values,
         ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
@@ -288,6 +292,7 @@ def find_facts(
         clashes,
         flag_defaults=flag_defaults(sources.values()),
         sharding_files=sharding_files(sources, facts.module_name, trees.holding),
+        nvidia_flag_values=nvidia_flag_values(sources, libraries, trees.holding),
     )
 
 

@@ -860,3 +860,49 @@ def test_a_launch_of_a_script_that_shards_with_fsdp_is_reported_not_set_to_lazy_
     assert "PT_HPU_LAZY_MODE=1 torchrun --nproc_per_node 8 main_finetune.py" not in diff
     check = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
     assert "it runs `main_finetune.py`, which shards its model with FSDP" in check
+
+
+# A training script that picks apex from its command line (SwAV's layout).
+APEX_OPTIONS = {
+    "main.py": """
+        import argparse
+        import apex
+        import torch.nn as nn
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--sync_bn", type=str, default="pytorch")
+        parser.add_argument("--use-fused-adam", action="store_true")
+        parser.add_argument("--norm", type=str, default="layer")
+        parser.add_argument("--amp_backend", default="native")
+        args = parser.parse_args()
+
+        if args.sync_bn == "pytorch":
+            model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        elif args.sync_bn == "apex":
+            model = apex.parallel.convert_syncbn_model(model)
+        if args.use_fused_adam:
+            optimizer = apex.optimizers.FusedAdam(model.parameters())
+        if args.norm in ("fused", "apex") and model.training:
+            norm = apex.normalization.FusedLayerNorm(512)
+        if args.amp_backend == "native":
+            scaler = None
+    """,
+    "run.sh": "torchrun main.py --sync_bn apex --use-fused-adam --norm fused --amp_backend native\n",
+    "run_cpu.sh": "python main.py --sync_bn pytorch --norm layer\n",
+}
+
+
+def test_options_whose_values_pick_nvidia_only_code_are_found_with_their_place(tmp_path):
+    _write(tmp_path, APEX_OPTIONS)
+    facts = find_facts({str(p): p.read_bytes() for p in tmp_path.rglob("*.py")}, frozenset({"apex.contrib"}) | {"apex"})
+    found = {(option, pattern) for option, pattern, _ in facts.nvidia_flag_values}
+    assert found == {("--sync_bn", "apex"), ("--use-fused-adam", ""), ("--norm", "fused|apex")}
+    assert any(why == "`main.py:16` uses `apex` when it is given" for _, _, why in facts.nvidia_flag_values)
+
+
+def test_a_launch_line_that_picks_nvidia_only_code_of_the_project_is_reported(tmp_path):
+    _write(tmp_path, APEX_OPTIONS)
+    check = CliRunner().invoke(main, ["check", "--no-cache", "--select", "HPU853", str(tmp_path)]).stdout
+    reported = sorted(line.split(" HPU853 ")[1].split(" picks")[0] for line in check.splitlines() if " HPU853 " in line)
+    assert reported == ["--norm fused", "--sync_bn apex", "--use-fused-adam"]
+    assert all("run.sh" in line for line in check.splitlines() if " HPU853 " in line)

@@ -126,8 +126,9 @@ class CommandFlag(DocumentKind):
         "replace-values": (dict, False),
         "fix-when": (list, False),
         "project-defaults": (list, False),
+        "project-nvidia-values": (bool, False),
     }
-    MESSAGE_FIELDS = frozenset({"name", "value", "replacement"})
+    MESSAGE_FIELDS = frozenset({"name", "value", "replacement", "reason"})
     FORMATS = FORMATS
     EXAMPLE_FILE = "run.sh"
 
@@ -140,6 +141,7 @@ class CommandFlag(DocumentKind):
             "replace-values": string_table(table.get("replace-values", {}), "replace-values"),
             "fix-when": string_list(table.get("fix-when", []), "fix-when"),
             "project-defaults": string_list(table.get("project-defaults", []), "project-defaults"),
+            "project-nvidia-values": bool(table.get("project-nvidia-values", False)),
         }
 
     def needles(self, rule) -> tuple[str, ...]:
@@ -183,7 +185,10 @@ class CommandFlag(DocumentKind):
                     if not reads.only_as_values(behind[1]):
                         edits = ()
                 replacement = params["flags"][flag] or (params["replace-values"].get(value.value, "") if value else "")
-                message = rule.message.format(name=flag, value=shown, replacement=replacement)
+                reason = _nvidia_reason(rule, document.facts, flag, value.value if value else "", command)
+                message = rule.message.format(name=flag, value=shown, replacement=replacement, reason=reason)
+                if not shown:
+                    message = message.replace(f"{flag}  ", f"{flag} ", 1)  # a switch given without a value
                 yield Match(word.span, message, edits)
 
     def _fix(self, params, word: Word, flag: str, value: Optional[Word], facts=None) -> tuple:
@@ -212,13 +217,28 @@ def _project_flags(rule, facts) -> dict:
     that value. An option of another kind (`--kernel-impl`, default "cuda")
     keeps its value in the Python too, so its launch lines keep theirs."""
     wanted = rule.params.get("project-defaults") or ()
-    if facts is None or not wanted:
+    if facts is None or not (wanted or rule.params.get("project-nvidia-values")):
         return {}
     found = {
         flag: re.escape(default) for flag, default in facts.flags_defaulting_to(wanted).items()
         if _ROLE_WORD.search(flag)
-    }
+    } if wanted else {}
+    if rule.params.get("project-nvidia-values"):
+        # `--sync_bn apex`: the values of an option that pick NVIDIA-only code.
+        for flag, pattern, _ in facts.nvidia_flag_values:
+            found[flag] = f"(?:{found[flag]})|(?:{pattern})" if flag in found and found[flag] and pattern else pattern
     return {flag: pattern for flag, pattern in found.items() if flag not in rule.params["flags"]}
+
+
+def _nvidia_reason(rule, facts, flag: str, value: str, command: Command) -> str:
+    """Why the project's option ``flag`` given ``value`` picks NVIDIA-only
+    code (``project-nvidia-values``), from the script the command runs when
+    several define the option; "" for any other flag."""
+    if facts is None or not rule.params.get("project-nvidia-values"):
+        return ""
+    whys = [why for option, pattern, why in facts.nvidia_flag_values if option == flag and re.fullmatch(pattern, value)]
+    scripts = {f"`{w.value.rsplit('/', 1)[-1]}:" for w in command.words if w.value.endswith(".py")}
+    return next((why for why in whys if why.split(maxsplit=1)[0].rsplit(":", 1)[0] + ":" in scripts), whys[0] if whys else "")
 
 
 _ROLE_WORD = re.compile(r"(?:^|[-_])(?:device|backend)(?:$|[-_])")
@@ -231,7 +251,8 @@ def _with_project_flags(rule, facts) -> dict:
         return rule.params
     params = dict(rule.params)
     params["flags"] = {**rule.params["flags"], **{flag: "" for flag in extra}}
-    params["values"] = {**rule.params["values"], **{flag: re.compile(pattern) for flag, pattern in extra.items()}}
+    # An empty pattern: a switch that takes no value, on wherever it is given.
+    params["values"] = {**rule.params["values"], **{flag: re.compile(pattern) for flag, pattern in extra.items() if pattern}}
     return params
 
 
