@@ -47,6 +47,20 @@ def _repository_package(url: str):
     return normalized(name) if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) else None
 
 
+def _archive_package(url: str):
+    """The project a wheel or source archive at ``url`` holds, from its file
+    name (`.../KNN_CUDA-0.2-py3-none-any.whl` -> knn-cuda); None for any
+    other address (an index, a page)."""
+    path = re.split(r"[#?;\s]", url, maxsplit=1)[0]
+    file = path.rsplit("/", 1)[-1]
+    if file.endswith(".whl"):
+        name = file.split("-", 1)[0]
+    else:
+        archive = re.fullmatch(r"(.+?)-\d[^-]*\.(?:tar\.gz|tar\.bz2|zip)", file)
+        name = archive.group(1) if archive else ""
+    return normalized(name) if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._]*", name or "-") else None
+
+
 def normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -57,7 +71,9 @@ def requirement_name(text: str):
     stripped = text.lstrip()
     if stripped.startswith("git+"):
         return _repository_package(stripped)
-    if stripped.startswith(("-", "http:", "https:", "file:")):
+    if stripped.startswith(("http:", "https:", "file:")):
+        return _archive_package(stripped)
+    if stripped.startswith("-"):
         return None
     match = _NAME.match(text)
     return normalized(match.group(1)) if match else None
