@@ -16,6 +16,12 @@ they are (``.half()`` in the fp16 arm of an fp16/bf16 choice). With
 statement, or the statement before it, calls one of them is reported, not
 rewritten: the receiver is then such an object (a bitsandbytes ``Params4bit``
 quantises itself in ``.cuda()``, which a move to another device does not do).
+With ``inside-autocast = true`` (report only) a call counts only inside a
+`with` block of an autocast that computes in bfloat16 on Gaudi (`torch.autocast`,
+`torch.cuda.amp.autocast`, or a name the module binds to one of them, with
+no dtype or a bfloat16 one; float16 too with ``--fp16-to-bf16``), and not
+on a receiver cast first (``.float()``, ``.double()``, ``.to(torch.float32)``)
+or one that holds integers (``.argmax()``, ``.long()``...).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ class MethodCall(Kind):
         "attribute": (bool, False),
         "accepts": (list, False),
         "not-after-calls": (list, False),
+        "inside-autocast": (bool, False),
         **FP16_KEYS,
     }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})

@@ -10,6 +10,8 @@ from hpu_port.branches import held_if
 from hpu_port.context import FileContext
 from hpu_port.model import Rule
 from hpu_port.patterns import matches_any
+from hpu_port.visitors._autocast_regions import in_bfloat16_autocast, may_be_bfloat16
+from hpu_port.visitors._enclosing import enclosing
 from hpu_port.visitors._fp16 import Fp16Choices, hold_split_casts
 from hpu_port.visitors._guards import Surroundings
 from hpu_port.walk import walk
@@ -19,11 +21,16 @@ def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVis
     return _MethodCallVisitor(ctx, rules)
 
 
-class _MethodCallVisitor(Fp16Choices, Surroundings, cst.BatchableCSTVisitor):
+# The `with` statements around the node (an autocast region, for ``inside-autocast``).
+_Withs = enclosing("withs", "With")
+
+
+class _MethodCallVisitor(Fp16Choices, Surroundings, _Withs, cst.BatchableCSTVisitor):
     def __init__(self, ctx, rules) -> None:
         super().__init__()
         self.ctx = ctx
         self.around: list[cst.CSTNode] = []
+        self.withs: list[cst.CSTNode] = []
         self.init_fp16()
         self.by_method = {r.params["method"]: r for r in reversed(rules) if not r.params.get("attribute")}
         self.by_attribute = {r.params["method"]: r for r in reversed(rules) if r.params.get("attribute")}
@@ -66,6 +73,8 @@ class _MethodCallVisitor(Fp16Choices, Surroundings, cst.BatchableCSTVisitor):
         rule = self.by_method[func.attr.value]
         params = rule.params
         if "new-method" not in params:
+            if params.get("inside-autocast") and not (in_bfloat16_autocast(self.withs, self.ctx) and may_be_bfloat16(func.value)):
+                return
             self.ctx.report(rule, node, rule.message.format(name=f".{params['method']}()", replacement=""))
             return
         if "device" in params:
