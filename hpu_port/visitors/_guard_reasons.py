@@ -41,6 +41,9 @@ def why_the_check_stays(node, around: list, ctx) -> Optional[Held]:
     switched_off = _switches_off_nvidia_features(guard, node, of_options(ctx.options).unit_words)
     if switched_off:
         return Held("nvidia-only", f"where there is no CUDA it switches off `{switched_off}`, named for an NVIDIA-only library: on Gaudi it must still be switched off", guard)
+    advised = _advises_nvidia_library(guard, of_options(ctx.options).library_names)
+    if advised:
+        return Held("nvidia-only", f"what it guards only says to use `{advised}`, which Gaudi cannot run: on Gaudi that advice would mislead", guard)
     ordinal = cuda_ordinal_arm(guard, node)
     if ordinal is not None:
         # `select_device('0' if torch.cuda.is_available() else 'cpu')`: "0" is
@@ -127,6 +130,25 @@ def _switches_off_nvidia_features(guard, node, library_words: frozenset) -> Opti
             elif not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
                 return None  # more than switching off and saying so
     return next((name for name in switches if set(name_words(name)) & library_words), None)
+
+
+def _advises_nvidia_library(guard, library_names) -> Optional[str]:
+    """The NVIDIA-only library a guarded block only talks about: every
+    statement of its body is a call (`warnings.warn`, `print`, a logger)
+    and one's text names the library (`we recommend using attn_impl:
+    triton`; `flash` for flash_attn)."""
+    if not isinstance(guard, cst.If) or not isinstance(guard.body, cst.IndentedBlock):
+        return None
+    texts = []
+    for statement in guard.body.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return None
+        for small in statement.body:
+            if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+                return None
+            texts += [written(n).lower() for n in _strings_in(small.value)]
+    words = {w for text in texts for w in re.findall(r"[a-z0-9]+", text)}
+    return next((name for name in library_names if name.split("_")[0].lower() in words), None)
 
 
 def _negates(test: cst.BaseExpression, node: cst.CSTNode) -> bool:
