@@ -362,6 +362,9 @@ def _module_reason(ctx: FileContext, evidence: Evidence) -> Optional[str]:
     fixture = _nvidia_only_autouse_fixture(ctx)
     if fixture is not None:
         return fixture
+    exported = _export_script(ctx)
+    if exported is not None:
+        return f"it is a script that exports the model (`{exported}`), which the HPU cannot: it exports on the CPU, as it must on Gaudi"
     for function in functions(ctx.module.body):
         decorator = _kernel_decorator(ctx, function, evidence.kernel_decorators)
         if decorator is not None:
@@ -372,6 +375,46 @@ def _module_reason(ctx: FileContext, evidence: Evidence) -> Optional[str]:
             if base is not None:
                 return _implements(node, base)
     return None
+
+
+# Exports the HPU does not support (HPU603): a script made for them runs them on the CPU.
+_EXPORTS = frozenset({"torch.onnx.export", "torch.onnx.dynamo_export", "torch.jit.trace", "torch.jit.script", "torch.export.export"})
+# Words of the file names of export and conversion scripts.
+_EXPORT_FILE_WORDS = frozenset({"export", "convert", "onnx", "torchscript", "trt", "tensorrt", "openvino", "coreml", "ncnn", "tflite"})
+
+
+def _export_script(ctx) -> Optional[str]:
+    """The export a script named for exporting (`export_onnx.py`,
+    `convert_to_torchscript.py`) makes, if it makes one. Read from the
+    standard parser's tree of the whole file: what `check` parses with
+    libcst may lack the functions no selected rule acts on."""
+    name = os.path.splitext(os.path.basename(ctx.path or ""))[0].lower()
+    source = ctx.source or b""
+    if not _EXPORT_FILE_WORDS & set(re.split(r"[^a-z0-9]+", name)) or not (b"onnx" in source or b"jit" in source or b"export" in source):
+        return None
+    tree = ctx.tree
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            called = _dotted(node.func)
+            export = next((e for e in _EXPORTS if called == e or called.endswith("." + e.split(".", 1)[1]) or called == e.split(".", 1)[1]), None)
+            if export is not None:
+                return export
+    return None
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def _nvidia_only_autouse_fixture(ctx: FileContext) -> Optional[str]:
