@@ -427,7 +427,7 @@ def test_a_script_that_chooses_among_devices_keeps_what_all_devices_share():
     assert any("max_memory_allocated" in f.message for f in shared)
 
 
-def test_the_tests_of_a_project_that_serves_several_devices_stay_as_they_are(tmp_path):
+def test_the_tests_of_a_project_that_serves_several_devices_keep_their_cuda_code_and_list_the_hpu_too(tmp_path):
     _write_project(tmp_path, {
         "lib/__init__.py": "",
         "lib/devices.py": """
@@ -451,9 +451,12 @@ def test_the_tests_of_a_project_that_serves_several_devices_stay_as_they_are(tmp
                 assert device() in ("cuda", "mps", "cpu")
         """,
     })
-    before = (tmp_path / "tests" / "test_model.py").read_bytes()
     _rewrite(tmp_path)
-    assert (tmp_path / "tests" / "test_model.py").read_bytes() == before
+    after = (tmp_path / "tests" / "test_model.py").read_text()
+    # Shared by every device, the test's CUDA call stays; the devices
+    # `device()` may answer gain the HPU, which it now answers on Gaudi.
+    assert "    torch.cuda.manual_seed(0)\n" in after
+    assert 'assert device() in ("cuda", "hpu", "mps", "cpu")' in after
     assert 'return "hpu"' in (tmp_path / "lib" / "devices.py").read_text()
 
 
@@ -490,3 +493,36 @@ def test_a_probe_shown_in_a_comment_or_docstring_does_not_make_a_file_serve_seve
     result = port_source("train.py", probing.encode(), make_ruleset(), True)
     assert b"torch.cuda.synchronize()" in (result.new_source or probing.encode())  # shared by NVIDIA and Ascend: kept
     assert any(f.kept == "shared-code" and "synchronize" in f.message for f in result.findings)
+
+
+# A package's face detector that accepts the devices it serves (Wav2Lip's layout).
+DETECTOR = '''
+import torch
+
+
+class FaceDetector:
+    def __init__(self, device):
+        if "cpu" not in device and "cuda" not in device:
+            raise ValueError(device)
+        if device not in ("cpu", "cuda"):
+            raise ValueError(device)
+        self.device = device
+'''
+
+
+def test_a_package_module_that_accepts_the_cpu_and_cuda_accepts_the_hpu_too(tmp_path):
+    package = tmp_path / "face_detection"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "core.py").write_text(DETECTOR.lstrip("\n"))
+    diff = CliRunner().invoke(main, ["rewrite", "--dry-run", "--no-cache", str(tmp_path)]).stdout
+    # NVIDIA users still pass "cuda": each test gains the HPU beside it.
+    assert '+        if "cpu" not in device and "cuda" not in device and "hpu" not in device:' in diff
+    assert '+        if device not in ("cpu", "cuda", "hpu"):' in diff
+
+
+def test_a_script_that_accepts_the_cpu_and_cuda_is_ported_to_the_hpu(tmp_path):
+    (tmp_path / "detect.py").write_text(DETECTOR.lstrip("\n"))
+    diff = CliRunner().invoke(main, ["rewrite", "--dry-run", "--no-cache", str(tmp_path)]).stdout
+    assert '+        if "cpu" not in device and "hpu" not in device:' in diff
+    assert '+        if device not in ("cpu", "hpu"):' in diff

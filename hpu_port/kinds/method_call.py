@@ -62,4 +62,7 @@ class MethodCall(Kind):
         }
 
     def triggers(self, rule):
+        if rule.params.get("inside-autocast"):
+            # The region may be entered through a name bound elsewhere in the file.
+            return [Trigger(words=frozenset({rule.params["method"].encode()}), alongside=(Trigger(words=frozenset({b"autocast"})),))]
         return [Trigger(words=frozenset({rule.params["method"].encode()}))]

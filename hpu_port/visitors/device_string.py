@@ -128,6 +128,10 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         # Device strings listed beside other accelerators' (`["cuda", "xpu"]`):
         # the list gains the replacement rather than losing the device.
         self.extended_lists: dict[cst.CSTNode, cst.CSTNode] = {}
+        # Device strings tested in a chain with other devices' (`"cpu" not in
+        # device and "cuda" not in device`): their test gains the replacement's.
+        self.extended_tests: dict[cst.CSTNode, tuple] = {}
+        self.around_chains: list[cst.BooleanOperation] = []
         # What marks the code of a test as NVIDIA's; None: this rule's tests are ported regardless.
         self.nvidia = nvidia_evidence(self.ctx, device) if self.params["nvidia-guards"] else None
 
@@ -388,10 +392,36 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         words = set(strings.values())
         if self._tests_for_code_that_names(node, self.params["device"]):
             return  # Gaudi would run what the test picks, which names the device itself
-        if self.params["device"] in words and words & self.accelerators and self.params["replacement"] not in words:
+        # In a module others import (it serves NVIDIA users too), a list of
+        # the CPU and CUDA is such a list as well.
+        others = self.accelerators | ({"cpu"} if self.ctx.gaudi_optional else frozenset())
+        if self.params["device"] in words and words & others and self.params["replacement"] not in words:
             for string, word in strings.items():
                 if word == self.params["device"]:
                     self.extended_lists.setdefault(string, node)
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        """`"cpu" not in device and "cuda" not in device` (`device == "cuda"
+        or device == "mps"`): one test per device some code serves. Like a
+        list of them, the chain gains a test of the replacement."""
+        if any(isinstance(n, cst.BooleanOperation) for n in self.around_chains):
+            return  # the outermost operation of a chain reads it all
+        self.around_chains.append(node)
+        joined = _chained(node)
+        if joined is None:
+            return
+        operator, tests = joined
+        words = {word: (string, test) for string, word, test in tests}
+        devices = set(words)
+        others = self.accelerators | ({"cpu"} if self.ctx.gaudi_optional else set())
+        device, replacement = self.params["device"], self.params["replacement"]
+        if device in devices and devices & others and replacement not in devices and devices <= self.siblings | self.accelerators | {device, "cpu"}:
+            string, test = words[device]
+            self.extended_tests.setdefault(string, (test, operator))
+
+    def leave_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        if self.around_chains and self.around_chains[-1] is node:
+            self.around_chains.pop()
 
     def _tests_for_code_that_names(self, node, device: str) -> bool:
         guard = next((n for n in reversed(self.around) if isinstance(n, (cst.If, cst.While)) and contains(n.test, node)), None)
@@ -620,6 +650,13 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         message = rule.message.format(name=written(node), replacement=rule.params["replacement"])
         listed_in = self.extended_lists.get(node)
         kept = self._why_kept(node)
+        tested = self.extended_tests.get(node)
+        if tested is not None and kept is None:
+            replacement = rule.params["replacement"]
+            message = f"{written(node)} is tested with other devices; add a test of {replacement!r} beside it"
+            test, operator = tested
+            self.ctx.report(rule, node, message, self.ctx.replace(test, _test_added_after(node, replacement, operator)), extends=True)
+            return
         if listed_in is not None and kept is None:
             replacement = rule.params["replacement"]
             message = f"{written(node)} is listed with other accelerators; add {replacement!r} beside it"
@@ -771,6 +808,50 @@ def _is_truth_value(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)):
         return True
     return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in STRING_TESTS
+
+
+def _chained(node: cst.BooleanOperation) -> Optional[tuple]:
+    """(operator, [(string, word, test)]) when every operand of the chain is
+    the same kind of test of one value against a string: `"x" not in v` or
+    `v != "x"` joined by `and`, `"x" in v` or `v == "x"` joined by `or`."""
+    operands, operators = [], set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.BooleanOperation) and not current.lpar:
+            operators.add(type(current.operator))
+            stack += [current.right, current.left]
+        else:
+            operands.append(current)
+    if len(operators) != 1:
+        return None
+    operator = operators.pop()
+    wanted = (cst.NotIn, cst.NotEqual) if operator is cst.And else (cst.In, cst.Equal)
+    tests, subjects = [], set()
+    for test in operands:
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, wanted):
+            return None
+        left, right = test.left, test.comparisons[0].comparator
+        string, subject = (left, right) if isinstance(left, cst.SimpleString) else (right, left)
+        word = literal_value(written(string)) if isinstance(string, cst.SimpleString) else None
+        if not isinstance(word, str) or isinstance(subject, cst.SimpleString):
+            return None
+        tests.append((string, word, test))
+        subjects.add(written(subject))
+    return (operator, tests) if len(subjects) == 1 and len(tests) > 1 else None
+
+
+def _test_added_after(string: cst.SimpleString, word: str, operator: type):
+    """An edit of a test that joins it with the same test of ``word``
+    (`"cuda" not in device` -> `"cuda" not in device and "hpu" not in device`)."""
+
+    def edit(updated):
+        code = cst.Module([]).code_for_node(updated.with_changes(lpar=[], rpar=[]))
+        twin = code.replace(string.value, f"{string.quote}{word}{string.quote}", 1)
+        joined = cst.parse_expression(f"{code} {'and' if operator is cst.And else 'or'} {twin}")
+        return joined.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+
+    return edit
 
 
 def _added_after(string: cst.SimpleString, word: str):
