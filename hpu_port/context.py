@@ -179,8 +179,6 @@ class FileContext:
             kept = self.other_backend.held(node) or self.branches.held(rule.kind)
             if kept is not None and kept.reason == "shared-code" and moves_script and not self.facts.top_package(self.path):
                 kept = None
-            if kept is not None and kept.reason == "shared-code" and extends:
-                kept = None  # adding the HPU beside CUDA keeps what every device runs
         if kept is None and has_fix and rule.project_hold is not None:
             where = self.facts.project_hold(rule.code)
             if where is not None:
