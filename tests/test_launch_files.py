@@ -174,6 +174,20 @@ def test_a_command_line_kept_in_a_string_and_evaluated_is_ported():
     )
 
 
+def test_an_evaluated_launch_that_is_echoed_first_and_starts_with_variables_of_the_environment_is_read():
+    # SwissArmyTransformer's and Megatron's scripts: the line is shown, then run.
+    text = (
+        'OPTIONS_NCCL="NCCL_DEBUG=info NCCL_IB_DISABLE=0"\n'
+        'gpt_options=" --mode finetune --distributed-backend nccl --seed 2023"\n'
+        'run_cmd="${OPTIONS_NCCL} deepspeed --master_port 16666 finetune.py ${gpt_options}"\n'
+        'echo ${run_cmd}\n'
+        'eval ${run_cmd}\n'
+    )
+    output, codes = port("finetune.sh", text)
+    assert output == text.replace('run_cmd="${OPTIONS_NCCL}', 'run_cmd="PT_HPU_LAZY_MODE=1 ${OPTIONS_NCCL}').replace("backend nccl", "backend hccl")
+    assert sorted(code for code, _ in codes) == ["HPU816", "HPU817"]
+
+
 def test_a_string_that_is_not_evaluated_or_not_plain_stays_as_it_is():
     text = (
         'MSG="torchrun is used below"\necho $MSG\n'  # printed, never run

@@ -40,6 +40,9 @@ class CommandStrings:
         # A variable also run by word splitting (`$CMD` as a command) would take
         # an environment prefix for its program: only those read as command lines count.
         reads = Counter(word.value for word in self.references()) if evaluated or inner else Counter()
+        if evaluated:
+            # `echo ${run_cmd}` before `eval ${run_cmd}` only shows the line.
+            reads.subtract(_printed(commands))
         names = {name for name, count in evaluated.items() if reads[name] == count}
         # Within single quotes only an exported variable reaches the inner shell (its reads there are not counted above).
         names |= {name for name in inner if reads[name] == evaluated[name] and name in self._exported()}
@@ -78,8 +81,7 @@ class CommandStrings:
             if command.program in _PRINTERS or any(s.start <= command.span.start < s.end for s in inner):
                 continue  # `echo $CMD` shows the line; it is run elsewhere
             # `$LAUNCHER $CMD`: the program is the first word of the launcher's string.
-            head = command.words[0] if command.words else None
-            program = strings[_split_read(head)][0] if head is not None and _split_read(head) in strings else head
+            program = _command_program(command, strings)
             for index, word in enumerate(command.words):
                 name = _split_read(word)
                 if name in strings:
@@ -95,7 +97,7 @@ class CommandStrings:
             for word in strings[outer]:
                 name = _split_read(word)
                 if name in strings and name not in programs:
-                    programs[name] = programs[outer] if programs[outer] is not None else strings[outer][0]
+                    programs[name] = programs[outer] if programs[outer] is not None else _program_of(strings[outer])
                     pending.append(name)
         found = []
         for name, program in programs.items():
@@ -133,7 +135,7 @@ class CommandStrings:
                     visible = lambda name: True  # noqa: E731
                 leading = _split_read(Word(parts[0], word.span))
                 if leading:
-                    program = strings[leading][0] if leading in strings and visible(leading) else None
+                    program = _program_of(strings[leading]) if leading in strings and visible(leading) else None
                 else:
                     program = Word(parts[0], word.span)  # `bash -c "python train.py $ARGS"`
                 names = [_split_read(Word(part, word.span)) for part in parts[1:]]
@@ -146,6 +148,45 @@ _RUNNING_WRAPPERS = frozenset({"srun", "nohup", "env", "time", "exec", "timeout"
 _LEADING_VARIABLE = re.compile(r"\"?\$\{?([A-Za-z_]\w*)\}?(?:\s|\"|$)")
 # Inside a string read as a command line: anything that is not a plain word.
 _NOT_PLAIN = re.compile(r"""['"`\\]|\$\(""")
+
+
+def _program_of(words: tuple) -> Word:
+    """The program a string of a command line runs: its first word that is
+    not an assignment or a variable alone (`${OPTIONS_NCCL} deepspeed ...`,
+    whose variable holds `NCCL_DEBUG=info ...`)."""
+    return next((w for w in words if not (_ONLY_A_VARIABLE.fullmatch(w.value) or _ASSIGNMENT.match(w.value))), words[0])
+
+
+_ONLY_A_VARIABLE = re.compile(r"\$\{?[A-Za-z_]\w*\}?")
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
+
+
+def _command_program(command: Command, strings: dict) -> Optional[Word]:
+    """The program a command line runs, through the strings its leading
+    variables hold: past those that only set variables (`$OPTIONS_NCCL
+    deepspeed ...` where `OPTIONS_NCCL="NCCL_DEBUG=info"`)."""
+    for word in command.words:
+        name = _split_read(word)
+        if name in strings:
+            program = _program_of(strings[name])
+            if not _ASSIGNMENT.match(program.value):
+                return program
+        elif not _ASSIGNMENT.match(word.value):
+            return word
+    return command.words[0] if command.words else None
+
+
+def _printed(commands: list[Command]) -> Counter:
+    """The variables `echo` and `printf` print, as often as they do."""
+    printed = Counter()
+    for command in commands:
+        if command.words and program_name(command.words[0].value) in ("echo", "printf"):
+            for word in command.words[1:]:
+                printed.update(_ALL_VARIABLES.findall(word.value))
+    return printed
+
+
+_ALL_VARIABLES = re.compile(r"\$\{?([A-Za-z_]\w*)")
 
 
 def _evaluated_words(command: Command) -> list[Word]:
