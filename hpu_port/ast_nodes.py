@@ -53,3 +53,21 @@ _LEAF_FIELDS = frozenset(
 _LEAF_FIELDS_OF = {ast.Global: frozenset({"names"}), ast.Nonlocal: frozenset({"names"})}
 if hasattr(ast, "MatchSingleton"):  # Python 3.10+
     _LEAF_FIELDS_OF[ast.MatchSingleton] = frozenset({"value"})
+
+
+def called_name(func: ast.AST) -> str:
+    """The name a call is made by: `fit` for `trainer.fit(...)`, `FSDP` for `FSDP(model)`."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def dotted(node: ast.AST) -> str:
+    """`torch.onnx.export` for that chain of names, as written."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))

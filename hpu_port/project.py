@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from hpu_port._compat import blake2b
-from hpu_port.ast_nodes import breadth_first
+from hpu_port.ast_nodes import breadth_first, called_name
 from hpu_port.device.cli_flags import cli_flags, flag_defaults
 from hpu_port.device.config_reads import config_reads
 from hpu_port.device.declarations import (
@@ -384,7 +384,7 @@ def _cuda_extensions(sources: dict, trees: "_Trees") -> frozenset:
     found = set()
     for _, tree in trees.holding(sources, (b"CUDAExtension",)):
         for node in breadth_first(tree):
-            if isinstance(node, ast.Call) and _called_name(node.func) == "CUDAExtension":
+            if isinstance(node, ast.Call) and called_name(node.func) == "CUDAExtension":
                 name = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
                 if isinstance(name, ast.Constant) and isinstance(name.value, str):
                     found.add(name.value)
@@ -414,12 +414,6 @@ class _Trees:
                 tree = self.of(path, source)
                 if tree is not None:
                     yield path, tree
-
-
-def _called_name(func: ast.AST) -> str:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
 
 
 # Methods a training loop calls in place of `loss.backward()`.

@@ -13,6 +13,7 @@ import os
 import re
 from typing import Callable, Iterable, Optional
 
+from hpu_port.ast_nodes import called_name
 from hpu_port.device.judging import imported_names
 
 SHARDING_NAMES = frozenset({"FullyShardedDataParallel", "fully_shard"})
@@ -103,14 +104,8 @@ def _wraps_a_model(tree: ast.Module) -> bool:
         if isinstance(node, ast.ImportFrom):
             names |= {alias.asname for alias in node.names if alias.name in SHARDING_NAMES and alias.asname}
         elif isinstance(node, ast.Call):
-            called.add(_called(node.func))
+            called.add(called_name(node.func))
     return not names.isdisjoint(called)
-
-
-def _called(func: ast.AST) -> str:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
 
 
 def _imported(tree: ast.Module, package: str) -> Iterable[str]:

@@ -14,6 +14,7 @@ import os
 import re
 from typing import Callable, Iterable, Optional
 
+from hpu_port.ast_nodes import called_name
 from hpu_port.device.judging import absolute
 
 
@@ -119,7 +120,7 @@ PARSER_NAMES = ("ArgumentParser", "TrlParser")
 
 def _parser_calls(tree: ast.Module) -> Iterable[ast.Call]:
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _called(node.func).endswith(PARSER_NAMES):
+        if isinstance(node, ast.Call) and called_name(node.func).endswith(PARSER_NAMES):
             yield node
 
 
@@ -137,7 +138,7 @@ def _handed_expressions(call: ast.Call) -> list:
 
 def names_handed_to_parser(call: ast.Call) -> set:
     """The plain names of the classes ``call`` is given, if it makes an argument parser."""
-    if not _called(call.func).endswith(PARSER_NAMES):
+    if not called_name(call.func).endswith(PARSER_NAMES):
         return set()
     return {item.id for item in _handed_expressions(call) if isinstance(item, ast.Name)}
 
@@ -277,10 +278,6 @@ class ProjectClasses:
                         continue
                     found += [(name, path, call.lineno, why) for name in moved]
         return tuple(sorted(set(found)))
-
-
-def _called(func: ast.expr) -> str:
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _package(path: str, module: str) -> str:

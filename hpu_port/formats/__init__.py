@@ -80,6 +80,10 @@ class Word:
         return Span(self.span.start + q, self.span.end - q)
 
 
+# A shell word that is only a variable's value (`$X`, `${X}`).
+VARIABLE_ALONE = re.compile(r"\$\{?[A-Za-z_]\w*\}?")
+
+
 def program_name(word: str) -> str:
     """The program a command word runs: its file name (`/usr/bin/nvidia-smi`
     is `nvidia-smi`), any `python3.10` being `python`."""

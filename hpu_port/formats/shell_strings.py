@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from typing import Optional
 
-from hpu_port.formats import Command, Span, Word, program_name
+from hpu_port.formats import VARIABLE_ALONE, Command, Span, Word, program_name
 
 
 class CommandStrings:
@@ -154,10 +154,9 @@ def _program_of(words: tuple) -> Word:
     """The program a string of a command line runs: its first word that is
     not an assignment or a variable alone (`${OPTIONS_NCCL} deepspeed ...`,
     whose variable holds `NCCL_DEBUG=info ...`)."""
-    return next((w for w in words if not (_ONLY_A_VARIABLE.fullmatch(w.value) or _ASSIGNMENT.match(w.value))), words[0])
+    return next((w for w in words if not (VARIABLE_ALONE.fullmatch(w.value) or _ASSIGNMENT.match(w.value))), words[0])
 
 
-_ONLY_A_VARIABLE = re.compile(r"\$\{?[A-Za-z_]\w*\}?")
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
 
 

@@ -21,10 +21,9 @@ counts only on a line that names a Python script or module.
 from __future__ import annotations
 
 import os
-import re
 from typing import Iterator
 
-from hpu_port.formats import Edit, Span
+from hpu_port.formats import VARIABLE_ALONE, Edit, Span
 from hpu_port.kinds import DocumentKind, Match, markdown_table, register_kind, string_list, string_table
 from hpu_port.kinds.command import flag_value, program_name, runs
 
@@ -34,7 +33,6 @@ from hpu_port.kinds.command import flag_value, program_name, runs
 # runs where this script's variables do not go.
 # Launchers that start the tasks of a job (`srun python train.py`).
 _JOB_LAUNCHERS = frozenset({"srun", "mpirun", "mpiexec"})
-_ONLY_A_VARIABLE = re.compile(r"\$\{?[A-Za-z_]\w*\}?")
 _PASSING_WRAPPERS = frozenset({"srun", "nohup", "time", "exec", "env", "stdbuf", "numactl", "taskset", "nice", "ionice", "timeout", "xargs", "mpirun", "mpiexec"})
 
 
@@ -166,7 +164,7 @@ def _launched_here(command, spec: str) -> bool:
             return True
         if name in _PASSING_WRAPPERS:
             wrapped = True
-        elif _ONLY_A_VARIABLE.fullmatch(word.value) and not wrapped:
+        elif VARIABLE_ALONE.fullmatch(word.value) and not wrapped:
             pass  # `${OPTIONS_NCCL} deepspeed ...` in an evaluated string: variables set for the launch
         elif not (wrapped or word.value.startswith("-") or "=" in word.value or word.value.isdigit()):
             return False  # another program runs first (a job submitter): it decides what reaches the launch

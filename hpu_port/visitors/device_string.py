@@ -13,6 +13,7 @@ from hpu_port.device.evidence import by_name, of_options
 from hpu_port.kinds.device_string import name_parts
 from hpu_port.model import Rule
 from hpu_port.patterns import matches_any
+from hpu_port.visitors._device_lists import added_after, device_chain, extended_test
 from hpu_port.visitors._device_string_index import (
     IndexedDevices,
     current_device,
@@ -407,7 +408,7 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         if any(isinstance(n, cst.BooleanOperation) for n in self.around_chains):
             return  # the outermost operation of a chain reads it all
         self.around_chains.append(node)
-        joined = _chained(node)
+        joined = device_chain(node)
         if joined is None:
             return
         operator, tests = joined
@@ -655,12 +656,12 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
             replacement = rule.params["replacement"]
             message = f"{written(node)} is tested with other devices; add a test of {replacement!r} beside it"
             test, operator = tested
-            self.ctx.report(rule, node, message, self.ctx.replace(test, _test_added_after(node, replacement, operator)), extends=True)
+            self.ctx.report(rule, node, message, self.ctx.replace(test, extended_test(node, replacement, operator)), extends=True)
             return
         if listed_in is not None and kept is None:
             replacement = rule.params["replacement"]
             message = f"{written(node)} is listed with other accelerators; add {replacement!r} beside it"
-            self.ctx.report(rule, node, message, self.ctx.replace(listed_in, _added_after(node, replacement)), extends=True)
+            self.ctx.report(rule, node, message, self.ctx.replace(listed_in, added_after(node, replacement)), extends=True)
             return
         if kept:
             self.ctx.report(rule, node, message, kept=kept)
@@ -808,63 +809,3 @@ def _is_truth_value(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)):
         return True
     return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in STRING_TESTS
-
-
-def _chained(node: cst.BooleanOperation) -> Optional[tuple]:
-    """(operator, [(string, word, test)]) when every operand of the chain is
-    the same kind of test of one value against a string: `"x" not in v` or
-    `v != "x"` joined by `and`, `"x" in v` or `v == "x"` joined by `or`."""
-    operands, operators = [], set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.BooleanOperation) and not current.lpar:
-            operators.add(type(current.operator))
-            stack += [current.right, current.left]
-        else:
-            operands.append(current)
-    if len(operators) != 1:
-        return None
-    operator = operators.pop()
-    wanted = (cst.NotIn, cst.NotEqual) if operator is cst.And else (cst.In, cst.Equal)
-    tests, subjects = [], set()
-    for test in operands:
-        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, wanted):
-            return None
-        left, right = test.left, test.comparisons[0].comparator
-        string, subject = (left, right) if isinstance(left, cst.SimpleString) else (right, left)
-        word = literal_value(written(string)) if isinstance(string, cst.SimpleString) else None
-        if not isinstance(word, str) or isinstance(subject, cst.SimpleString):
-            return None
-        tests.append((string, word, test))
-        subjects.add(written(subject))
-    return (operator, tests) if len(subjects) == 1 and len(tests) > 1 else None
-
-
-def _test_added_after(string: cst.SimpleString, word: str, operator: type):
-    """An edit of a test that joins it with the same test of ``word``
-    (`"cuda" not in device` -> `"cuda" not in device and "hpu" not in device`)."""
-
-    def edit(updated):
-        code = cst.Module([]).code_for_node(updated.with_changes(lpar=[], rpar=[]))
-        twin = code.replace(string.value, f"{string.quote}{word}{string.quote}", 1)
-        joined = cst.parse_expression(f"{code} {'and' if operator is cst.And else 'or'} {twin}")
-        return joined.with_changes(lpar=updated.lpar, rpar=updated.rpar)
-
-    return edit
-
-
-def _added_after(string: cst.SimpleString, word: str):
-    """An edit of a list that puts ``word`` right after ``string``, in its quotes."""
-
-    def edit(updated):
-        elements = list(updated.elements)
-        at = next(i for i, e in enumerate(elements) if isinstance(e.value, cst.SimpleString) and e.value.value == string.value)
-        added = cst.Element(cst.SimpleString(f"{string.quote}{word}{string.quote}"), comma=elements[at].comma)
-        if isinstance(added.comma, cst.MaybeSentinel):
-            added = added.with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        elements[at] = elements[at].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        elements.insert(at + 1, added)
-        return updated.with_changes(elements=elements)
-
-    return edit

@@ -13,6 +13,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from hpu_port.ast_nodes import dotted
 from hpu_port.context import FileContext
 from hpu_port.device.evidence import Evidence, of_options
 from hpu_port.filetypes import path_words
@@ -400,21 +401,11 @@ def _export_script(ctx) -> Optional[str]:
             return None
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            called = _dotted(node.func)
+            called = dotted(node.func)
             export = next((e for e in _EXPORTS if called == e or called.endswith("." + e.split(".", 1)[1]) or called == e.split(".", 1)[1]), None)
             if export is not None:
                 return export
     return None
-
-
-def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def _nvidia_only_autouse_fixture(ctx: FileContext) -> Optional[str]:
