@@ -78,8 +78,9 @@ def _write_stub(lines: list, node: ast.AST, first: int, last: int) -> None:
         # body (see ``_stubbable``); its decorators become blank lines.
         for number in range(first, node.lineno):
             lines[number - 1] = _ending(lines[number - 1])
-        body = node.body[0]
-        _fill(lines, body.lineno, last, lines[body.lineno - 1][: body.col_offset])
+        # The body begins at its first statement's decorators, if any.
+        body_first = first_line(node.body[0])
+        _fill(lines, body_first, last, lines[body_first - 1][: node.body[0].col_offset])
         return
     _fill(lines, first, last, _stub_header(node, lines) + b" ")
 

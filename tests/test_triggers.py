@@ -276,6 +276,22 @@ def test_the_narrowing_cases_do_stub_something():
         assert narrow(text, code_view(text), chosen) is not None, name
 
 
+def test_narrowed_code_always_parses():
+    """A stub that does not parse sends the file to a parse of all of it,
+    which costs several times as much."""
+    import libcst
+
+    from hpu_port.narrow import narrow
+
+    rules = make_ruleset(select=["ALL"])
+    for name, text in list(_corpus()) + list(_narrowing_cases()):
+        view = code_view(text)
+        chosen = rules.for_code(text, view)
+        narrowed = narrow(text, view, chosen) if chosen is not None and view is not None else None
+        if narrowed is not None:
+            libcst.parse_module(narrowed)  # raises if a stub is not Python
+
+
 def _narrowing_cases():
     """Files where what a rule needs lies in another function than what it reports."""
     yield "optimizer-built-elsewhere.py", source('''
@@ -347,6 +363,20 @@ def _narrowing_cases():
 
         class Inner(DDP):
             pass
+    ''')
+    yield "subclass-whose-first-method-is-decorated.py", source('''
+        import torch
+
+        class Rotary(Base):
+            @torch.no_grad()
+            @cached  # a comment on a decorator
+            def forward(self, x):
+                return x.to(torch.float32)
+
+        def train(model, x, opt):
+            loss = model(x).cuda()
+            loss.backward()
+            opt.step()
     ''')
     yield "loop-variable-tensor-elsewhere.py", source('''
         import torch
