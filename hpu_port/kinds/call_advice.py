@@ -87,7 +87,7 @@ class CallAdvice(Kind):
     def triggers(self, rule):
         found = []
         for name, entry in rule.params["calls"].items():
-            triggers = _any_call_triggers(entry) if name == ANY_CALL else [name_trigger(name)]
+            triggers = _any_call_triggers(entry) if name == ANY_CALL else [name_trigger(name, *_keywords_written(entry))]
             markers = _marker_triggers(entry["only-in-files-with"])
             found += [dataclasses.replace(t, alongside=tuple(markers)) for t in triggers] if markers else triggers
         return found
@@ -131,6 +131,12 @@ def _marker_triggers(markers) -> list:
     called), as triggers: a file with none of them gets no advice."""
     methods = {m[1:] for m in markers if m.startswith(".")}
     return name_context({m for m in markers if not m.startswith(".")}) + word_context(methods)
+
+
+def _keywords_written(entry: dict) -> list:
+    """The parameters a call must pass that it can only pass by keyword (not
+    in the entry's ``signature``): each is a word of any file the advice is for."""
+    return [parameter for parameter in entry["only-if"] if parameter not in entry["signature"]]
 
 
 def _any_call_triggers(entry: dict) -> list:
