@@ -24,7 +24,7 @@ from hpu_port import __version__, sealed
 from hpu_port._compat import blake2b
 from hpu_port.cache import code_stamp
 from hpu_port.model import Example, ProjectHold, Rule, Screening
-from hpu_port.shapes import ImportOf
+from hpu_port.shapes import ImportOf, TieOfMoved
 from hpu_port.triggers import Trigger
 
 SUBDIRECTORY = "rules"
@@ -35,7 +35,7 @@ _MAX_ENTRY_BYTES = 64 << 20
 FORMAT = 2
 
 # The dataclasses a loaded rule is built of: the only classes an entry may name.
-_TYPES = {cls.__name__: cls for cls in (Rule, Example, ProjectHold, Screening, Trigger, ImportOf)}
+_TYPES = {cls.__name__: cls for cls in (Rule, Example, ProjectHold, Screening, Trigger, ImportOf, TieOfMoved)}
 
 
 def key(paths: list[Path]) -> Optional[str]:

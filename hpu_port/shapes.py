@@ -140,3 +140,46 @@ def _whole_words(alternation: bytes) -> "re.Pattern":
     (whether one precedes is ``_starts_a_word``: a search that begins with
     a look behind tries every position)."""
     return re.compile(rb"(?:" + alternation + rb")" + _AFTER)
+
+
+_ATTRIBUTES = rb"(?:" + _GAP + rb"*\." + _GAP + rb"*[A-Za-z_\x80-\xff][\w\x80-\xff]*)+"
+
+
+@dataclass(frozen=True)
+class TieOfMoved:
+    """A statement tying one attribute chain of a name to another of the
+    same name (`model.head.weight = model.embed.weight`), where the name is
+    also moved (`model.to(...)`, one of ``methods``) somewhere in the file."""
+
+    methods: tuple
+
+    def search(self, text: bytes) -> bool:
+        # The moves first: a search for a literal `.` is fast, and few names are moved.
+        moved = set()
+        for match in _method_call(self.methods).finditer(text):
+            end = match.start()
+            while end > 0 and text[end - 1] in _SPACES:
+                end -= 1
+            start = end
+            while start > 0 and text[start - 1] in _IDENTIFIER_BYTE:
+                start -= 1
+            if start < end and (start == 0 or text[start - 1] != 0x2E):
+                moved.add(text[start:end])
+        return any(_tie_of(name).search(text) for name in moved if b"=" in text)
+
+
+@lru_cache(maxsize=16)
+def _method_call(methods: tuple) -> "re.Pattern":
+    """`.to(`, `. cuda (`: a call of one of ``methods`` (the object it is called on is before it)."""
+    return re.compile(rb"\.[ \t\f\\\r\n]*(?:" + _words(methods) + rb")" + _AFTER + rb"[ \t\f\\\r\n]*\(")
+
+
+@lru_cache(maxsize=256)
+def _tie_of(name: bytes) -> "re.Pattern":
+    """`name.a.b = name.c`, `(name.a) = (name.c)`: one attribute chain of
+    ``name`` assigned another (the name first: a literal is searched fast)."""
+    word = re.escape(name)
+    return re.compile(
+        word + rb"(?<![\w\x80-\xff.]" + word + rb")" + _ATTRIBUTES + rb"(?:" + _GAP + rb"|\))*=(?!=)(?:" + _GAP + rb"|\()*"
+        + word + _AFTER + _GAP + rb"*\."
+    )

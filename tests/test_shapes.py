@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from hpu_port.engine import port_notebook
-from hpu_port.shapes import ImportOf, cast_of_a_result, top_module
+from hpu_port.shapes import ImportOf, TieOfMoved, cast_of_a_result, top_module
 from hpu_port.triggers import Trigger, TriggerIndex, code_view
 
 from tests.conftest import make_ruleset
@@ -95,6 +95,51 @@ def test_every_import_the_screen_counts_is_found(source):
         if view.may_reference(wanted):
             assert ImportOf(top).search(source), (top, source)
             assert ImportOf(top).search(view.text), (top, view.text)
+
+
+_ROOTS = st.sampled_from(["model", "m", "self", "modèle"])
+_CHAINS = st.lists(st.sampled_from(["a", "weight", "b", "décodeur"]), min_size=1, max_size=3)
+_BETWEEN = st.sampled_from([" ", "", "  ", " \\\n ", "\t"])
+
+
+@st.composite
+def ties_and_moves(draw) -> bytes:
+    """Statements tying attributes and moving names, in the layouts Python allows."""
+    space = draw(_BETWEEN)
+    lines = []
+    for _ in range(draw(st.integers(1, 3))):
+        target, value = draw(_ROOTS), draw(st.sampled_from([draw(_ROOTS), "other"]))
+        left = target + "".join(f"{space}.{space}{part}" for part in draw(_CHAINS))
+        right = value + "".join(f".{part}" for part in draw(_CHAINS))
+        layout = draw(st.sampled_from(["{} = {}", "{}={}", "({}) = ({})", "{} = (\n    {}\n)", "{} = {}  # tied", "{} == {}", "{} += {}"]))
+        lines.append(layout.format(left, right))
+    for _ in range(draw(st.integers(0, 2))):
+        name, method = draw(_ROOTS), draw(st.sampled_from(["to", "cuda", "hpu", "tolist"]))
+        lines.append(draw(st.sampled_from(["{}.{}(d)", "{} .{}( d )", "x = {}.{}()", "y.{0}.{1}(d)"])).format(name, method))
+    draw(st.randoms()).shuffle(lines)
+    return ("\n".join(lines) + "\n").encode()
+
+
+@settings(max_examples=400, deadline=None)
+@given(ties_and_moves())
+def test_every_tie_of_a_moved_name_the_screen_counts_is_found(source):
+    from hpu_port.kinds import get_kind
+
+    rule = next(r for r in make_ruleset(["HPU712"]).rules if r.code == "HPU712")
+    view = code_view(source)
+    if view is None:
+        return
+    shape = TieOfMoved(tuple(sorted(rule.params["move-methods"])))
+    if get_kind(rule.kind).screen(rule, view):
+        assert shape.search(source), source
+        assert shape.search(view.text), view.text
+
+
+def test_a_tie_of_a_name_never_moved_opens_no_file_for_the_tie_rule():
+    rules = make_ruleset(["HPU712"])
+    assert rules.for_source(b"model.to(d)\nself.head.weight = self.embed.weight\n") is None
+    assert rules.for_source(b"model.to(d)\nmodel.head.weight = other.embed.weight\n") is None
+    assert rules.for_source(b"model.to(d)\nmodel.head.weight = model.embed.weight\n") is not None
 
 
 def test_a_cast_of_a_result_is_found_across_a_comment_in_the_raw_bytes():

@@ -9,11 +9,13 @@ reported: the tie should happen before the move, inside the module.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from functools import lru_cache
 
 from hpu_port.kinds import Kind, register_kind, string_list
-from hpu_port.triggers import ast_root, text_trigger
+from hpu_port.shapes import TieOfMoved
+from hpu_port.triggers import Trigger, ast_root, text_trigger
 
 
 @register_kind
@@ -26,7 +28,9 @@ class SharedAfterMove(Kind):
         return {"move-methods": set(string_list(table["move-methods"], "move-methods"))}
 
     def triggers(self, rule):
-        return [text_trigger(f".{m}(") for m in sorted(rule.params["move-methods"])]
+        # `.to(` is in most files; a name tied to itself (`m.a.w = m.b.w`) that is also moved, in few.
+        tie = (Trigger(pattern=TieOfMoved(tuple(sorted(rule.params["move-methods"])))),)
+        return [dataclasses.replace(text_trigger(f".{m}("), alongside=tie) for m in sorted(rule.params["move-methods"])]
 
     def screen(self, rule, view):
         # Some name has one attribute assigned another (a statement, so cheap
