@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import cached_property
 from typing import Callable, Optional
 
@@ -69,6 +70,12 @@ NAME_PARSERS = frozenset({"strip", "lstrip", "rstrip", "replace", "split", "rspl
 KEYED_DEFAULTS = frozenset({"get", "setdefault", "pop", "getenv"})
 LIST_ADDS = frozenset({"append", "insert", "add", "extend"})
 COMPARISONS = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn, cst.Is, cst.IsNot)
+# `kwargs["device_map"] = {"": device}`, `device_map={'': device}`: a model pinned to one device.
+_PINS_A_DEVICE_MAP = re.compile(r"""device_map["']?\s*\]?\s*[=:]\s*\{\s*(?:""|'')\s*:""")
+_PINNED_WHY = (
+    "on {device!r} the model is spread over every GPU of the machine (`device_map=\"auto\"`); every other device "
+    "pins it to its one device, as a Gaudi process must: the HPU takes that arm"
+)
 
 
 def visitor_for_rule(rule: Rule, ctx: FileContext) -> cst.BatchableCSTVisitor:
@@ -329,8 +336,26 @@ class _DeviceStringVisitor(IndexedDevices, Surroundings, cst.BatchableCSTVisitor
         if self.params["comparisons"] and any(
             self._names_a_role(part) or self._reads_a_role_entry(part) for part in parts if not isinstance(part, cst.SimpleString)
         ):
+            if self._other_devices_pinned(node):
+                for part in parts:
+                    for string in strings_in(part):
+                        self.kept.setdefault(string, Held("other-device", _PINNED_WHY.format(device=self.params["device"]), quiet=True))
+                return
             for part in parts:
                 self._mark(part)
+
+    def _other_devices_pinned(self, node: cst.Comparison) -> bool:
+        """`if device != "cuda": kwargs["device_map"] = {"": device}`: the
+        arm for every other device pins the model to the one device, which is
+        what a Gaudi process needs; the device's own arm keeps
+        `device_map="auto"`, which spreads a model over every GPU of the
+        machine."""
+        guard = next((n for n in reversed(self.around) if isinstance(n, cst.If) and n.test is node), None)
+        if guard is None or len(node.comparisons) != 1:
+            return False
+        operator = node.comparisons[0].operator
+        arm = guard.body if isinstance(operator, cst.NotEqual) else guard.orelse if isinstance(operator, cst.Equal) else None
+        return arm is not None and _PINS_A_DEVICE_MAP.search(self.ctx.module.code_for_node(arm)) is not None
 
     def _accelerator_query(self, expr: cst.CSTNode) -> Optional[str]:
         """`get_accelerator().device_name()`: a layer that knows several
