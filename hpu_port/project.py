@@ -418,13 +418,18 @@ class _Trees:
 
 # Methods a training loop calls in place of `loss.backward()`.
 _BACKWARD_METHODS = ("backward",)
+# A backward pass, which such a method ends with: `loss.backward(`, `loss . backward (`.
+_CALLS_BACKWARD = re.compile(rb"\.[ \t\f\\\r\n]*backward[ \t\f\\\r\n]*\(")
 
 
 def _syncing_methods(sources: dict, trees: "_Trees") -> frozenset:
     """`Class.backward` for each class of the project whose `backward`
     method ends with a backward pass (`loss.backward()`) on every path."""
     found = set()
-    for _, tree in trees.holding(sources, tuple(b"def %s(" % name.encode() for name in _BACKWARD_METHODS)):
+    # Such a method calls a backward pass too: most files that define one
+    # (an autograd Function's) call none, and are not parsed for this.
+    calling = {path: source for path, source in sources.items() if isinstance(source, bytes) and _CALLS_BACKWARD.search(source)}
+    for _, tree in trees.holding(calling, tuple(b"def %s(" % name.encode() for name in _BACKWARD_METHODS)):
         for node in all_statements(tree.body):
             if not isinstance(node, ast.ClassDef):
                 continue
