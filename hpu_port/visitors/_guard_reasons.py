@@ -23,6 +23,7 @@ from hpu_port.visitors._guards import (
     nvidia_only_use,
     own_hpu_path,
     passed_as,
+    restored_to_saved_device,
     tensor_cuda_test,
 )
 from hpu_port.visitors._references import shown_briefly, written
@@ -34,6 +35,12 @@ def why_the_check_stays(node, around: list, ctx) -> Optional[Held]:
     guards, switches or hands on is NVIDIA's or another library's."""
     patterns = nvidia_evidence(ctx)
     guard = guarded_by(node, around)
+    if restored_to_saved_device(guard, node, around):
+        # `map_location = None if torch.cuda.is_available() else "cpu"`: on
+        # Gaudi the tensors must go to the CPU first; `None` would put them
+        # back on CUDA.
+        why = "with `map_location=None` `torch.load` puts each tensor back on CUDA, where it was saved; every other device loads to the CPU, as Gaudi must: the HPU takes that arm"
+        return Held("other-device", why, region=guard)
     used = guard is not None and (nvidia_only_use(guard, ctx, patterns) or passed_as(guard, around, patterns))
     if used:
         hold_guarded_body(guard, ctx, used, node)

@@ -66,6 +66,13 @@ def hold_guarded_body(guard: cst.CSTNode, ctx, used: str, check: Optional[cst.CS
         for part in (guard.body, guard.test):
             ctx.other_backend.mark(part, reason, name=name, at=guard.test)
         return
+    if isinstance(guard, cst.BooleanOperation) and isinstance(guard.operator, cst.And):
+        # `SUPPORT_CUDA and torch.cuda.is_bf16_supported()`: what follows the
+        # flag is evaluated on NVIDIA GPUs only.
+        reason = f"it is kept for NVIDIA GPUs, to use `{used}`, which has no Gaudi equivalent"
+        name = f"what follows `{shown_briefly(written(guard.left))} and`"
+        ctx.other_backend.mark(guard.right, reason, name=name, at=guard.left)
+        return
     if not isinstance(guard, (cst.If, cst.While, cst.For)) or not isinstance(guard.body, cst.IndentedBlock):
         return
     looped = isinstance(guard, cst.For)
@@ -473,6 +480,14 @@ class _Tests:
 
     visit_IfExp = visit_While = visit_If
 
+    def visit_BooleanOperation(self, node) -> None:
+        # `SUPPORT_FP16 = SUPPORT_CUDA and torch.cuda.get_device_capability(0)[0] >= 7`:
+        # what follows `flag and` is evaluated only where the flag is true.
+        left = node.left
+        if isinstance(node.operator, cst.And) and not isinstance(left, cst.UnaryOperation) and _reads(left, self.flag):
+            if not _compares_with_a_string(left):
+                self.found.append(node)
+
 
 def _compares_with_a_string(test: cst.CSTNode) -> bool:
     return any(
@@ -523,6 +538,40 @@ def cuda_ordinal_arm(guard: Optional[cst.CSTNode], check: cst.CSTNode) -> Option
     return None
 
 
+def restored_to_saved_device(guard: Optional[cst.CSTNode], check: cst.CSTNode, around: list) -> bool:
+    """Whether what the CUDA ``check`` picks is `map_location=None`
+    (`map_location = None if torch.cuda.is_available() else "cpu"`, or the
+    same as an `if`): `torch.load` then puts each tensor back on the device
+    it was saved from, CUDA's; every other device takes the other arm."""
+    if isinstance(guard, cst.IfExp):
+        arm = guard.orelse if negated_at(guard.test, check) else guard.body
+        if not (isinstance(arm, cst.Name) and arm.value == "None"):
+            return False
+        holder = around[around.index(guard) - 1] if guard in around and around.index(guard) > 0 else None
+        if isinstance(holder, cst.Arg):
+            return holder.keyword is not None and holder.keyword.value == _MAP_LOCATION
+        return isinstance(holder, cst.SimpleStatementLine) and any(
+            isinstance(small, cst.Assign) and small.value is guard and any(_names_map_location(t.target) for t in small.targets)
+            for small in holder.body
+        )
+    if isinstance(guard, cst.If) and isinstance(guard.body, cst.IndentedBlock) and not negated_at(guard.test, check):
+        return any(
+            isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) and small.value.value == "None"
+            and any(_names_map_location(t.target) for t in small.targets)
+            for line in guard.body.body if isinstance(line, cst.SimpleStatementLine)
+            for small in line.body
+        )
+    return False
+
+
+_MAP_LOCATION = "map_location"
+
+
+def _names_map_location(target: cst.BaseExpression) -> bool:
+    name = target.value if isinstance(target, cst.Name) else target.attr.value if isinstance(target, cst.Attribute) else ""
+    return _MAP_LOCATION in name
+
+
 def tensor_cuda_test(guard: Optional[cst.CSTNode]) -> Optional[str]:
     """`x.is_cuda` read in the guard's own test (not its body), as written."""
     test = getattr(guard, "test", None)
@@ -569,7 +618,8 @@ class _Finder:
     """The first NVIDIA-only name the code uses. An exception's name counts
     only where the same code does not also use its `unless` (DataParallel is
     NVIDIA-only set-up, unless the branch also builds DistributedDataParallel,
-    which Gaudi needs)."""
+    which Gaudi needs), nor moves anything to the device (`.cuda()`): such a
+    branch sets up the device too, which Gaudi needs as well."""
 
     def __init__(self, ctx, patterns: Guard) -> None:
         self.ctx = ctx
@@ -579,6 +629,7 @@ class _Finder:
         self.found: Optional[str] = None
         self.candidate: Optional[tuple[str, str]] = None
         self.excepted: set[str] = set()
+        self.moves = False
         self.harmless = patterns.harmless
         self.switching: Optional[cst.CSTNode] = None  # the target of a harmless switch being set
 
@@ -592,9 +643,13 @@ class _Finder:
             self.switching = None
 
     def result(self) -> Optional[str]:
-        if self.found is None and self.candidate is not None and self.candidate[1] not in self.excepted:
+        if self.found is None and self.candidate is not None and self.candidate[1] not in self.excepted and not self.moves:
             return self.candidate[0]
         return self.found
+
+    def visit_Call(self, node) -> None:
+        self.moves |= isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda"
+
 
     def visit_Attribute(self, node) -> None:
         self._check(node)
