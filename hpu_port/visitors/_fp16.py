@@ -87,6 +87,8 @@ class Fp16Choices(
             return "cast to float16 and straight back to float32: it rounds values to a float16 format, not a precision to compute in"
         if self._loaded_on_the_cpu(node):
             return "loaded on the CPU (`device_map` names it): float16 is the format there, not a precision Gaudi computes in"
+        if self._kept_by_a_dataset(function):
+            return "data a `Dataset` loads and keeps when it is made: float16 is how it is stored; the model it feeds decides the precision"
         saved_by = self._saving_call(roles["saves"], node)
         if saved_by is not None:
             # `torch.save({k: v.half().cpu() ...}, path)` in a training loop: the
@@ -96,7 +98,7 @@ class Fp16Choices(
         if matched is not None:
             return matched
         calls, asserts = self._calls_of(function or self.ctx.module)
-        if any(isinstance(n, (cst.Dict, cst.DictComp)) for n in self.around) and _any_match(calls, roles["saves"]):
+        if (any(isinstance(n, (cst.Dict, cst.DictComp)) for n in self.around) or self._stored_under_a_key()) and _any_match(calls, roles["saves"]):
             return "a value of a dict this code saves (a checkpoint): float16 is the stored format"
         if function is not None and function.name.value.startswith("test") and (asserts or _any_match(calls, roles["checks"])):
             return "a value a test passes or checks: both keep float16 together; decide for Gaudi what the test compares"
@@ -106,6 +108,22 @@ class Fp16Choices(
         if saves_only and self._moved_to_cpu():
             return "moved to the CPU to be saved by code that computes nothing: float16 is the stored format"
         return None
+
+    def _stored_under_a_key(self) -> bool:
+        """The statement stores the value under a key (`opt["weight"][key] = w.half()`)."""
+        statement = self._statement()
+        small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+        return isinstance(small, cst.Assign) and all(isinstance(t.target, cst.Subscript) for t in small.targets)
+
+    def _kept_by_a_dataset(self, function: Optional[cst.FunctionDef]) -> bool:
+        """`__init__` of a `Dataset` subclass, which loads (and caches) the data."""
+        if function is None or function.name.value != "__init__":
+            return False
+        at = next((i for i, d in enumerate(self.definitions) if d is function), 0)
+        owner = self.definitions[at - 1] if at > 0 else None
+        return isinstance(owner, cst.ClassDef) and any(
+            (last_name(base.value) or "").endswith("Dataset") for base in owner.bases
+        )
 
     def _loaded_on_the_cpu(self, node: cst.CSTNode) -> bool:
         """`from_pretrained(path, torch_dtype=torch.float16, device_map={"": "cpu"})`."""
