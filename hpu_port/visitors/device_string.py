@@ -60,6 +60,7 @@ LIST_ADDS = frozenset({"append", "insert", "add", "extend"})
 COMPARISONS = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn, cst.Is, cst.IsNot)
 # `kwargs["device_map"] = {"": device}`, `device_map={'': device}`: a model pinned to one device.
 _PINS_A_DEVICE_MAP = re.compile(r"""device_map["']?\s*\]?\s*[=:]\s*\{\s*(?:""|'')\s*:""")
+_CONTIGUOUS_WHY = "the branch only makes tensors contiguous, a workaround for a CUDA kernel; Gaudi does not need it and NVIDIA GPUs keep it"
 _PINNED_WHY = (
     "on {device!r} the model is spread over every GPU of the machine (`device_map=\"auto\"`); every other device "
     "pins it to its one device, as a Gaudi process must: the HPU takes that arm"
@@ -324,13 +325,34 @@ class _DeviceStringVisitor(DeviceStringHolds, IndexedDevices, Surroundings, cst.
         if self.params["comparisons"] and any(
             self._names_a_role(part) or self._reads_a_role_entry(part) for part in parts if not isinstance(part, cst.SimpleString)
         ):
-            if self._other_devices_pinned(node):
-                for part in parts:
-                    for string in strings_in(part):
-                        self.kept.setdefault(string, Held("other-device", _PINNED_WHY.format(device=self.params["device"]), quiet=True))
-                return
+            held = self._held_comparison(node)
             for part in parts:
+                if held is not None:
+                    for string in strings_in(part):
+                        self.kept.setdefault(string, held)
                 self._mark(part)
+
+    def _held_comparison(self, node: cst.Comparison) -> Optional[Held]:
+        """Why a test of the device stays as it is, said nowhere: the code
+        it picks is right for Gaudi as it stands."""
+        if self._other_devices_pinned(node):
+            return Held("other-device", _PINNED_WHY.format(device=self.params["device"]), quiet=True)
+        if self._only_makes_contiguous(node):
+            return Held("harmless", _CONTIGUOUS_WHY, quiet=True)
+        return None
+
+    def _only_makes_contiguous(self, node: cst.Comparison) -> bool:
+        """`if q.device.type == "cuda" and mask is not None: q = q.contiguous()`:
+        a workaround of a CUDA kernel's bug (SDPA's memory-efficient backend
+        with strided inputs), which NVIDIA still needs and Gaudi does not."""
+        guard = next((n for n in reversed(self.around) if isinstance(n, cst.If) and contains(n.test, node)), None)
+        if guard is None or negated(written(guard.test)) or not isinstance(guard.body, cst.IndentedBlock):
+            return False
+        return all(
+            isinstance(line, cst.SimpleStatementLine)
+            and all(isinstance(small, cst.Assign) and _contiguous_call(small.value) for small in line.body)
+            for line in guard.body.body
+        )
 
     def _other_devices_pinned(self, node: cst.Comparison) -> bool:
         """`if device != "cuda": kwargs["device_map"] = {"": device}`: the
@@ -699,3 +721,10 @@ def _is_truth_value(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)):
         return True
     return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in STRING_TESTS
+
+
+def _contiguous_call(value: cst.BaseExpression) -> bool:
+    return (
+        isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "contiguous"
+    )
