@@ -61,6 +61,10 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
             base = _matching_base(ctx, node, evidence.unit_class_bases)
             if base is not None:
                 ctx.other_backend.mark(node, _implements(node, base))
+            elif _names_flash_attention(node.name.value):
+                library = next(filter(None, (_called_library(method, bound) for method in functions(body_of(node)))), None)
+                if library is not None:
+                    ctx.other_backend.mark(node, f"it is flash attention built on `{library}`, {evidence.unit_library(library)}")
         defined = list(definitions(ctx.module.body))
         for node in defined:
             word = _named_for(node.name.value, evidence.unit_words)
@@ -332,6 +336,14 @@ def _bindings(small) -> list[tuple[str, str]]:
         return [(written(alias.asname.name) if alias.asname else written(alias.name), f"{module}.{written(alias.name)}")
                 for alias in small.names]
     return []
+
+
+def _names_flash_attention(name: str) -> bool:
+    """`LlamaFlashAttention2`, `PhiFlashAttention2`: a class whose name says
+    it is the flash-attention variant of a model's attention (its other
+    methods reach the library through the one that calls it)."""
+    words = name_words(name)
+    return any(first == "flash" and second in ("attention", "attn") for first, second in zip(words, words[1:]))
 
 
 def _called_library(function: cst.FunctionDef, bound: dict[str, str]) -> Optional[str]:
