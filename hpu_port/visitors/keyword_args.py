@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 from typing import Optional
 
 import libcst as cst
@@ -15,6 +16,9 @@ from hpu_port.visitors._references import NOT_A_LITERAL, literal_value, same_lit
 from hpu_port.visitors._subclasses import local_subclasses
 from hpu_port.branches import Held
 
+
+# The module a dotted value starts with (`torch` in `torch.bfloat16`).
+_MODULE_ROOT = re.compile(r"([A-Za-z_]\w*)\.")
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
     return _KeywordArgsVisitor(ctx, rules)
@@ -185,6 +189,11 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
             self.through_mapping.append((rule, report_at or node, message, mapping, unsure))
             return
         params = rule.params
+        unbound = self._unbound_modules([params["set"][k] for k in changed if k in params["set"]])
+        if unbound:
+            # `dtype=torch.bfloat16` in a file that never imports torch would be a NameError.
+            self.ctx.report(rule, report_at or node, f"{message} (not set: this file does not import `{unbound}`)")
+            return
         if report_at is None:
             fix = self.ctx.replace(node, lambda c: edit_keywords(c, params))
         else:  # a bare decorator becomes a call
@@ -192,6 +201,15 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
                 report_at, lambda d: d.with_changes(decorator=edit_keywords(cst.Call(func=d.decorator), params))
             )
         self.ctx.report(rule, report_at or node, message, fix)
+
+    def _unbound_modules(self, values: list) -> Optional[str]:
+        """The first module a value to set names (`torch` in `torch.bfloat16`)
+        that no scope around the call binds."""
+        for value in values:
+            root = _MODULE_ROOT.match(value)
+            if root is not None and self.ctx.scope.binding_scope(root.group(1)) is None:
+                return root.group(1)
+        return None
 
     def _kept_by_the_callable(self, rule, node: cst.Call) -> Optional[str]:
         """Why the callable needs the keywords it is given (`report-calls`), if it does."""
