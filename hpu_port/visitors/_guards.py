@@ -650,7 +650,6 @@ class _Finder:
     def visit_Call(self, node) -> None:
         self.moves |= isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda"
 
-
     def visit_Attribute(self, node) -> None:
         self._check(node)
 

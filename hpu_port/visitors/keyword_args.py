@@ -20,6 +20,7 @@ from hpu_port.branches import Held
 # The module a dotted value starts with (`torch` in `torch.bfloat16`).
 _MODULE_ROOT = re.compile(r"([A-Za-z_]\w*)\.")
 
+
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
     return _KeywordArgsVisitor(ctx, rules)
 
