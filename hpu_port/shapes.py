@@ -156,7 +156,7 @@ class TieOfMoved:
     def search(self, text: bytes) -> bool:
         # The moves first: a search for a literal `.` is fast, and few names are moved.
         moved = set()
-        for match in _method_call(self.methods).finditer(text):
+        for match in method_call(self.methods).finditer(text):
             end = match.start()
             while end > 0 and text[end - 1] in _SPACES:
                 end -= 1
@@ -169,9 +169,10 @@ class TieOfMoved:
 
 
 @lru_cache(maxsize=16)
-def _method_call(methods: tuple) -> "re.Pattern":
-    """`.to(`, `. cuda (`: a call of one of ``methods`` (the object it is called on is before it)."""
-    return re.compile(rb"\.[ \t\f\\\r\n]*(?:" + _words(methods) + rb")" + _AFTER + rb"[ \t\f\\\r\n]*\(")
+def method_call(methods: tuple) -> "re.Pattern":
+    """`.to(`, `. cuda (`, `(m.to)(`: where a call of one of ``methods`` is
+    (the object it is called on is before the `.`)."""
+    return re.compile(rb"\.[\s\\]*(?:" + _words(methods) + rb")[\s\\)]*\(")
 
 
 @lru_cache(maxsize=256)

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import re
-from functools import lru_cache
 
 from hpu_port.kinds import Kind, register_kind, string_list
-from hpu_port.shapes import TieOfMoved
+from hpu_port.shapes import TieOfMoved, method_call
 from hpu_port.triggers import Trigger, ast_root, text_trigger
 
 
@@ -47,11 +45,5 @@ class SharedAfterMove(Kind):
         return any(
             isinstance(call.func, ast.Attribute) and call.func.attr in methods and isinstance(call.func.value, ast.Name)
             and call.func.value.id in tied
-            for call in view.nodes_on_lines(ast.Call, view.lines_matching(_method_call(tuple(sorted(methods)))))
+            for call in view.nodes_on_lines(ast.Call, view.lines_matching(method_call(tuple(sorted(methods)))))
         )
-
-
-@lru_cache(maxsize=None)
-def _method_call(methods: tuple) -> "re.Pattern":
-    """`.to(`, `.cuda (` over lines: where a call of one of ``methods`` is."""
-    return re.compile(rb"\.[\s\\]*(?:" + b"|".join(re.escape(m.encode()) for m in methods) + rb")[\s\\)]*\(")
