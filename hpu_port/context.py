@@ -290,7 +290,7 @@ class FileContext:
         return None if None in grouped else grouped
 
     def _plan(self, hit: "Hit") -> None:
-        self.hpu_runtime_used |= hit.rule.hpu_runtime
+        self.hpu_runtime_used |= hit.rule.hpu_runtime and not hit.names_no_device
         self.fixed_categories.add(hit.rule.category)
         self.fixed_kinds.add(hit.rule.kind)
         hit.fix(self.plan)
@@ -433,6 +433,8 @@ class Hit:
     extends: bool = False
     # The unit whose own finding speaks for this one (which is then quiet).
     unit: Optional[cst.CSTNode] = None
+    # The fix names no device (it follows another tensor's): it needs no Gaudi runtime.
+    names_no_device: bool = False
 
 
 @dataclass

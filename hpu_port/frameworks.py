@@ -34,4 +34,39 @@ def foreign_framework(source: bytes, evidence: Optional[device_evidence.Evidence
     if "torch" in roots:
         return None
     # The others' files are left alone unless they import torch too.
-    return next((name for name in frameworks.foreign_frameworks if name in roots), None)
+    return next(
+        (name for name in frameworks.foreign_frameworks if name in roots and not _device_free(source, name, frameworks)), None
+    )
+
+
+def _device_free(source: bytes, framework: str, evidence: device_evidence.Evidence) -> bool:
+    """Whether every use of ``framework`` in ``source`` (its imports, and
+    each `alias.name`) is one of its names that touch no device."""
+    if not evidence.device_free_names:
+        return False
+    used, imports = [], 0
+    code = _FRAMEWORK_IMPORT.sub(b"", source)  # uses, not the imports' own names
+    for match in _FRAMEWORK_IMPORT.finditer(source):
+        module = (match.group("module") or match.group("from")).decode("ascii")
+        if module != framework and not module.startswith(framework + "."):
+            continue
+        imports += 1
+        if match.group("names") is not None:
+            used += [f"{module}.{name.split()[0]}" for name in match.group("names").decode("ascii").split(",") if name.strip()]
+            continue
+        # `import tensorflow.contrib` binds `tensorflow`: its uses are spelled whole.
+        alias = match.group("alias").decode("ascii") if match.group("alias") else framework
+        bound = module if match.group("alias") else framework
+        uses = re.finditer(rb"(?<![\w.])%s\.([A-Za-z_][\w.]*)" % re.escape(alias.encode()), code)
+        used += [f"{bound}.{use.group(1).decode('ascii')}" for use in uses]
+    # An import this does not read (`from tensorflow import (...)`) may bind anything.
+    every_import_read = imports == sum(1 for match in _IMPORT.finditer(source) if match.group(1) == framework.encode())
+    return every_import_read and bool(used) and all(evidence.device_free(name) for name in used)
+
+
+# `import tensorflow as tf`, `from tensorflow.contrib.training import HParams`.
+_FRAMEWORK_IMPORT = re.compile(
+    rb"^(?:import[ \t]+(?P<module>[\w.]+)(?:[ \t]+as[ \t]+(?P<alias>\w+))?"
+    rb"|from[ \t]+(?P<from>[\w.]+)[ \t]+import[ \t]+(?P<names>[\w \t,]+))[ \t]*(?:#.*)?$",
+    re.MULTILINE,
+)

@@ -107,6 +107,18 @@ def test_the_frameworks_that_make_a_file_foreign_are_the_tables():
     assert frameworks.foreign_framework(b"import tinygrad\n", more) == "tinygrad"
 
 
+def test_a_file_using_only_a_frameworks_device_free_names_is_not_foreign():
+    settings = b"import tensorflow as tf\nhp = tf.contrib.training.HParams(dist_backend='nccl')\ntf.logging.info(hp)\n"
+    assert frameworks.foreign_framework(settings) is None
+    assert frameworks.foreign_framework(b"from tensorflow.contrib.training import HParams\nhp = HParams()\n") is None
+    # Any other use, or an import with nothing used, keeps the file the framework's.
+    assert frameworks.foreign_framework(settings + b"x = tf.constant(1)\n") == "tensorflow"
+    assert frameworks.foreign_framework(b"from tensorflow.contrib.training import HParams, HParamDef\n") == "tensorflow"
+    assert frameworks.foreign_framework(b"import tensorflow as tf\n") == "tensorflow"
+    assert frameworks.foreign_framework(settings + b"from tensorflow import (keras)\n") == "tensorflow"
+    assert frameworks.foreign_framework(b"import tensorflow.contrib\nhp = tensorflow.contrib.training.HParams()\n") is None
+
+
 # -- a project's additions ---------------------------------------------------------
 
 

@@ -86,6 +86,7 @@ class Evidence:
     branch_strings: tuple = _entry("devices", "branch-strings", BY_NAME)
     foreign_frameworks: tuple = _entry("frameworks", "foreign")
     always_foreign_frameworks: tuple = _entry("frameworks", "always-foreign")
+    device_free_names: tuple = _entry("frameworks", "device-free")
 
     def extended(self, additions: "Evidence") -> "Evidence":
         """These entries with ``additions``' (a project's) after them, each once."""
@@ -160,6 +161,11 @@ class Evidence:
         if _matches_any(module, self._frameworks):
             return "another framework, which the port leaves alone"
         return None
+
+    def device_free(self, name: str) -> bool:
+        """Whether ``name`` (dotted, `tensorflow.logging.info`) is one of a
+        framework's names that touch no device, or inside one."""
+        return any(name == free or name.startswith(free + ".") for free in self.device_free_names)
 
     @cached_property
     def _unported_libraries(self) -> tuple:

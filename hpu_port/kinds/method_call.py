@@ -4,7 +4,9 @@
 ``x.to("hpu")`` and ``x.to("hpu", non_blocking=True)``: the device argument is
 dropped (one process drives one Gaudi), every other keyword is kept. With
 ``argument-name`` the new first argument is a qualified name instead
-(``x.half()`` -> ``x.to(torch.bfloat16)``). Without ``new-method`` the rule
+(``x.half()`` -> ``x.to(torch.bfloat16)``). With ``argument-method`` only a
+call whose one argument is that method's call on another object matches, and
+the object becomes the argument (``a.type(b.type())`` -> ``a.type_as(b)``). Without ``new-method`` the rule
 only reports the call (``scaler.get_scale()``); with ``attribute = true`` it
 reports reading the attribute instead (``tensor.is_cuda``). ``accepts`` lists
 the parameters of the method's real signature, in order: a call passing other
@@ -26,6 +28,8 @@ or one that holds integers (``.argmax()``, ``.long()``...).
 
 from __future__ import annotations
 
+import re
+
 from hpu_port.kinds import Kind, register_kind, string_list
 from hpu_port.kinds._fp16 import FP16_KEYS, fp16_params
 from hpu_port.triggers import Trigger
@@ -39,6 +43,7 @@ class MethodCall(Kind):
         "new-method": (str, False),
         "device": (str, False),
         "argument-name": (str, False),
+        "argument-method": (str, False),
         "device-keyword": (str, False),
         "attribute": (bool, False),
         "accepts": (list, False),
@@ -52,8 +57,8 @@ class MethodCall(Kind):
         for key in ("method", "new-method"):
             if key in table and not table[key].isidentifier():
                 raise ValueError(f"{key!r} must be a method name")
-        if "new-method" in table and ("device" in table) == ("argument-name" in table):
-            raise ValueError("with 'new-method', give exactly one of 'device' or 'argument-name'")
+        if "new-method" in table and sum(key in table for key in ("device", "argument-name", "argument-method")) != 1:
+            raise ValueError("with 'new-method', give exactly one of 'device', 'argument-name' or 'argument-method'")
         return {
             **table,
             **fp16_params(table),
@@ -62,6 +67,14 @@ class MethodCall(Kind):
         }
 
     def triggers(self, rule):
+        if rule.params.get("argument-method"):
+            # `type` is in most files: only the call on another's call counts (`.type(b.type())`).
+            method, inner = (re.escape(rule.params[key]).encode() for key in ("method", "argument-method"))
+            return [Trigger(
+                words=frozenset({rule.params["method"].encode()}),
+                texts=frozenset({f".{rule.params['argument-method']}()".encode()}),
+                pattern=re.compile(rb"\.%s\(\s*[^()\n]+\.%s\(\s*\)\s*\)" % (method, inner)),
+            )]
         if rule.params.get("inside-autocast"):
             # The region may be entered through a name bound elsewhere in the file.
             return [Trigger(words=frozenset({rule.params["method"].encode()}), alongside=(Trigger(words=frozenset({b"autocast"})),))]

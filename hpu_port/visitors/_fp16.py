@@ -259,15 +259,22 @@ class Fp16Choices(
         return next((n for n in reversed(self.around) if isinstance(n, cst.SimpleStatementLine)), None)
 
     def _comment_requiring_fp16(self) -> Optional[str]:
-        """The comment on or above the statement, when it says float16 is
-        needed (`# downcast to fp16 - needed for 8bit serialization`): the
-        author chose the dtype on purpose."""
+        """The comment on or above the statement, or above a block of the
+        function that holds it, when it says float16 is needed (`# downcast
+        to fp16 - needed for 8bit serialization`; `# Model parameters should
+        be cast to float16 in quantized P-Tuning setting.` above an `if`):
+        the author chose the dtype on purpose."""
         statement = self._statement()
         if statement is None:
             return None
         comments = [line.comment.value for line in statement.leading_lines if line.comment is not None]
         if statement.trailing_whitespace.comment is not None:
             comments.append(statement.trailing_whitespace.comment.value)
+        for block in reversed(self.around):
+            if isinstance(block, (cst.FunctionDef, cst.ClassDef)):
+                break
+            if isinstance(block, (cst.If, cst.For, cst.While, cst.With)):
+                comments += [line.comment.value for line in block.leading_lines if line.comment is not None]
         return next((c for c in comments if _FP16_WORD.search(c) and _REQUIRED_WORD.search(c)), None)
 
     def _under_dtype_test(self, dtypes: frozenset, node) -> bool:
@@ -432,7 +439,7 @@ def _path_to(tree: cst.CSTNode, node: cst.CSTNode) -> list:
 
 
 _FP16_WORD = re.compile(r"\b(fp16|float16|half)\b", re.IGNORECASE)
-_REQUIRED_WORD = re.compile(r"\b(needed|needs|required|requires|must|only works)\b", re.IGNORECASE)
+_REQUIRED_WORD = re.compile(r"\b(needed|needs|required|requires|must|only works|should be)\b", re.IGNORECASE)
 
 
 _FLOAT32 = frozenset({"torch.float32", "torch.float"})

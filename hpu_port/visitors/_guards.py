@@ -618,8 +618,9 @@ class _Finder:
     """The first NVIDIA-only name the code uses. An exception's name counts
     only where the same code does not also use its `unless` (DataParallel is
     NVIDIA-only set-up, unless the branch also builds DistributedDataParallel,
-    which Gaudi needs), nor moves anything to the device (`.cuda()`): such a
-    branch sets up the device too, which Gaudi needs as well."""
+    which Gaudi needs), nor moves anything to the device (`.cuda()`) in its
+    own block: such a branch sets up the device too, which Gaudi needs as
+    well (a move in the other arm of the `if` is the other arm's)."""
 
     def __init__(self, ctx, patterns: Guard) -> None:
         self.ctx = ctx
@@ -629,7 +630,9 @@ class _Finder:
         self.found: Optional[str] = None
         self.candidate: Optional[tuple[str, str]] = None
         self.excepted: set[str] = set()
-        self.moves = False
+        self.blocks: list = []  # the blocks around the node visited
+        self.candidate_block: Optional[cst.CSTNode] = None
+        self.moved_in: set = set()  # every block around a move
         self.harmless = patterns.harmless
         self.switching: Optional[cst.CSTNode] = None  # the target of a harmless switch being set
 
@@ -643,12 +646,20 @@ class _Finder:
             self.switching = None
 
     def result(self) -> Optional[str]:
-        if self.found is None and self.candidate is not None and self.candidate[1] not in self.excepted and not self.moves:
+        moves = self.candidate_block in self.moved_in
+        if self.found is None and self.candidate is not None and self.candidate[1] not in self.excepted and not moves:
             return self.candidate[0]
         return self.found
 
     def visit_Call(self, node) -> None:
-        self.moves |= isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda"
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda":
+            self.moved_in.update(self.blocks or [None])
+
+    def visit_IndentedBlock(self, node) -> None:
+        self.blocks.append(node)
+
+    def leave_IndentedBlock(self, node) -> None:
+        self.blocks.pop()
 
     def visit_Attribute(self, node) -> None:
         self._check(node)
@@ -693,6 +704,7 @@ class _Finder:
         for pattern, exception in self.conditional:
             if self.candidate is None and fnmatchcase(hit[0], pattern):
                 self.candidate = (hit[0], exception)
+                self.candidate_block = self.blocks[-1] if self.blocks else None
             if fnmatchcase(hit[0], exception):
                 self.excepted.add(exception)
 

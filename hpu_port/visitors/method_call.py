@@ -68,18 +68,29 @@ class _MethodCallVisitor(Fp16Choices, Surroundings, _Withs, cst.BatchableCSTVisi
         # `torch.cuda(...)`-like calls on an imported module are not method calls.
         if self.ctx.qualify(func.value) is not None:
             return
-        if not self.ctx.claim(node):
-            return
         rule = self.by_method[func.attr.value]
         params = rule.params
+        other = _argument_receiver(node, params["argument-method"]) if "argument-method" in params else None
+        if "argument-method" in params and other is None:
+            return
+        if not self.ctx.claim(node):
+            return
         if "new-method" not in params:
             if params.get("inside-autocast") and not (in_bfloat16_autocast(self.withs, self.ctx) and may_be_bfloat16(func.value)):
                 return
             self.ctx.report(rule, node, rule.message.format(name=f".{params['method']}()", replacement=""))
             return
-        if "device" in params:
+        following = _device_followed(node, params.get("device-keyword")) if "device" in params else None
+        if following is not None:
+            # `.cuda(x.get_device())`: to wherever `x` is, on every device.
+            first, spelling = f"{self.ctx.module.code_for_node(following)}.device", None
+            replacement = f'.{params["new-method"]}({first})'
+        elif "device" in params:
             first, spelling = None, None
             replacement = f'.{params["new-method"]}("{params["device"]}")'
+        elif other is not None:
+            first, spelling = self.ctx.module.code_for_node(other), None
+            replacement = f'.{params["new-method"]}({first})'
         else:
             spelling = self.ctx.spell(params["argument-name"])
             if spelling is None:
@@ -99,7 +110,8 @@ class _MethodCallVisitor(Fp16Choices, Surroundings, _Withs, cst.BatchableCSTVisi
         by_keyword = "device" in params and _a_storage(func.value)
         if by_keyword:
             message = message.replace(f'("{params["device"]}")', f'(device="{params["device"]}")')
-        self.ctx.report(rule, node, message, self.ctx.replace(node, self._edit(params, first, by_keyword)), spelling)
+        hit = self.ctx.report(rule, node, message, self.ctx.replace(node, self._edit(params, first, by_keyword)), spelling)
+        hit.names_no_device = following is not None
 
     def _called_before(self, patterns) -> Optional[str]:
         """Why the receiver is another object: its statement, or the one
@@ -180,6 +192,27 @@ def _is_device_arg(arg: cst.Arg, index: int, keyword: str) -> bool:
     if arg.keyword is not None:
         return arg.keyword.value == keyword
     return index == 0 and arg.star == ""
+
+
+def _device_followed(call: cst.Call, keyword: str) -> Optional[cst.BaseExpression]:
+    """``x`` when the call's device is another tensor's, `x.get_device()`
+    or `x.device`: the move follows ``x``, which is right wherever it is."""
+    device = next((arg.value for index, arg in enumerate(call.args) if _is_device_arg(arg, index, keyword)), None)
+    if isinstance(device, cst.Call) and not device.args and isinstance(device.func, cst.Attribute):
+        return device.func.value if device.func.attr.value == "get_device" else None
+    if isinstance(device, cst.Attribute) and device.attr.value == "device":
+        return device.value
+    return None
+
+
+def _argument_receiver(call: cst.Call, method: str) -> Optional[cst.BaseExpression]:
+    """``b`` when the call's one argument is `b.<method>()`."""
+    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    value = call.args[0].value
+    if isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) and value.func.attr.value == method:
+        return value.func.value
+    return None
 
 
 def _keeps_some(params) -> bool:

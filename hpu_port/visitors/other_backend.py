@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
@@ -54,7 +54,7 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
             continue  # the whole module is reported as one
         bound = _library_bindings(ctx.module.body, evidence)
         for function in functions(ctx.module.body):
-            library = imported_library(body_of(function), evidence.unit_library) or _called_library(function, bound)
+            library = imported_library(body_of(function), evidence.unit_library) or _called_library(function, bound, evidence)
             if library is not None:
                 ctx.other_backend.mark(function, f"it uses `{library}`, {evidence.unit_library(library)}")
         for node in classes(ctx.module.body):
@@ -62,7 +62,7 @@ def visitor(rules: list[Rule], ctx: FileContext) -> None:
             if base is not None:
                 ctx.other_backend.mark(node, _implements(node, base))
             elif _names_flash_attention(node.name.value):
-                library = next(filter(None, (_called_library(method, bound) for method in functions(body_of(node)))), None)
+                library = next(filter(None, (_called_library(method, bound, evidence) for method in functions(body_of(node)))), None)
                 if library is not None:
                     ctx.other_backend.mark(node, f"it is flash attention built on `{library}`, {evidence.unit_library(library)}")
         defined = list(definitions(ctx.module.body))
@@ -346,12 +346,13 @@ def _names_flash_attention(name: str) -> bool:
     return any(first == "flash" and second in ("attention", "attn") for first, second in zip(words, words[1:]))
 
 
-def _called_library(function: cst.FunctionDef, bound: dict[str, str]) -> Optional[str]:
+def _called_library(function: cst.FunctionDef, bound: dict[str, str], evidence: Evidence) -> Optional[str]:
     """The library a function calls through a name the module imported from
-    it (`cudart.cudaStreamGetCaptureInfo(...)`): code built on that library."""
+    it (`cudart.cudaStreamGetCaptureInfo(...)`): code built on that library;
+    a framework's names that touch no device (`tf.logging.info`) aside."""
     if not bound:
         return None
-    calls = _RootCalls(bound)
+    calls = _RootCalls(bound, evidence.device_free)
     walk(function.body, [calls])
     return calls.found
 
@@ -554,17 +555,19 @@ class _RootCalls:
     choices: a call under `if HAVE_TE:` or `try:` is one branch of a function
     that also works without the library."""
 
-    def __init__(self, bound: dict[str, str]) -> None:
+    def __init__(self, bound: dict[str, str], device_free: Callable[[str], bool]) -> None:
         self.bound = bound
+        self.device_free = device_free
         self.found: Optional[str] = None
         self.choices = 0
 
     def visit_Call(self, node: cst.Call) -> None:
-        root = node.func
+        root, attributes = node.func, []
         while isinstance(root, cst.Attribute):
-            root = root.value
+            root, attributes = root.value, [root.attr.value, *attributes]
         if self.found is None and not self.choices and isinstance(root, cst.Name) and root.value in self.bound:
-            self.found = self.bound[root.value]
+            if not self.device_free(".".join([self.bound[root.value], *attributes])):
+                self.found = self.bound[root.value]
 
     def visit_If(self, node) -> None:
         self.choices += 1
