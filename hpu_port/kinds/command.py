@@ -368,7 +368,9 @@ def _flag_of(text: str) -> str:
 
 
 def flag_value(words: tuple, index: int) -> Optional[Word]:
-    """The value given to the flag at ``index``: after `=`, or the next word."""
+    """The value given to the flag at ``index``: after `=`, or the next word
+    (a quoted one even if it starts with a dash: `--config-settings
+    "--build-option=--cuda_ext"`)."""
     word = words[index]
     if "=" in word.value:
         flag, value = word.value.split("=", 1)
@@ -376,6 +378,6 @@ def flag_value(words: tuple, index: int) -> Optional[Word]:
         # A word written with escapes cannot be cut by its value's length: never edited.
         exact = word.span.end - word.span.start == len(word.value) and not word.quote
         return Word(value, Span(end - len(value), end), "" if exact else "?")
-    if index + 1 < len(words) and not words[index + 1].value.startswith("-"):
+    if index + 1 < len(words) and (not words[index + 1].value.startswith("-") or words[index + 1].quote):
         return words[index + 1]
     return None
