@@ -61,7 +61,7 @@ def why_the_check_stays(node, around: list, ctx) -> Optional[Held]:
         # `if not data.is_cuda and torch.cuda.is_available(): raise ...`:
         # the tensor's answer stays CUDA's, so the pair would disagree on Gaudi.
         return Held("by-hand", f"the same test reads `{tensor_test}`, which the port cannot change: the two change together", guard)
-    if isinstance(guard, cst.Assert) and guard.msg is not None and _says_cuda_is_required(written(guard.msg)):
+    if isinstance(guard, cst.Assert) and guard.msg is not None and _says_cuda_is_required(written(guard.msg), of_options(ctx.options).library_names):
         # `assert has_apex and torch.cuda.is_available(), "APEX and CUDA required"`
         return Held("nvidia-only", f"the assertion says CUDA is required ({shown_briefly(written(guard.msg))}): the code after it needs NVIDIA")
     switch = library_switch(around, ctx) or library_switch_through_flag(around, ctx, guard)
@@ -90,11 +90,23 @@ _ONLY_NOT_AVAILABLE = re.compile(
 )
 
 
-def _says_cuda_is_required(message: str) -> bool:
-    """Whether an assertion's message says the code after it needs CUDA
-    (`"APEX and CUDA required"`), not merely that the check failed."""
+def _says_cuda_is_required(message: str, libraries: tuple) -> bool:
+    """Whether an assertion's message says the code after it needs CUDA for
+    something only NVIDIA has (`"APEX and CUDA required"`, `"fused kernels
+    require CUDA"`), not merely that the check failed, nor that a mode Gaudi
+    has too needs an accelerator (`"Distributed mode requires CUDA."`)."""
     text = message.strip("\"'fbr ")
-    return bool(NAMES_CUDA.search(text)) and not _ONLY_NOT_AVAILABLE.match(text)
+    if not NAMES_CUDA.search(text) or _ONLY_NOT_AVAILABLE.match(text):
+        return False
+    words = {word.lower() for word in re.findall(r"[A-Za-z][A-Za-z0-9_]*", text)}
+    return bool(_NVIDIA_ONLY_SUBJECT.search(text)) or bool(words & {library.lower() for library in libraries})
+
+
+# What a message may say needs CUDA that Gaudi lacks as such.
+_NVIDIA_ONLY_SUBJECT = re.compile(
+    r"(?i)\b(?:kernels?|fused|extensions?|nvidia|cudnn|nvcc|compute capability|tensor cores?|flash[ -]?attention|"
+    r"cuda (?:graphs?|streams?|toolkit|ops?)|custom ops?)\b"
+)
 
 
 def enumerates_gpus(node: cst.CSTNode, around: list, ctx) -> Optional[str]:
