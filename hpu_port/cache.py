@@ -327,8 +327,8 @@ def facts_from_data(data: dict) -> ProjectFacts:
     for f in fields(ProjectFacts):
         if not f.compare:
             continue
-        if isinstance(f.default, str):
-            if not isinstance(data.get(f.name), str):
+        if isinstance(f.default, (str, bool)):
+            if type(data.get(f.name)) is not type(f.default):
                 raise ValueError(f"project facts without {f.name}")
             values[f.name] = data[f.name]
             continue

@@ -121,6 +121,10 @@ class ProjectFacts:
     # (option string, pattern of values, why) for the project's options whose
     # values pick a branch that uses an NVIDIA-only library (`--sync_bn apex`).
     nvidia_flag_values: tuple = ()
+    # Whether a Python file of the project moves to CUDA or asks for it
+    # (`.cuda(`, `torch.cuda.`): a checkpoint it reads anywhere may then
+    # have been saved on NVIDIA GPUs.
+    uses_cuda: bool = False
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     _module_index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -222,7 +226,7 @@ class ProjectFacts:
             sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds, self.device_enums,
             self.hpu_probes, self.nvidia_modules, self.config_reads, sorted(self.cli_flags), sorted(self.kernel_code),
             self.subclasses, self.parsing_scripts, self.pins, self.argument_clashes, self.moved_scripts, self.flag_defaults,
-            self.sharding_files, self.nvidia_flag_values,
+            self.sharding_files, self.nvidia_flag_values, self.uses_cuda,
         ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
@@ -293,8 +297,13 @@ def find_facts(
         flag_defaults=flag_defaults(sources.values()),
         sharding_files=sharding_files(sources, facts.module_name, trees.holding),
         nvidia_flag_values=nvidia_flag_values(sources, libraries, trees.holding),
+        uses_cuda=any(isinstance(source, bytes) and _USES_CUDA.search(source) for source in sources.values()),
     )
 
+
+
+# `.cuda(` or `torch.cuda.`: code that runs on NVIDIA GPUs.
+_USES_CUDA = re.compile(rb"\.cuda\(|\btorch\.cuda\.")
 
 
 def _common_folder(files: list) -> str:

@@ -906,3 +906,17 @@ def test_a_launch_line_that_picks_nvidia_only_code_of_the_project_is_reported(tm
     reported = sorted(line.split(" HPU853 ")[1].split(" picks")[0] for line in check.splitlines() if " HPU853 " in line)
     assert reported == ["--norm fused", "--sync_bn apex", "--use-fused-adam"]
     assert all("run.sh" in line for line in check.splitlines() if " HPU853 " in line)
+
+
+def test_a_checkpoint_loaded_where_the_project_uses_cuda_elsewhere_is_advised(tmp_path):
+    # HPU145: a helper that loads published weights has no CUDA word of its
+    # own; the project's training script is what makes them CUDA tensors.
+    _write(tmp_path, {
+        "train.py": "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n",
+        "infer/load.py": "import torch\n\ndef load(path):\n    return torch.load(path)\n",
+    })
+    whole = CliRunner().invoke(main, ["check", "--no-cache", "--select", "HPU145", str(tmp_path)]).stdout
+    assert "load.py:4:12: HPU145" in whole
+    (tmp_path / "train.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).to('cpu')\n")
+    cpu_only = CliRunner().invoke(main, ["check", "--no-cache", "--select", "HPU145", str(tmp_path)]).stdout
+    assert "HPU145" not in cpu_only

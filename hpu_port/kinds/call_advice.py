@@ -20,6 +20,9 @@ whose type no import tells), and needs ``only-if``. Each table takes:
   dropped silently;
 - ``only-in-files-with``: qualified names, or ``.method`` for a method call
   (``.backward``): the file must use one of them (a training script);
+- ``or-in-cuda-projects``: with ``only-in-files-with``, a file without them
+  is advised on too when another Python file of the project uses CUDA
+  (`.cuda(`, `torch.cuda.`; a project fact);
 - ``aliases``: other qualified names of the same callable (the module it is
   defined in), advised on alike.
 
@@ -51,7 +54,7 @@ from hpu_port.triggers import Trigger, name_trigger
 ANY_CALL = "*"
 ANY_VALUE = "<any>"
 EXPRESSION = "<expression>"
-_ENTRY_KEYS = {"aliases", "advice", "signature", "only-if", "skip-when", "skip-unless", "notes", "only-in-files-with"}
+_ENTRY_KEYS = {"aliases", "advice", "signature", "only-if", "skip-when", "skip-unless", "notes", "only-in-files-with", "or-in-cuda-projects"}
 
 
 @register_kind
@@ -88,7 +91,7 @@ class CallAdvice(Kind):
         found = []
         for name, entry in rule.params["calls"].items():
             triggers = _any_call_triggers(entry) if name == ANY_CALL else [name_trigger(name, *_keywords_written(entry))]
-            markers = _marker_triggers(entry["only-in-files-with"])
+            markers = [] if entry["or-in-cuda-projects"] else _marker_triggers(entry["only-in-files-with"])
             found += [dataclasses.replace(t, alongside=tuple(markers)) for t in triggers] if markers else triggers
         return found
 
@@ -217,6 +220,7 @@ def _entry(name: str, entry) -> dict:
         "skip-unless": _value_table(entry.get("skip-unless", {}), f"calls.{name}.skip-unless"),
         "notes": _notes(entry.get("notes", {}), f"calls.{name}.notes"),
         "only-in-files-with": string_list(entry.get("only-in-files-with", []), f"calls.{name}.only-in-files-with"),
+        "or-in-cuda-projects": bool(entry.get("or-in-cuda-projects", False)),
     }
     if name == ANY_CALL and not result["only-if"]:
         raise ValueError("'calls.*' needs 'only-if': which calls of anything to advise on")

@@ -116,7 +116,7 @@ class _CallAdviceVisitor(RulesVisitor):
             if self.used & rule.params["unless-used"]:
                 continue
             markers = entry["only-in-files-with"]
-            if markers and not self.used & set(markers):
+            if markers and not self.used & set(markers) and not (entry["or-in-cuda-projects"] and self.ctx.facts.uses_cuda):
                 continue
             self.ctx.report(rule, call, message)
 
