@@ -116,6 +116,22 @@ def used_as_a_device(scope: cst.CSTNode, name: str, ctx) -> bool:
     return as_device
 
 
+def used_as_a_rank(scope: cst.CSTNode, name: str) -> bool:
+    """Whether ``name`` is read in ``scope`` as the process's number: in
+    arithmetic that picks its share of the work (`idx * slice_size`, a slice
+    bound). A process's device index is that number only on CUDA."""
+    for node in descendants(scope):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _SHARE_OPERATORS):
+            if _is_name(node.left, name) or _is_name(node.right, name):
+                return True
+        if isinstance(node, cst.Slice) and any(_is_name(bound, name) for bound in (node.lower, node.upper)):
+            return True
+    return False
+
+
+_SHARE_OPERATORS = (cst.Multiply, cst.FloorDivide, cst.Modulo)
+
+
 def _index_places(node: cst.CSTNode, ctx) -> list:
     if isinstance(node, cst.Call):
         if _device_api(node.func, ctx) or (_qualified(node.func, ctx) == "torch.device" and len(node.args) > 1):

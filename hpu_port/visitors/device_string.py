@@ -187,6 +187,7 @@ class _DeviceStringVisitor(DeviceStringHolds, IndexedDevices, Surroundings, cst.
         for element in node.elements:
             if isinstance(element, cst.DictElement):
                 self.dict_keys.add(element.key)
+                self.dict_keys.update(_template_of(element.key))
                 key = literal_value(written(element.key)) if isinstance(element.key, cst.SimpleString) else None
                 if isinstance(key, str) and self._role(key):
                     self._mark(element.value)
@@ -728,3 +729,15 @@ def _contiguous_call(value: cst.BaseExpression) -> bool:
         isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute)
         and value.func.attr.value == "contiguous"
     )
+
+
+def _template_of(key: cst.BaseExpression) -> list:
+    """The template a key is built from (`"cuda:%d" % 0`, `"cuda:{}".format(i)`):
+    a key, like an indexed literal one, names where a checkpoint's storages
+    were (`map_location={"cuda:%d" % 0: ...}`), not a device to use."""
+    if isinstance(key, cst.BinaryOperation) and isinstance(key.operator, (cst.Modulo, cst.Add)) and isinstance(key.left, cst.SimpleString):
+        return [key.left]
+    func = key.func if isinstance(key, cst.Call) else None
+    if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, cst.SimpleString):
+        return [func.value]
+    return []

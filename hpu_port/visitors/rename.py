@@ -13,7 +13,7 @@ from hpu_port.device.evidence import of_options
 from hpu_port.edits import replace_expression
 from hpu_port.model import Rule
 from hpu_port.patterns import matches_any
-from hpu_port.visitors._device_positions import device_values, used_as_a_device
+from hpu_port.visitors._device_positions import device_values, used_as_a_device, used_as_a_rank
 from hpu_port.visitors._fp16 import Fp16Choices, hold_split_casts, is_a_choice
 from hpu_port.visitors._guard_reasons import enumerates_gpus, why_the_check_stays
 from hpu_port.visitors._guards import (
@@ -202,6 +202,8 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             kept = kept or why_the_check_stays(node, self.around, self.ctx)
         if qualified.endswith(".device_count"):
             kept = kept or held_if("by-hand", enumerates_gpus(node, self.around, self.ctx))
+        if qualified.endswith(".current_device"):
+            kept = kept or held_if("by-hand", self._index_as_rank(node))
         if qualified in rule.params["result-keys"]:
             kept = kept or held_if("unclear", self._read_with_other_keys(node, rule.params["result-keys"][qualified], target))
         if kept:
@@ -248,6 +250,17 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             return False
         scope = next((d for d in reversed(self.definitions) if isinstance(d, cst.FunctionDef)), self.ctx.module)
         return used_as_a_device(scope, name, self.ctx)
+
+    def _index_as_rank(self, node) -> Optional[str]:
+        """Why a current device index stays: its name picks the process's
+        share of the work (`gpu_idx * slice_idx`), and on Gaudi every
+        process's device is 0."""
+        call = self.call_of.get(node)
+        name = self.named_calls.get(call) if call is not None else None
+        scope = next((d for d in reversed(self.definitions) if isinstance(d, cst.FunctionDef)), self.ctx.module)
+        if name is None or not used_as_a_rank(scope, name):
+            return None
+        return f"`{name}` picks this process's share of the work, and on Gaudi every process's device is 0: use the process's rank (`torch.distributed.get_rank()`, `LOCAL_RANK`)"
 
     def _optional_probe(self, node, qualified: str, spelled: str):
         """(the call, its code) for `torch.cuda.is_available()` in a module
