@@ -17,6 +17,7 @@ from hpu_port.visitors._guards import (
     flag_guards_nvidia_code,
     guarded_by,
     hold_guarded_body,
+    indexed_device_arm,
     library_switch,
     library_switch_through_flag,
     nvidia_evidence,
@@ -56,6 +57,10 @@ def why_the_check_stays(node, around: list, ctx) -> Optional[Held]:
         # `select_device('0' if torch.cuda.is_available() else 'cpu')`: "0" is
         # CUDA's device ordinal (a CUDA_VISIBLE_DEVICES value), not a Gaudi device.
         return Held("not-a-device", f"the value it picks for CUDA, {ordinal}, is CUDA's device ordinal, not a device name Gaudi reads", guard)
+    indexed = indexed_device_arm(guard, node)
+    if indexed is not None:
+        # TorchServe's `location + ':' + str(properties.get('gpu_id'))`: no GPU id on Gaudi.
+        return Held("not-a-device", f"the device it picks for CUDA, `{shown_briefly(indexed)}`, ends with CUDA's device index: on Gaudi the other arm's device is the one to use", guard)
     tensor_test = tensor_cuda_test(guard)
     if tensor_test is not None:
         # `if not data.is_cuda and torch.cuda.is_available(): raise ...`:

@@ -538,6 +538,28 @@ def cuda_ordinal_arm(guard: Optional[cst.CSTNode], check: cst.CSTNode) -> Option
     return None
 
 
+def indexed_device_arm(guard: Optional[cst.CSTNode], check: cst.CSTNode) -> Optional[str]:
+    """The arm, as written, that a conditional expression picks when the CUDA
+    ``check`` says yes, when it appends CUDA's device index to a device name
+    held elsewhere (`location + ':' + str(gpu_id)`, TorchServe's handlers):
+    the index is CUDA's, and the name is not a literal the port can fix."""
+    if not isinstance(guard, cst.IfExp):
+        return None
+    arm = guard.orelse if negated_at(guard.test, check) else guard.body
+    operands = _added(arm)
+    if len(operands) < 3 or isinstance(operands[0], (cst.SimpleString, cst.FormattedString)):
+        return None
+    colon = any(isinstance(o, cst.SimpleString) and literal_value(written(o)) == ":" for o in operands[1:-1])
+    return written(arm) if colon else None
+
+
+def _added(expr: cst.BaseExpression) -> list:
+    """The operands of a chain of `+`, left to right."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        return [*_added(expr.left), *_added(expr.right)]
+    return [expr]
+
+
 def restored_to_saved_device(guard: Optional[cst.CSTNode], check: cst.CSTNode, around: list) -> bool:
     """Whether what the CUDA ``check`` picks is `map_location=None`
     (`map_location = None if torch.cuda.is_available() else "cpu"`, or the
