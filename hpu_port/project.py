@@ -280,13 +280,14 @@ def find_facts(
     *subclasses_and_parsers, clashes = project_subclasses(sources, trees.holding, facts.module_name, frozenset(bases), argument_fields or {})
     several = _serving_several(sources, facts, other_devices)
     syncing = _syncing_methods(sources, trees)
+    extensions = _cuda_extensions(sources, trees)
     enums = {p: s for p, s in sources.items() if isinstance(s, bytes) and b"Enum" in s}
     return ProjectFacts(
-        facts.first_party, packages, tuple(sorted(found.items())), several, syncing, _cuda_extensions(sources, trees),
+        facts.first_party, packages, tuple(sorted(found.items())), several, syncing, extensions,
         _project_holds(python_files, holds or {}),
         device_enums(tree for _, tree in trees.holding(enums, ENUM_NEEDLES)),
         hpu_probes((facts.module_name(path), tree) for path, tree in trees.holding(sources, PROBE_NEEDLES)),
-        _nvidia_modules(sources, facts, libraries, trees, first_needles),
+        _nvidia_modules(sources, facts, libraries, trees, first_needles, extensions),
         config_reads(sources.values()),
         cli_flags(sources.values()),
         frozenset(kernel),
@@ -311,19 +312,26 @@ def _common_folder(files: list) -> str:
     return os.path.commonpath([os.path.dirname(path) for path in files]) if files else ""
 
 
-def _nvidia_modules(sources: dict, facts: ProjectFacts, libraries: frozenset, trees: "_Trees", first: "_FirstNeedles") -> tuple:
+def _nvidia_modules(
+    sources: dict, facts: ProjectFacts, libraries: frozenset, trees: "_Trees", first: "_FirstNeedles", extensions: frozenset = frozenset(),
+) -> tuple:
     """(module, why) for the project's modules that import an NVIDIA-only
-    library at their top, outside any `try` or `if` (`import
-    transformer_engine`): they only load where NVIDIA's software is, and
+    library, or an extension the project builds from CUDA sources
+    (``extensions``), at their top, outside any `try` or `if` (`import
+    transformer_engine`, `import DCNv3`): they only load where NVIDIA's software is, and
     what imports them tests or uses NVIDIA-only code. (Not followed further:
     a library whose every module is reached from one such import would be
     kept whole, where a person makes one import optional.)"""
-    candidates = {path: source for path, source in sources.items() if isinstance(source, bytes) and first.imports_a_library(source)}
+    built = tuple(name.encode() for name in extensions)
+    candidates = {
+        path: source for path, source in sources.items()
+        if isinstance(source, bytes) and (first.imports_a_library(source) or any(name in source for name in built))
+    }
     found: dict[str, str] = {}
     for path, tree in trees.holding(candidates, (b"import",)):
         module = facts.module_name(path)
         package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
-        imported = next((name for name in _top_level_imports(tree, package) if is_library(name, libraries)), None)
+        imported = next((name for name in _top_level_imports(tree, package) if is_library(name, libraries) or name in extensions), None)
         if imported is not None:
             found[module] = f"it imports `{imported}` at its top"
     # A package that imports such a module of its own at its top (to offer
@@ -389,15 +397,28 @@ def _project_holds(python_files: dict, holds: dict) -> tuple:
 
 def _cuda_extensions(sources: dict, trees: "_Trees") -> frozenset:
     """The module names of `CUDAExtension("name", ...)` (or `name="..."`) in
-    the project's files: modules built from CUDA sources."""
+    the project's files: modules built from CUDA sources; also through a
+    name the same function sets to it (`extension = CUDAExtension` under a
+    CUDA check, then `extension("DCNv3", sources)`)."""
     found = set()
     for _, tree in trees.holding(sources, (b"CUDAExtension",)):
+        builders = {"CUDAExtension"} | _names_bound_to_cuda_extension(tree)
         for node in breadth_first(tree):
-            if isinstance(node, ast.Call) and called_name(node.func) == "CUDAExtension":
+            if isinstance(node, ast.Call) and called_name(node.func) in builders:
                 name = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
                 if isinstance(name, ast.Constant) and isinstance(name.value, str):
                     found.add(name.value)
     return frozenset(found)
+
+
+def _names_bound_to_cuda_extension(tree: ast.Module) -> set:
+    return {
+        target.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and called_name(node.value) == "CUDAExtension"
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
 
 
 class _Trees:

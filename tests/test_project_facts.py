@@ -920,3 +920,55 @@ def test_a_checkpoint_loaded_where_the_project_uses_cuda_elsewhere_is_advised(tm
     (tmp_path / "train.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).to('cpu')\n")
     cpu_only = CliRunner().invoke(main, ["check", "--no-cache", "--select", "HPU145", str(tmp_path)]).stdout
     assert "HPU145" not in cpu_only
+
+
+# InternImage's ops folder: a CUDA extension built through a name set to
+# CUDAExtension, a module that imports it at its top, and the folder's
+# `test.py`, which checks the kernels against a PyTorch version.
+DCN_OPS = {
+    "ops_dcnv3/setup.py": """
+        import torch
+        from setuptools import setup
+        from torch.utils.cpp_extension import CppExtension, CUDAExtension
+
+        def get_extensions():
+            extension = CppExtension
+            if torch.cuda.is_available():
+                extension = CUDAExtension
+            else:
+                raise NotImplementedError("Cuda is not available")
+            return [extension("DCNv3", ["src/vision.cpp"])]
+
+        setup(name="DCNv3", ext_modules=get_extensions())
+    """,
+    "ops_dcnv3/functions/__init__.py": "",
+    "ops_dcnv3/functions/dcnv3_func.py": """
+        import DCNv3
+        import torch
+
+        def dcnv3_core_pytorch(x):
+            return x
+    """,
+    "ops_dcnv3/test.py": """
+        import torch
+        from functions.dcnv3_func import dcnv3_core_pytorch
+
+        x = torch.rand(2, 3).cuda()
+        print(dcnv3_core_pytorch(x))
+    """,
+}
+
+
+def test_an_extension_built_through_a_name_set_to_cuda_extension_is_cuda_code(tmp_path):
+    _write(tmp_path, DCN_OPS)
+    facts = _facts(tmp_path)
+    assert facts.cuda_extensions == {"DCNv3"}
+    assert "imports `DCNv3` at its top" in facts.why_nvidia_module("functions.dcnv3_func")
+
+
+def test_the_test_script_of_a_cuda_extension_is_not_ported(tmp_path):
+    _write(tmp_path, DCN_OPS)
+    check = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
+    assert "test.py:1:1: HPU615" in check and "only loads where NVIDIA's software is" in check
+    rewrite = CliRunner().invoke(main, ["rewrite", "--dry-run", "--no-cache", str(tmp_path)]).stdout
+    assert "test.py" not in rewrite
