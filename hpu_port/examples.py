@@ -44,10 +44,14 @@ def example_ruleset(rule: Rule, all_rules: list[Rule], example: Example) -> Rule
         ruleset.facts = ProjectFacts(parsing_scripts=moved, moved_scripts=moved, root=os.sep)
     sharding = tuple(os.path.abspath(path) for path in example.options.get("sharding-files", ()))
     nvidia_values = tuple(tuple(entry) for entry in example.options.get("nvidia-flag-values", ()))
-    if sharding or nvidia_values:
+    builders = frozenset(os.path.abspath(path) for path in example.options.get("cuda-extension-builders", ()))
+    if sharding or nvidia_values or builders:
         # Files of the project that shard a model with FSDP (see HPU816);
-        # options whose values pick NVIDIA-only code (HPU853).
-        ruleset.facts = ProjectFacts(sharding_files=sharding, nvidia_flag_values=nvidia_values, root=os.sep)
+        # options whose values pick NVIDIA-only code (HPU853); files that
+        # build a CUDA extension (HPU855).
+        ruleset.facts = ProjectFacts(
+            sharding_files=sharding, nvidia_flag_values=nvidia_values, cuda_extension_builders=builders, root=os.sep,
+        )
     return ruleset
 
 

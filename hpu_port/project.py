@@ -125,6 +125,9 @@ class ProjectFacts:
     # (`.cuda(`, `torch.cuda.`): a checkpoint it reads anywhere may then
     # have been saved on NVIDIA GPUs.
     uses_cuda: bool = False
+    # The files (absolute paths) that build the CUDA extensions: a script
+    # that runs one (`python setup.py build install`) builds CUDA code.
+    cuda_extension_builders: frozenset = frozenset()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     _module_index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -226,7 +229,7 @@ class ProjectFacts:
             sorted(self.syncing_methods), sorted(self.cuda_extensions), self.project_holds, self.device_enums,
             self.hpu_probes, self.nvidia_modules, self.config_reads, sorted(self.cli_flags), sorted(self.kernel_code),
             self.subclasses, self.parsing_scripts, self.pins, self.argument_clashes, self.moved_scripts, self.flag_defaults,
-            self.sharding_files, self.nvidia_flag_values, self.uses_cuda,
+            self.sharding_files, self.nvidia_flag_values, self.uses_cuda, sorted(self.cuda_extension_builders),
         ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
@@ -280,7 +283,7 @@ def find_facts(
     *subclasses_and_parsers, clashes = project_subclasses(sources, trees.holding, facts.module_name, frozenset(bases), argument_fields or {})
     several = _serving_several(sources, facts, other_devices)
     syncing = _syncing_methods(sources, trees)
-    extensions = _cuda_extensions(sources, trees)
+    extensions, builders_of_extensions = _cuda_extensions(sources, trees)
     enums = {p: s for p, s in sources.items() if isinstance(s, bytes) and b"Enum" in s}
     return ProjectFacts(
         facts.first_party, packages, tuple(sorted(found.items())), several, syncing, extensions,
@@ -298,6 +301,7 @@ def find_facts(
         flag_defaults=flag_defaults(sources.values()),
         sharding_files=sharding_files(sources, facts.module_name, trees.holding),
         nvidia_flag_values=nvidia_flag_values(sources, libraries, trees.holding),
+        cuda_extension_builders=builders_of_extensions,
         uses_cuda=any(isinstance(source, bytes) and _USES_CUDA.search(source) for source in sources.values()),
     )
 
@@ -395,20 +399,22 @@ def _project_holds(python_files: dict, holds: dict) -> tuple:
     return tuple(found)
 
 
-def _cuda_extensions(sources: dict, trees: "_Trees") -> frozenset:
+def _cuda_extensions(sources: dict, trees: "_Trees") -> tuple[frozenset, frozenset]:
     """The module names of `CUDAExtension("name", ...)` (or `name="..."`) in
     the project's files: modules built from CUDA sources; also through a
     name the same function sets to it (`extension = CUDAExtension` under a
-    CUDA check, then `extension("DCNv3", sources)`)."""
-    found = set()
-    for _, tree in trees.holding(sources, (b"CUDAExtension",)):
+    CUDA check, then `extension("DCNv3", sources)`). And the files that
+    build them."""
+    found, files = set(), set()
+    for path, tree in trees.holding(sources, (b"CUDAExtension",)):
         builders = {"CUDAExtension"} | _names_bound_to_cuda_extension(tree)
         for node in breadth_first(tree):
             if isinstance(node, ast.Call) and called_name(node.func) in builders:
                 name = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
                 if isinstance(name, ast.Constant) and isinstance(name.value, str):
                     found.add(name.value)
-    return frozenset(found)
+                    files.add(path)
+    return frozenset(found), frozenset(files)
 
 
 def _names_bound_to_cuda_extension(tree: ast.Module) -> set:

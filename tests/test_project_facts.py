@@ -972,3 +972,11 @@ def test_the_test_script_of_a_cuda_extension_is_not_ported(tmp_path):
     assert "test.py:1:1: HPU615" in check and "only loads where NVIDIA's software is" in check
     rewrite = CliRunner().invoke(main, ["rewrite", "--dry-run", "--no-cache", str(tmp_path)]).stdout
     assert "test.py" not in rewrite
+
+
+def test_the_script_that_builds_a_cuda_extension_is_reported(tmp_path):
+    _write(tmp_path, {**DCN_OPS, "ops_dcnv3/make.sh": "#!/usr/bin/env bash\npython setup.py build install\n"})
+    facts = _facts(tmp_path)
+    assert facts.cuda_extension_builders == {str(tmp_path / "ops_dcnv3" / "setup.py")}
+    check = CliRunner().invoke(main, ["check", "--no-cache", "--select", "HPU855", str(tmp_path)]).stdout
+    assert "make.sh:2:8: HPU855" in check

@@ -9,7 +9,10 @@ subcommand (`docker run`, `accelerate launch`); it may come after a wrapper
 ``command``: ``programs`` to report; ``rename`` maps a program to its Gaudi
 counterpart, a fix only for a *plain* invocation (a statement of its own,
 nothing reading what it prints) whose arguments all fully match
-``plain-args``.
+``plain-args``. With ``project-cuda-builds = true`` a command of ``programs``
+is reported only when it builds one of the project's CUDA extensions: it
+runs a `setup.py` that the project facts know builds one (`python setup.py
+build install`), or pip-installs the folder that holds it (`pip install -e .`).
 
 ``command-flag``: ``flags`` (a table from flag to its Gaudi spelling, or
 `""` to report only) on a command line that runs one of ``programs`` (any
@@ -34,6 +37,7 @@ from typing import Iterator, Optional
 from hpu_port.formats import Command, Edit, Span, Word, program_name
 from hpu_port.kinds import DocumentKind, Match, markdown_table, register_kind, string_list, string_table
 from hpu_port.kinds._patterns import compile_all, full_match
+from hpu_port.kinds._project_files import project_file
 
 FORMATS = ("shell", "dockerfile", "yaml", "notebook", "makefile", "apptainer", "json")
 
@@ -66,7 +70,7 @@ def _after_python_options(words: list) -> list:
 @register_kind
 class CommandKind(DocumentKind):
     name = "command"
-    KEYS = {"programs": (list, True), "rename": (dict, False), "plain-args": (list, False)}
+    KEYS = {"programs": (list, True), "rename": (dict, False), "plain-args": (list, False), "project-cuda-builds": (bool, False)}
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
     FORMATS = FORMATS
     EXAMPLE_FILE = "run.sh"
@@ -76,6 +80,7 @@ class CommandKind(DocumentKind):
             "programs": string_list(table["programs"], "programs"),
             "rename": string_table(table.get("rename", {}), "rename"),
             "plain-args": compile_all(string_list(table.get("plain-args", []), "plain-args"), "plain-args"),
+            "project-cuda-builds": table.get("project-cuda-builds", False),
         }
 
     def needles(self, rule) -> tuple[str, ...]:
@@ -86,6 +91,9 @@ class CommandKind(DocumentKind):
         return markdown_table(("program", "on Gaudi"), rename, code_values=True) if rename else ""
 
     def match(self, rule, document, options) -> Iterator[Match]:
+        if rule.params["project-cuda-builds"]:
+            yield from self._cuda_builds(rule, document)
+            return
         commands = document.commands()
         probed = set()
         for command in commands:
@@ -107,6 +115,18 @@ class CommandKind(DocumentKind):
             fix = () if name in probed else self._fix(rule, command, word, replacement)
             yield Match(word.span, message, fix)
 
+    def _cuda_builds(self, rule, document) -> Iterator[Match]:
+        builders = document.facts.cuda_extension_builders if document.facts is not None else ()
+        if not builders:
+            return
+        for command in document.commands():
+            word = command.words[0] if command.words else None
+            if word is None or program_name(word.value) not in rule.params["programs"]:
+                continue
+            built = next((w for w in command.words[1:] if project_file(document, _setup_of(w.value), builders)), None)
+            if built is not None:
+                yield Match(built.span, rule.message.format(name=built.value, replacement=""))
+
     def _fix(self, rule, command: Command, word: Word, replacement: str) -> tuple:
         if not replacement or not command.plain or word.quote:
             return ()
@@ -114,6 +134,16 @@ class CommandKind(DocumentKind):
             return ()
         start = word.span.end - len(word.value.rsplit("/", 1)[-1])
         return (Edit(Span(start, word.span.end), replacement),)
+
+
+def _setup_of(argument: str) -> str:
+    """The `setup.py` a command's argument names: itself, or the one in the
+    folder it names (`pip install -e .`)."""
+    if argument.endswith("setup.py"):
+        return argument
+    if argument.startswith("-") or "=" in argument or not (argument in (".", "..") or argument.startswith(("./", "../")) or argument.endswith("/")):
+        return ""
+    return argument.rstrip("/") + "/setup.py"
 
 
 @register_kind

@@ -20,11 +20,11 @@ counts only on a line that names a Python script or module.
 
 from __future__ import annotations
 
-import os
 from typing import Iterator
 
 from hpu_port.formats import VARIABLE_ALONE, Edit, Span
 from hpu_port.kinds import DocumentKind, Match, markdown_table, register_kind, string_list, string_table
+from hpu_port.kinds._project_files import project_file
 from hpu_port.kinds.command import flag_value, program_name, runs
 
 # Programs that run the rest of their command line here, with this
@@ -118,20 +118,12 @@ def _sharding_reason(command, document, reason: str) -> str:
     project that shards its model with FSDP (``ProjectFacts.sharding_files``),
     found from the document's folder or one above it up to the project's root."""
     facts = document.facts
-    if not reason or facts is None or not facts.sharding_files or not document.path:
+    if not reason or facts is None:
         return ""
     script = next((w.value for w in command.words[1:] if w.value.endswith(".py")), None)
-    if script is None or os.path.isabs(script) or "$" in script:
+    if script is None or project_file(document, script, facts.sharding_files) is None:
         return ""
-    folder = os.path.dirname(os.path.abspath(document.path))
-    root = facts.root or os.sep
-    while True:
-        if os.path.normpath(os.path.join(folder, script)) in facts.sharding_files:
-            return reason.format(script=script)
-        parent = os.path.dirname(folder)
-        if parent == folder or not (folder + os.sep).startswith(root.rstrip(os.sep) + os.sep):
-            return ""
-        folder = parent
+    return reason.format(script=script)
 
 
 def _switched_off(value) -> bool:
