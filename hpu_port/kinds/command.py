@@ -141,9 +141,8 @@ def _setup_of(argument: str) -> str:
     folder it names (`pip install -e .`)."""
     if argument.endswith("setup.py"):
         return argument
-    if argument.startswith("-") or "=" in argument or not (argument in (".", "..") or argument.startswith(("./", "../")) or argument.endswith("/")):
-        return ""
-    return argument.rstrip("/") + "/setup.py"
+    names_a_folder = argument in (".", "..") or argument.startswith(("./", "../")) or argument.endswith("/")
+    return argument.rstrip("/") + "/setup.py" if names_a_folder and "=" not in argument else ""
 
 
 @register_kind
