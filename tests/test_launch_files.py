@@ -379,3 +379,13 @@ def test_json_with_comments_that_is_broken_is_reported_where_it_breaks():
     text = '// dev container\n{\n  "name": "x",\n  "a": 1\n  "b": 2\n}\n'
     result = port_bytes("devcontainer.json", text.encode(), RULES, True)
     assert result.error is not None and "line 5" in result.error
+
+
+def test_a_venv_made_by_a_python_read_from_a_variable_hides_gaudi_pytorch_too():
+    script = '"${python_cmd}" -m venv "${venv_dir}"\n"$PYTHON" -m venv --system-site-packages env\n"${cmd}" -m venv x\n'
+    _, codes = port("webui.sh", script)
+    assert [found for found in codes if found[0] == "HPU856"] == [("HPU856", 1)]
+    # A CI job's environment is the hosted runner's.
+    ci = "jobs:\n  lint:\n    runs-on: ubuntu-latest\n    steps:\n      - run: python -m venv .venv\n"
+    _, codes = port(".github/workflows/lint.yml", ci)
+    assert not [found for found in codes if found[0] == "HPU856"]

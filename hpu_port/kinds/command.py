@@ -13,6 +13,9 @@ nothing reading what it prints) whose arguments all fully match
 is reported only when it builds one of the project's CUDA extensions: it
 runs a `setup.py` that the project facts know builds one (`python setup.py
 build install`), or pip-installs the folder that holds it (`pip install -e .`).
+With ``unless-flags`` each of ``programs`` may name a subcommand or a
+module (`python -m venv`), and a command is reported only when it passes
+none of those flags (`--system-site-packages`).
 
 ``command-flag``: ``flags`` (a table from flag to its Gaudi spelling, or
 `""` to report only) on a command line that runs one of ``programs`` (any
@@ -31,9 +34,11 @@ flag's value (a variable the script uses elsewhere too is reported).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Iterator, Optional
 
+from hpu_port import filetypes
 from hpu_port.formats import Command, Edit, Span, Word, program_name
 from hpu_port.kinds import DocumentKind, Match, markdown_table, register_kind, string_list, string_table
 from hpu_port.kinds._patterns import compile_all, full_match
@@ -70,7 +75,10 @@ def _after_python_options(words: list) -> list:
 @register_kind
 class CommandKind(DocumentKind):
     name = "command"
-    KEYS = {"programs": (list, True), "rename": (dict, False), "plain-args": (list, False), "project-cuda-builds": (bool, False)}
+    KEYS = {
+        "programs": (list, True), "rename": (dict, False), "plain-args": (list, False), "project-cuda-builds": (bool, False),
+        "unless-flags": (list, False),
+    }
     MESSAGE_FIELDS = frozenset({"name", "replacement"})
     FORMATS = FORMATS
     EXAMPLE_FILE = "run.sh"
@@ -81,6 +89,7 @@ class CommandKind(DocumentKind):
             "rename": string_table(table.get("rename", {}), "rename"),
             "plain-args": compile_all(string_list(table.get("plain-args", []), "plain-args"), "plain-args"),
             "project-cuda-builds": table.get("project-cuda-builds", False),
+            "unless-flags": string_list(table.get("unless-flags", []), "unless-flags"),
         }
 
     def needles(self, rule) -> tuple[str, ...]:
@@ -93,6 +102,9 @@ class CommandKind(DocumentKind):
     def match(self, rule, document, options) -> Iterator[Match]:
         if rule.params["project-cuda-builds"]:
             yield from self._cuda_builds(rule, document)
+            return
+        if rule.params["unless-flags"]:
+            yield from self._without_flags(rule, document)
             return
         commands = document.commands()
         probed = set()
@@ -127,6 +139,18 @@ class CommandKind(DocumentKind):
             if built is not None:
                 yield Match(built.span, rule.message.format(name=built.value, replacement=""))
 
+    def _without_flags(self, rule, document) -> Iterator[Match]:
+        if filetypes.is_ci_file(document.path):
+            return  # hosted CI runners are no Gaudi machines
+        flags = rule.params["unless-flags"]
+        for command in document.commands():
+            named = _python_by_variable(command)
+            spec = next((spec for spec in rule.params["programs"] if runs(named, spec)), None)
+            if spec is None or any(_flag_of(word.value) in flags for word in command.words):
+                continue
+            word = next(w for w in named.words if program_name(w.value) == spec.split()[0])
+            yield Match(word.span, rule.message.format(name=spec, replacement=""))
+
     def _fix(self, rule, command: Command, word: Word, replacement: str) -> tuple:
         if not replacement or not command.plain or word.quote:
             return ()
@@ -134,6 +158,17 @@ class CommandKind(DocumentKind):
             return ()
         start = word.span.end - len(word.value.rsplit("/", 1)[-1])
         return (Edit(Span(start, word.span.end), replacement),)
+
+
+def _python_by_variable(command: Command) -> Command:
+    """``command``, its program read from a variable named for Python
+    (`"${python_cmd}" -m venv`, launchers' usual spelling) read as `python`."""
+    read = _READ.match(command.words[0].value) if command.words else None
+    name = next((group for group in read.groups() if group), "") if read else ""
+    if "python" not in name.lower():
+        return command
+    python = Word("python", command.words[0].span)
+    return dataclasses.replace(command, words=(python, *command.words[1:]))
 
 
 def _setup_of(argument: str) -> str:
