@@ -980,3 +980,18 @@ def test_the_script_that_builds_a_cuda_extension_is_reported(tmp_path):
     assert facts.cuda_extension_builders == {str(tmp_path / "ops_dcnv3" / "setup.py")}
     check = CliRunner().invoke(main, ["check", "--no-cache", "--select", "HPU855", str(tmp_path)]).stdout
     assert "make.sh:2:8: HPU855" in check
+
+
+def test_a_launcher_of_the_projects_own_cuda_code_is_an_entry_point(tmp_path):
+    # ChatGLM-Efficient-Tuning's `src/train_bash.py` imports only its own
+    # package, which brings torch; HPU205 asks for lazy mode there too.
+    _write(tmp_path, {
+        "tuner/__init__.py": "from .sft import run_training\n",
+        "tuner/sft.py": "import torch\n\ndef run_training(model, batch):\n    model.cuda()\n    model(batch).sum().backward()\n",
+        "train_bash.py": "from tuner import run_training\n\ndef main():\n    run_training(None, None)\n\nif __name__ == '__main__':\n    main()\n",
+    })
+    check = CliRunner().invoke(main, ["check", "--no-cache", "--select", "HPU205", str(tmp_path)]).stdout
+    assert "train_bash.py:6:4: HPU205" in check
+    (tmp_path / "tuner" / "sft.py").write_text("import torch\n\ndef run_training(model, batch):\n    model(batch).sum().backward()\n")
+    cpu_only = CliRunner().invoke(main, ["check", "--no-cache", "--select", "HPU205", str(tmp_path)]).stdout
+    assert "train_bash.py" not in cpu_only

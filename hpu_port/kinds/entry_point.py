@@ -36,6 +36,15 @@ import ast
 from hpu_port.kinds import Kind, register_kind, string_list, string_table, word_context
 from hpu_port.triggers import text_trigger
 
+# Importing these runs nothing of torch's, so settings may follow them.
+STANDARD_LIBRARY = frozenset(
+    "__future__ abc argparse ast asyncio atexit base64 bisect builtins collections contextlib copy csv "
+    "dataclasses datetime enum errno functools gc getpass glob gzip hashlib heapq importlib inspect io "
+    "itertools json logging math multiprocessing operator os pathlib pickle platform pprint queue random "
+    "re shutil signal socket string struct subprocess sys tempfile textwrap threading time timeit "
+    "traceback types typing unittest urllib uuid warnings weakref zipfile".split()
+)
+
 
 @register_kind
 class EntryPoint(Kind):
@@ -86,12 +95,23 @@ class EntryPoint(Kind):
         # the modules; most files that merely mention `__main__` have neither.
         if not any(_is_main_check(node) for node in view.tree.body):
             return False
-        return bool(view.imported_names(rule.params["imports"]))
+        if view.imported_names(rule.params["imports"]):
+            return True
+        # Or another package, maybe the project's own (`from glmtuner.tuner
+        # import run_sft`), which brings torch with it: the project facts decide.
+        return any(root not in STANDARD_LIBRARY for root in _imported_roots(view))
 
     def context(self, rule):
         # The setting may be made in any function (`def setup_env():`), and
         # what makes the file a script may be in any (`loss.backward()`).
         return word_context(rule.params["unless-mentioned"] | rule.params["script-calls"])
+
+
+def _imported_roots(view) -> set:
+    roots = {alias.name.split(".")[0] for node in view.nodes(ast.Import) for alias in node.names}
+    for node in view.nodes(ast.ImportFrom):
+        roots.add(node.module.split(".")[0] if node.level == 0 and node.module else ".")
+    return roots
 
 
 def _is_main_check(node: ast.stmt) -> bool:

@@ -9,22 +9,13 @@ from typing import Optional
 import libcst as cst
 
 from hpu_port.context import FileContext
+from hpu_port.kinds.entry_point import STANDARD_LIBRARY
 from hpu_port.model import Rule
 from hpu_port.visitors._references import RulesVisitor, is_main_test, literal_value, written
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
     return _EntryPointVisitor(ctx, rules)
-
-
-# Importing these runs nothing of torch's, so settings may follow them.
-STANDARD_LIBRARY = frozenset(
-    "__future__ abc argparse ast asyncio atexit base64 bisect builtins collections contextlib copy csv "
-    "dataclasses datetime enum errno functools gc getpass glob gzip hashlib heapq importlib inspect io "
-    "itertools json logging math multiprocessing operator os pathlib pickle platform pprint queue random "
-    "re shutil signal socket string struct subprocess sys tempfile textwrap threading time timeit "
-    "traceback types typing unittest urllib uuid warnings weakref zipfile".split()
-)
 
 
 class _EntryPointVisitor(RulesVisitor):
@@ -64,7 +55,9 @@ class _EntryPointVisitor(RulesVisitor):
         imported = {binding.module_path.split(".")[0] for binding in self.ctx.scopes.bindings}
         for rule in self.rules:
             params = rule.params
-            if not imported & params["imports"] or self.mentioned & params["unless-mentioned"]:
+            if not (imported & params["imports"] or self._imports_cuda_project(imported)):
+                continue
+            if self.mentioned & params["unless-mentioned"]:
                 continue
             if params["when-calls"] and not self.called & params["when-calls"]:
                 continue
@@ -76,6 +69,12 @@ class _EntryPointVisitor(RulesVisitor):
                 self.ctx.report(rule, self.entry, message)
                 continue
             self.ctx.report(rule, self.entry, message, self._fix(node, params["set-env"]))
+
+    def _imports_cuda_project(self, imported: set) -> bool:
+        """A launcher of the project's own code (`from glmtuner.tuner import
+        run_sft`) in a project that runs on CUDA: torch comes with it."""
+        facts = self.ctx.facts
+        return facts.uses_cuda and bool(imported & facts.first_party)
 
     def _runs_on_device(self, params: dict) -> bool:
         """Whether the program may run anything on the accelerator: its text
