@@ -54,6 +54,13 @@ class _CallRewriteVisitor(Choices, Functions, ReferenceVisitor):
             return
         rule, entry = self.table[hit[0]]
         arguments = named_arguments(node, entry["positional"])
+        sizes = _sizes(node) if arguments is None and entry["sequence"] else None
+        if sizes is not None:
+            # `torch.cuda.FloatTensor(n, c, t)`: an uninitialised tensor of that shape.
+            message = rule.message.format(name=written(node.func), replacement=entry["to"])
+            why = f"with several sizes ({sizes}) it makes an uninitialised tensor: use `torch.empty({sizes}, dtype=..., device=\"hpu\")`"
+            self.ctx.report(rule, node, message, kept=Held("unclear", why))
+            return
         if arguments is None or not _required(arguments, entry["require"]) or self._is_fallback(entry) or _already_set(arguments, entry):
             self.left_alone.add(node)
             return
@@ -226,6 +233,14 @@ def _refused(arguments, report_unless) -> Optional[str]:
 
 
 _SEQUENCES = (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)
+
+
+def _sizes(call: cst.Call) -> Optional[str]:
+    """The sizes a legacy constructor is given, as written, when it is given
+    several by position and nothing else (`torch.cuda.FloatTensor(3, 4)`)."""
+    if len(call.args) < 2 or any(arg.keyword is not None or arg.star for arg in call.args):
+        return None
+    return ", ".join(written(arg.value) for arg in call.args)
 
 
 def _not_a_sequence(arguments, names) -> Optional[str]:
