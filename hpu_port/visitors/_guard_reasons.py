@@ -13,21 +13,19 @@ from hpu_port.device.evidence import of_options
 from hpu_port.visitors._definitions import name_words
 from hpu_port.visitors._device_string_index import gpu_enumeration
 from hpu_port.visitors._guards import (
-    cuda_ordinal_arm,
     flag_guards_nvidia_code,
     guarded_by,
     hold_guarded_body,
-    indexed_device_arm,
     library_switch,
     library_switch_through_flag,
+    negated_at,
     nvidia_evidence,
     nvidia_only_use,
     own_hpu_path,
     passed_as,
-    restored_to_saved_device,
     tensor_cuda_test,
 )
-from hpu_port.visitors._references import shown_briefly, written
+from hpu_port.visitors._references import literal_value, shown_briefly, written
 from hpu_port.walk import contains, descendants
 
 
@@ -193,3 +191,74 @@ def _all_off(value: cst.BaseExpression) -> bool:
         return bool(value.elements) and all(_all_off(e.value) for e in value.elements)
     return isinstance(value, cst.Name) and value.value in ("False", "None")
 
+
+# -- the arms a CUDA check picks between -------------------------------------
+
+
+def cuda_ordinal_arm(guard: Optional[cst.CSTNode], check: cst.CSTNode) -> Optional[str]:
+    """The arm, as written, that a conditional expression picks when the CUDA
+    ``check`` says yes, when that arm is a string of device ordinals (`'0'`,
+    `'0,1'`): CUDA's numbering, which code hands to CUDA_VISIBLE_DEVICES."""
+    if not isinstance(guard, cst.IfExp):
+        return None
+    arm = guard.orelse if negated_at(guard.test, check) else guard.body
+    value = literal_value(written(arm)) if isinstance(arm, cst.SimpleString) else None
+    if isinstance(value, str) and value and all(part.strip().isdigit() for part in value.split(",")):
+        return written(arm)
+    return None
+
+
+def indexed_device_arm(guard: Optional[cst.CSTNode], check: cst.CSTNode) -> Optional[str]:
+    """The arm, as written, that a conditional expression picks when the CUDA
+    ``check`` says yes, when it appends CUDA's device index to a device name
+    held elsewhere (`location + ':' + str(gpu_id)`, TorchServe's handlers):
+    the index is CUDA's, and the name is not a literal the port can fix."""
+    if not isinstance(guard, cst.IfExp):
+        return None
+    arm = guard.orelse if negated_at(guard.test, check) else guard.body
+    operands = _added(arm)
+    if len(operands) < 3 or isinstance(operands[0], (cst.SimpleString, cst.FormattedString)):
+        return None
+    colon = any(isinstance(o, cst.SimpleString) and literal_value(written(o)) == ":" for o in operands[1:-1])
+    return written(arm) if colon else None
+
+
+def _added(expr: cst.BaseExpression) -> list:
+    """The operands of a chain of `+`, left to right."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        return [*_added(expr.left), *_added(expr.right)]
+    return [expr]
+
+
+def restored_to_saved_device(guard: Optional[cst.CSTNode], check: cst.CSTNode, around: list) -> bool:
+    """Whether what the CUDA ``check`` picks is `map_location=None`
+    (`map_location = None if torch.cuda.is_available() else "cpu"`, or the
+    same as an `if`): `torch.load` then puts each tensor back on the device
+    it was saved from, CUDA's; every other device takes the other arm."""
+    if isinstance(guard, cst.IfExp):
+        arm = guard.orelse if negated_at(guard.test, check) else guard.body
+        if not (isinstance(arm, cst.Name) and arm.value == "None"):
+            return False
+        holder = around[around.index(guard) - 1] if guard in around and around.index(guard) > 0 else None
+        if isinstance(holder, cst.Arg):
+            return holder.keyword is not None and holder.keyword.value == _MAP_LOCATION
+        return isinstance(holder, cst.SimpleStatementLine) and any(
+            isinstance(small, cst.Assign) and small.value is guard and any(_names_map_location(t.target) for t in small.targets)
+            for small in holder.body
+        )
+    if isinstance(guard, cst.If) and isinstance(guard.body, cst.IndentedBlock) and not negated_at(guard.test, check):
+        return any(
+            isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) and small.value.value == "None"
+            and any(_names_map_location(t.target) for t in small.targets)
+            for line in guard.body.body if isinstance(line, cst.SimpleStatementLine)
+            for small in line.body
+        )
+    return False
+
+
+_MAP_LOCATION = "map_location"
+
+
+def _names_map_location(target: cst.BaseExpression) -> bool:
+    name = target.value if isinstance(target, cst.Name) else target.attr.value if isinstance(target, cst.Attribute) else ""
+    return _MAP_LOCATION in name
