@@ -38,8 +38,15 @@ MAGIC_LINE = re.compile(r"^\s*(%%?[A-Za-z]|!(?!=))|^[^#]*\?\s*$|^\s*[A-Za-z_][A-
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
 # The only line breaks Python knows; str.splitlines knows eight more.
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# The module of a notebook's code cells starts with the first cell's marker.
+CELLS_MODULE_START = re.compile(rb"\A# hpu-port(?:-\d+)?-cell:0\r?\n")
 # Whitespace Python accepts before a statement (a masked line keeps its own).
 _INDENT = re.compile(r"[ \t\f]*")
+
+
+def is_cells_module(text: bytes) -> bool:
+    """Whether ``text`` is the module ``to_module`` makes of a notebook's cells."""
+    return CELLS_MODULE_START.match(text) is not None
 
 
 def split_lines(text: str) -> list[tuple[str, str]]:

@@ -188,9 +188,12 @@ class CodeView:
     only when a kind's screen first asks for them, since walking every
     expression of a big file costs about half of parsing it."""
 
-    def __init__(self, tree: ast.AST, text: bytes, statements: dict) -> None:
+    def __init__(self, tree: ast.AST, text: bytes, statements: dict, first_line: bytes = b"") -> None:
         self.tree = tree
         self.text = text
+        # As written: ``text`` has its comments blanked, and a notebook's
+        # cells, joined as a module, start with a marker comment.
+        self.first_line = first_line
         self._statements = statements
         self._everything: Optional[dict] = None
         self._line_starts: Optional[list] = None
@@ -404,7 +407,7 @@ def code_view(source: bytes) -> Optional[CodeView]:
         _blank(blanked, span)
     for number, start in _comment_starts(lines, with_hash, strings):
         _blank(blanked, (number, start, number, len(lines[number - 1])))
-    return CodeView(tree, b"".join(blanked), statements)
+    return CodeView(tree, b"".join(blanked), statements, lines[0] if lines else b"")
 
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")

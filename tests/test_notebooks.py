@@ -322,3 +322,44 @@ def test_a_cell_is_left_out_only_when_it_fails_on_its_own(tmp_path):
     sources = ["x = torch.zeros(2).cuda(\n", "import torch\ny = torch.ones(2).cuda()\n"]
     _, _, cells = rewrite_sources(tmp_path, sources)
     assert cells[0] == sources[0] and 'to("hpu")' in cells[1]
+
+
+TRAINING_CELLS = (
+    ["!pip install -q timm\n", "import os\n", "import torch\n", "from torch import nn\n"],
+    ["model = nn.Linear(4, 2).to(\"cuda\")\n", "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n",
+     "loss = model(torch.randn(8, 4, device=\"cuda\")).sum()\n", "loss.backward()\n", "opt.step()"],
+)
+
+
+def test_a_notebook_is_an_entry_point_of_a_lazy_mode_port(tmp_path):
+    # Its kernel runs the cells as a program: the setting must come before
+    # torch is imported, in the cell that imports it.
+    path = tmp_path / "train.ipynb"
+    write(path, code_notebook(*TRAINING_CELLS))
+    report = invoke("check", "--output-format", "json", "--exit-zero", path)
+    entry = [f for f in json.loads(report.stdout)["findings"] if f["code"] == "HPU205"]
+    assert [(f["cell"], f["line"]) for f in entry] == [(1, 3)]
+    assert "`import torch`" in entry[0]["message"] and "notebook's kernel" in entry[0]["message"]
+    result = invoke("rewrite", "--unsafe-fixes", path)
+    assert result.exit_code == 0, result.stderr
+    first = "".join(json.loads(path.read_text())["cells"][0]["source"])
+    assert first.startswith('!pip install -q timm\nimport os\nos.environ.setdefault("PT_HPU_LAZY_MODE", "1")\n')
+    assert first.index("PT_HPU_LAZY_MODE") < first.index("habana_frameworks") < first.index("import torch")
+    assert invoke("rewrite", "--unsafe-fixes", "--check", path).stdout == ""
+
+
+def test_a_notebook_that_sets_the_mode_imports_no_torch_or_trains_nothing_is_not_reported(tmp_path):
+    setting = ["import os\n", "os.environ[\"PT_HPU_LAZY_MODE\"] = \"1\"\n", *TRAINING_CELLS[0][2:]]
+    write(tmp_path / "set.ipynb", code_notebook(setting, TRAINING_CELLS[1]))
+    write(tmp_path / "plain.ipynb", code_notebook(["x = 'cuda'\n", "print(x)"]))
+    # A demonstration: lazy or eager, its inference runs the same.
+    write(tmp_path / "demo.ipynb", code_notebook(["import torch\n", "model = torch.load('m.pt').cuda().eval()\n", "model(x)"]))
+    report = invoke("check", "--output-format", "json", "--exit-zero", tmp_path)
+    assert [f for f in json.loads(report.stdout)["findings"] if f["code"] == "HPU205"] == []
+
+
+def test_a_python_file_that_starts_like_a_notebooks_cells_is_no_notebook(tmp_path):
+    path = tmp_path / "lib.py"
+    path.write_text("# hpu-port-cell:0\nimport torch\nx = torch.ones(2).cuda()\n", encoding="utf-8")
+    report = invoke("check", "--output-format", "json", "--exit-zero", path)
+    assert [f for f in json.loads(report.stdout)["findings"] if f["code"] == "HPU205"] == []

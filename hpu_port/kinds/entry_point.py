@@ -1,7 +1,8 @@
 """Kind ``entry-point``: what a script run as a program must set before torch starts.
 
-An entry point is a module with a top-level ``if __name__ == "__main__":``.
-The rule speaks once per entry point (at that ``if``) when the file imports
+An entry point is a module with a top-level ``if __name__ == "__main__":``,
+or a notebook (its kernel runs the cells as a program). The rule speaks once
+per entry point (at that ``if``; in a notebook, at its first import of torch) when the file imports
 one of ``imports`` (top-level modules: ``torch``, ``habana_frameworks``) and
 none of the ``unless-mentioned`` strings occurs in it as a string literal
 (``"PT_HPU_LAZY_MODE"`` in ``os.environ[...]``, ``setdefault`` or a launch
@@ -33,8 +34,9 @@ from __future__ import annotations
 
 import ast
 
+from hpu_port import notebooks
 from hpu_port.kinds import Kind, register_kind, string_list, string_table, word_context
-from hpu_port.triggers import text_trigger
+from hpu_port.triggers import Trigger, text_trigger
 
 # Importing these runs nothing of torch's, so settings may follow them.
 STANDARD_LIBRARY = frozenset(
@@ -88,12 +90,16 @@ class EntryPoint(Kind):
     def triggers(self, rule):
         if rule.params["when-calls"]:
             return [text_trigger(f".{method}(") for method in sorted(rule.params["when-calls"])]
-        return [text_trigger("__main__")]
+        # A notebook is an entry point too: its kernel runs the cells as a
+        # program. The module its cells are joined into starts with a marker
+        # (a pattern, which counts as found in the notebook's JSON).
+        return [text_trigger("__main__"), Trigger(pattern=notebooks.CELLS_MODULE_START)]
 
     def screen(self, rule, view):
-        # A top-level `if __name__ == "__main__":` in a file that imports one of
-        # the modules; most files that merely mention `__main__` have neither.
-        if not any(_is_main_check(node) for node in view.tree.body):
+        # A top-level `if __name__ == "__main__":` (or a notebook's cells) in a
+        # file that imports one of the modules; most files that merely mention
+        # `__main__` have neither.
+        if not notebooks.is_cells_module(view.first_line) and not any(_is_main_check(node) for node in view.tree.body):
             return False
         if view.imported_names(rule.params["imports"]):
             return True

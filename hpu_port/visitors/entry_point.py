@@ -25,7 +25,9 @@ class _EntryPointVisitor(RulesVisitor):
         self.mentioned: set[str] = set()
         self.called: set[str] = set()
         self.entry_block: Optional[cst.If] = None
-        self.inside_entry = False
+        # A notebook's kernel runs every cell: all of it is the entry block.
+        self.notebook = ctx.path.endswith(".ipynb")
+        self.inside_entry = self.notebook
         self.called_from_entry: set[str] = set()
 
     def visit_If(self, node: cst.If) -> None:
@@ -35,7 +37,7 @@ class _EntryPointVisitor(RulesVisitor):
             self.inside_entry = True
 
     def leave_If(self, node: cst.If) -> None:
-        if node is self.entry_block:
+        if node is self.entry_block and not self.notebook:
             self.inside_entry = False
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
@@ -50,7 +52,7 @@ class _EntryPointVisitor(RulesVisitor):
             self.called_from_entry.add(node.func.value)
 
     def leave_Module(self, node: cst.Module) -> None:
-        if self.entry is None:
+        if self.entry is None and not self.notebook:
             return
         imported = {binding.module_path.split(".")[0] for binding in self.ctx.scopes.bindings}
         for rule in self.rules:
@@ -63,12 +65,35 @@ class _EntryPointVisitor(RulesVisitor):
                 continue
             if not self._runs_on_device(params):
                 continue
+            if self.notebook:
+                self._report_notebook(node, rule, params)
+                continue
             message = rule.message.format(name=written(self.entry))
             if not self._script_like(node, imported, params):
                 message += " (not set here: the module looks like a library with a demonstration under its `__main__` test)"
                 self.ctx.report(rule, self.entry, message)
                 continue
             self.ctx.report(rule, self.entry, message, self._fix(node, params["set-env"]))
+
+    def _report_notebook(self, module: cst.Module, rule: Rule, params: dict) -> None:
+        """A notebook, at its first import of torch (or of a library or
+        project package that brings it): the kernel that runs its cells must
+        start with the setting, so the fix goes before that import."""
+        if not self._notebook_trains():
+            return  # a demonstration: lazy or eager, its inference runs the same
+        modules = params["imports"] | (self.ctx.facts.first_party if self.ctx.facts.uses_cuda else set())
+        anchor = next((found for s in module.body if (found := _import_of(s, modules)) is not None), None)
+        if anchor is None:
+            return  # imported only inside a function or a block: no place the setting surely precedes
+        message = rule.message.format(name=written(anchor)) + NOTEBOOK_NOTE
+        self.ctx.report(rule, anchor, message, self._fix(module, params["set-env"]))
+
+    def _notebook_trains(self) -> bool:
+        """Whether a notebook trains: it calls a backward pass, a method or
+        function named for training (`trainer.train()`, `train(opt)` of a
+        project module whose loop the port gave mark_step), or spawns workers."""
+        called = self.called | self.called_from_entry
+        return any(True for name in called for word in _NAME_WORDS.split(name) if word.lower() in NOTEBOOK_TRAINING_WORDS)
 
     def _imports_cuda_project(self, imported: set) -> bool:
         """A launcher of the project's own code (`from glmtuner.tuner import
@@ -112,6 +137,21 @@ class _EntryPointVisitor(RulesVisitor):
         return self.ctx.replace(target, lambda updated: _preceded_by(updated, lines, module.config_for_parsing))
 
 
+# A notebook whose calls name one of these trains (or launches training).
+NOTEBOOK_TRAINING_WORDS = frozenset({"backward", "train", "fit", "finetune", "pretrain", "spawn"})
+NOTEBOOK_NOTE = "; a notebook's kernel is its entry point: set it in the first cell, before torch is imported, or in the kernel's environment"
+
+
+def _import_of(statement, modules: set):
+    """The import in a top-level statement of one of ``modules`` (top-level names), or None."""
+    for small in getattr(statement, "body", ()) if isinstance(statement, cst.SimpleStatementLine) else ():
+        if isinstance(small, cst.Import) and any(_root(alias.name) in modules for alias in small.names):
+            return small
+        if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None and _root(small.module) in modules:
+            return small
+    return None
+
+
 # A device named in a string: `.to("cuda:0")`, `device="hpu"`.
 DEVICE_STRING = re.compile(r"(cuda|hpu|gpu|mps|xla)(:\d+)?$", re.IGNORECASE)
 
@@ -146,12 +186,16 @@ def _has_shebang(module: cst.Module) -> bool:
 
 
 def _first_statement_after_setup(body) -> Optional[int]:
-    """The index of the first statement that is not the docstring nor an
-    import of the standard library (where torch may start loading)."""
+    """The index of the first statement that is not the docstring, an
+    import of the standard library or `pass` (where torch may start loading)."""
     for index, statement in enumerate(body):
         if index == 0 and _is_docstring(statement):
             continue
-        if isinstance(statement, cst.SimpleStatementLine) and all(_standard_import(s) for s in statement.body):
+        # A bare `pass` is also where a notebook's magic or shell line stands
+        # (`!pip install ...`, `%matplotlib inline`): none of them loads torch.
+        if isinstance(statement, cst.SimpleStatementLine) and all(
+            _standard_import(s) or isinstance(s, cst.Pass) for s in statement.body
+        ):
             continue
         return index
     return None
