@@ -3,11 +3,13 @@ off the code a check guards, switches off or hands on."""
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Optional
 
 import libcst as cst
 
+from hpu_port.ast_nodes import dotted
 from hpu_port.branches import NAMES_CUDA, Held
 from hpu_port.device.evidence import of_options
 from hpu_port.visitors._definitions import name_words
@@ -262,3 +264,66 @@ _MAP_LOCATION = "map_location"
 def _names_map_location(target: cst.BaseExpression) -> bool:
     name = target.value if isinstance(target, cst.Name) else target.attr.value if isinstance(target, cst.Attribute) else ""
     return _MAP_LOCATION in name
+
+
+def counts_for_data_parallel(call: Optional[cst.Call], around: list, target: Optional[str], ctx) -> Optional[str]:
+    """Why a GPU count stays: in a module that builds DataParallel, the count
+    sizes what one process gives every GPU (`opt.batch_size *= n_gpu`,
+    `device_ids = list(range(n))`). A Gaudi process drives one card, and
+    torch.cuda's count, 0 there, keeps the single-device path; the HPU's
+    would put every card's batch on one. A count that sizes processes
+    (`spawn(nprocs=n)`, `batch_size // n`) is the process group's, not this."""
+    tree = _whole_tree(ctx)
+    if call is None or tree is None or not _builds_data_parallel(tree):
+        return None
+    in_range = any(isinstance(n, cst.Call) and written(n.func) == "range" and contains(n, call) for n in around)
+    if not in_range:
+        uses = _uses_of(tree, target) if target else set()
+        if not uses & {"multiplied", "range"} or uses & {"divided", "processes"}:
+            return None
+    return (
+        "it counts the GPUs one process drives through DataParallel (it sizes their share of the batch or lists "
+        "their ids): a Gaudi process drives one card (HPU607), and torch.cuda's count, 0 there, keeps the "
+        "single-device path; give each card a process of its own with DistributedDataParallel"
+    )
+
+
+def _whole_tree(ctx) -> Optional[ast.Module]:
+    # The standard parser's tree of the file as read: `check` stubs out the
+    # functions no rule acts on before the rules walk libcst's.
+    if ctx.tree is not None:
+        return ctx.tree
+    try:
+        return ast.parse(ctx.source) if ctx.source else None
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _builds_data_parallel(tree: ast.Module) -> bool:
+    return any(isinstance(n, ast.Call) and dotted(n.func).split(".")[-1] == "DataParallel" for n in ast.walk(tree))
+
+
+_PROCESS_KEYWORDS = frozenset({"nprocs", "nproc", "world_size", "num_processes"})
+
+
+def _uses_of(tree: ast.Module, target: str) -> set:
+    """How the code reads the name or attribute ``target`` (`n_gpu`, `opt.num_gpu`):
+    multiplied, divided (or a modulo), a `range` bound, or a number of processes."""
+    uses = set()
+    for parent in ast.walk(tree):
+        for child in ast.iter_child_nodes(parent):
+            if not isinstance(child, (ast.Name, ast.Attribute)) or not isinstance(child.ctx, ast.Load) or dotted(child) != target:
+                continue
+            if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Mult):
+                uses.add("multiplied")
+            elif isinstance(parent, (ast.BinOp, ast.AugAssign)) and isinstance(parent.op, (ast.Div, ast.FloorDiv, ast.Mod)):
+                uses.add("divided")
+            elif isinstance(parent, ast.AugAssign) and isinstance(parent.op, ast.Mult):
+                uses.add("multiplied")
+            elif isinstance(parent, ast.keyword) and parent.arg in _PROCESS_KEYWORDS:
+                uses.add("processes")
+            elif isinstance(parent, ast.Call) and dotted(parent.func) == "range":
+                uses.add("range")
+            elif isinstance(parent, ast.Call) and dotted(parent.func).split(".")[-1] == "spawn":
+                uses.add("processes")
+    return uses

@@ -15,7 +15,7 @@ from hpu_port.model import Rule
 from hpu_port.patterns import matches_any
 from hpu_port.visitors._device_positions import device_values, used_as_a_device, used_as_a_rank
 from hpu_port.visitors._fp16 import Fp16Choices, hold_split_casts, is_a_choice
-from hpu_port.visitors._guard_reasons import enumerates_gpus, why_the_check_stays
+from hpu_port.visitors._guard_reasons import counts_for_data_parallel, enumerates_gpus, why_the_check_stays
 from hpu_port.visitors._guards import (
     Surroundings,
     guarded_by,
@@ -76,6 +76,8 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         self.device_places: set[cst.CSTNode] = set()
         # Calls whose value a statement names (`device = torch.cuda.current_device()`).
         self.named_calls: dict[cst.Call, str] = {}
+        # A call assigned to a name or an attribute (`opt.num_gpu = ...`), as written.
+        self.assigned_to: dict[cst.Call, str] = {}
         # The f-strings the walk is in, innermost last; how deep in type hints it is.
         self.fstrings: list[cst.FormattedString] = []
         self.annotations = 0
@@ -154,6 +156,8 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         return name if (self.ctx.scope.node, name) in self.float16_names else None
 
     def visit_Assign(self, node) -> None:
+        if len(node.targets) == 1 and isinstance(node.value, cst.Call):
+            self.assigned_to[node.value] = written(node.targets[0].target)
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
             name = node.targets[0].target.value
             if isinstance(node.value, cst.Call):
@@ -202,6 +206,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             kept = kept or why_the_check_stays(node, self.around, self.ctx)
         if qualified.endswith(".device_count"):
             kept = kept or held_if("by-hand", enumerates_gpus(node, self.around, self.ctx))
+            kept = kept or held_if("by-hand", self._count_for_data_parallel(node))
         if qualified.endswith(".current_device"):
             kept = kept or held_if("by-hand", self._index_as_rank(node))
         if qualified in rule.params["result-keys"]:
@@ -250,6 +255,10 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             return False
         scope = next((d for d in reversed(self.definitions) if isinstance(d, cst.FunctionDef)), self.ctx.module)
         return used_as_a_device(scope, name, self.ctx)
+
+    def _count_for_data_parallel(self, node) -> Optional[str]:
+        call = self.call_of.get(node)
+        return counts_for_data_parallel(call, self.around, self.assigned_to.get(call), self.ctx)
 
     def _index_as_rank(self, node) -> Optional[str]:
         """Why a current device index stays: its name picks the process's
