@@ -408,13 +408,39 @@ def _cuda_extensions(sources: dict, trees: "_Trees") -> tuple[frozenset, frozens
     found, files = set(), set()
     for path, tree in trees.holding(sources, (b"CUDAExtension",)):
         builders = {"CUDAExtension"} | _names_bound_to_cuda_extension(tree)
+        makers = _functions_returning_cuda_extension(tree)
         for node in breadth_first(tree):
-            if isinstance(node, ast.Call) and called_name(node.func) in builders:
-                name = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
-                if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                    found.add(name.value)
-                    files.add(path)
+            if isinstance(node, ast.Call) and called_name(node.func) in builders | makers:
+                name = _text_argument(node, 0, "name")
+                if name is None:
+                    continue
+                found.add(name)
+                files.add(path)
+                # `make_cuda_ext(name="bev_pool_ext", module="pcdet.ops.bev_pool", ...)`,
+                # the helper OpenMMLab-style setup.py files define: the
+                # module it is built as is the package's.
+                package = _text_argument(node, 1, "module") if called_name(node.func) in makers else None
+                if package is not None:
+                    found.add(f"{package}.{name}")
     return frozenset(found), frozenset(files)
+
+
+def _text_argument(call: ast.Call, position: int, keyword: str) -> Optional[str]:
+    value = call.args[position] if len(call.args) > position else next((k.value for k in call.keywords if k.arg == keyword), None)
+    return value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+
+
+def _functions_returning_cuda_extension(tree: ast.Module) -> set:
+    """The module's functions that return a CUDAExtension they build from
+    their parameters (`def make_cuda_ext(name, module, sources): return
+    CUDAExtension(name=f"{module}.{name}", ...)`)."""
+    makers = set()
+    for function in tree.body:
+        if isinstance(function, ast.FunctionDef) and any(
+            isinstance(node, ast.Call) and called_name(node.func) == "CUDAExtension" for node in ast.walk(function)
+        ) and any(isinstance(node, ast.Return) and node.value is not None for node in ast.walk(function)):
+            makers.add(function.name)
+    return makers
 
 
 def _names_bound_to_cuda_extension(tree: ast.Module) -> set:

@@ -966,6 +966,44 @@ def test_an_extension_built_through_a_name_set_to_cuda_extension_is_cuda_code(tm
     assert "imports `DCNv3` at its top" in facts.why_nvidia_module("functions.dcnv3_func")
 
 
+def test_an_extension_built_through_a_helper_of_setup_py_is_cuda_code(tmp_path):
+    # OpenMMLab-style setup.py files (OpenPCDet, mmdet3d) build every
+    # extension through a helper that names it after its package.
+    _write(tmp_path, {
+        "setup.py": """
+            import os
+            from setuptools import setup
+            from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+            def make_cuda_ext(name, module, sources):
+                cuda_ext = CUDAExtension(
+                    name='%s.%s' % (module, name),
+                    sources=[os.path.join(*module.split('.'), src) for src in sources],
+                )
+                return cuda_ext
+
+            setup(
+                name="pcdet",
+                ext_modules=[make_cuda_ext(name="bev_pool_ext", module="pcdet.ops.bev_pool", sources=["src/bev_pool.cpp"])],
+                cmdclass={"build_ext": BuildExtension},
+            )
+        """,
+        "pcdet/__init__.py": "",
+        "pcdet/ops/__init__.py": "",
+        "pcdet/ops/bev_pool/__init__.py": "",
+        "pcdet/ops/bev_pool/bev_pool.py": """
+            import torch
+            from . import bev_pool_ext
+
+            def bev_pool(feats, coords):
+                return bev_pool_ext.bev_pool_forward(feats.cuda(), coords)
+        """,
+    })
+    facts = _facts(tmp_path)
+    assert facts.cuda_extensions == {"bev_pool_ext", "pcdet.ops.bev_pool.bev_pool_ext"}
+    assert "bev_pool_ext" in facts.why_nvidia_module("pcdet.ops.bev_pool.bev_pool")
+
+
 def test_the_test_script_of_a_cuda_extension_is_not_ported(tmp_path):
     _write(tmp_path, DCN_OPS)
     check = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
