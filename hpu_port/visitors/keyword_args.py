@@ -164,6 +164,12 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
             self.ctx.report(rule, node, f"{rule.message.format(name=written(node.func), keywords=keywords)} (not removed: {kept})")
             return
         clashing = [new for old, new in rule.params["rename"].items() if old in present and new in present]
+        moved = _flag_moved(rule.params["rename"], present) if clashing else None
+        if moved is not None and original is None and report_at is None:
+            # `fp16=True, bf16=False`: the flag moves to the renamed keyword.
+            message = rule.message.format(name=written(node.func), keywords=", ".join(f"`{k}`" for k in changed))
+            self.ctx.report(rule, node, message, self.ctx.replace(node, lambda c: _with_flag_moved(c, moved, rule.params)))
+            return
         if clashing:
             # `fp16=not ok, bf16=ok`: the renamed keyword would be given twice, a SyntaxError.
             keywords = ", ".join(f"`{k}`" for k in changed)
@@ -352,6 +358,28 @@ def edit_keywords(call: cst.Call, params) -> cst.Call:
     args = [_renamed(arg, params["rename"]) for arg in args]
     for keyword in _keywords_to_set(call, params):
         args = _set_keyword(args, keyword, params["set"][keyword], call.whitespace_before_args, params["positions"])
+    return call.with_changes(args=args)
+
+
+def _flag_moved(rename: dict, present: dict) -> Optional[dict]:
+    """For a call that sets both a keyword and its new name to the literals
+    `True` and `False` (`fp16=True, bf16=False`), each such old -> new; None
+    when any clash is something else (`fp16=not ok, bf16=ok`)."""
+    pairs = {old: new for old, new in rename.items() if old in present and new in present}
+    values = {k: written(present[k].value) for pair in pairs.items() for k in pair}
+    if all(values[old] == "True" and values[new] == "False" for old, new in pairs.items()):
+        return pairs
+    return None
+
+
+def _with_flag_moved(call: cst.Call, moved: dict, params) -> cst.Call:
+    """``call`` without the old keywords of ``moved``, their new ones set
+    to True, and the rule's other edits made."""
+    args = remove_args(call.args, lambda arg: arg.keyword is not None and arg.keyword.value in moved)
+    call = edit_keywords(call.with_changes(args=args), params)
+    args = list(call.args)
+    for new in moved.values():
+        args = _set_keyword(args, new, "True", call.whitespace_before_args, params["positions"])
     return call.with_changes(args=args)
 
 
