@@ -10,6 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from hpu_port.ast_nodes import dotted
+from hpu_port.patterns import matches_any
 from hpu_port.branches import NAMES_CUDA, Held
 from hpu_port.device.evidence import of_options
 from hpu_port.visitors._definitions import name_words
@@ -31,9 +32,10 @@ from hpu_port.visitors._references import literal_value, shown_briefly, written
 from hpu_port.walk import contains, descendants
 
 
-def why_the_check_stays(node, around: list, ctx) -> Optional[Held]:
+def why_the_check_stays(node, around: list, ctx, definitions: tuple = ()) -> Optional[Held]:
     """Why a CUDA check must keep testing for CUDA, if it must: what it
-    guards, switches or hands on is NVIDIA's or another library's."""
+    guards, switches or hands on is NVIDIA's or another library's.
+    ``definitions``: the functions and classes around it, outermost first."""
     patterns = nvidia_evidence(ctx)
     guard = guarded_by(node, around)
     if restored_to_saved_device(guard, node, around):
@@ -46,6 +48,11 @@ def why_the_check_stays(node, around: list, ctx) -> Optional[Held]:
     if used:
         hold_guarded_body(guard, ctx, used, node)
         return Held("nvidia-only", f"the code it guards uses `{used}`, which has no Gaudi equivalent", guard)
+    spreading = _spreads_over_gpus(definitions, ctx)
+    if spreading:
+        # CenterNet's and FairMOT's `_DataParallel`: `if not torch.cuda.is_available(): ... return`
+        # in `__init__` keeps it on one device where there is no CUDA.
+        return Held("nvidia-only", f"its class drives several GPUs from one process, as DataParallel does (`{spreading}`): a Gaudi process drives one card", guard)
     switched_off = _switches_off_nvidia_features(guard, node, of_options(ctx.options).unit_words)
     if switched_off:
         return Held("nvidia-only", f"where there is no CUDA it switches off `{switched_off}`, named for an NVIDIA-only library: on Gaudi it must still be switched off", guard)
@@ -327,3 +334,21 @@ def _uses_of(tree: ast.Module, target: str) -> set:
             elif isinstance(parent, ast.Call) and dotted(parent.func).split(".")[-1] == "spawn":
                 uses.add("processes")
     return uses
+
+
+# What DataParallel is made of: copying a module to each GPU and running the
+# copies side by side, from one process.
+_SPREAD_OVER_GPUS = ("torch.nn.parallel*.replicate", "torch.nn.parallel*.parallel_apply")
+
+
+def _spreads_over_gpus(definitions, ctx) -> Optional[str]:
+    """The call of DataParallel's parts (`replicate`, `parallel_apply`) in
+    the class the check's method belongs to, if any: a copy of DataParallel."""
+    cls = next((n for n in reversed(definitions) if isinstance(n, cst.ClassDef)), None)
+    if cls is None:
+        return None
+    for call in (n for n in descendants(cls) if isinstance(n, cst.Call)):
+        hit = ctx.qualify(call.func)
+        if hit is not None and matches_any(hit[0], _SPREAD_OVER_GPUS):
+            return written(call.func)
+    return None

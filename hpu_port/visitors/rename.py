@@ -203,7 +203,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         if rule.params["positions"] is not None:
             kept = kept or held_if("dtype-role", self._not_produced(rule.params["positions"], node) or self.fp16_reason(rule, node))
         if qualified in self.cuda_checks:
-            kept = kept or why_the_check_stays(node, self.around, self.ctx)
+            kept = kept or why_the_check_stays(node, self.around, self.ctx, self.definitions)
         if qualified.endswith(".device_count"):
             kept = kept or held_if("by-hand", enumerates_gpus(node, self.around, self.ctx))
             kept = kept or held_if("by-hand", self._count_for_data_parallel(node))
