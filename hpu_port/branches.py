@@ -50,8 +50,10 @@ NAMES_CUDA = re.compile(r"(?<![A-Za-z])(cuda|CUDA|Cuda)(?![A-Za-z])")
 LIGHTNING_GPU_TEST = re.compile(
     r"""accelerator\w*(?:\.\w+\(\))*\s*==\s*["']gpu["']|["']gpu["']\s*==\s*[\w.]*accelerator""", re.IGNORECASE
 )
-# Kinds whose fixes add code next to a node rather than change it.
-ADDING_KINDS = frozenset({"insert-after", "ensure-import"})
+# Kinds whose fixes add code next to a node rather than change it (what
+# they add does nothing on other devices: Gaudi's import where optional, a
+# mark_step behind it, PT_HPU_LAZY_MODE, which only Gaudi's bridge reads).
+ADDING_KINDS = frozenset({"insert-after", "ensure-import", "entry-point"})
 # The kind that adds the HPU arm to a chain: the chain's own fix.
 EXTENDING_KINDS = frozenset({"extend-dispatch"})
 REASON = "the code already chooses the HPU in another branch; this one is for another device"

@@ -207,6 +207,23 @@ def test_shared_code_of_a_project_that_serves_several_devices_is_kept(tmp_path):
     assert '.to("hpu")' in (tree / "train.py").read_text()  # a script of its own is ported
 
 
+def test_a_script_that_serves_several_devices_still_gets_the_lazy_mode_setting(tmp_path):
+    # diffusers' training scripts test for MPS beside CUDA: their shared code
+    # stays, but PT_HPU_LAZY_MODE, which only Gaudi's bridge reads, is set.
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import argparse\n\nimport torch\n\n\ndef main(args):\n"
+        "    if torch.backends.mps.is_available():\n        args.native_amp = False\n"
+        "    loss = model(batch.to(\"cuda\"))\n    loss.backward()\n\n\n"
+        "if __name__ == \"__main__\":\n    main(argparse.ArgumentParser().parse_args())\n"
+    )
+    result = CliRunner().invoke(main, ["rewrite", "--no-cache", "--unsafe-fixes", str(script)])
+    assert result.exit_code in (0, 1), result.stderr
+    text = script.read_text()
+    assert 'os.environ.setdefault("PT_HPU_LAZY_MODE", "1")' in text
+    assert 'batch.to("cuda")' in text  # the shared code itself stays
+
+
 def test_the_json_report_gives_the_regions_kept_or_extended(tmp_path):
     import json
 
