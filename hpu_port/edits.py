@@ -96,7 +96,7 @@ class _ApplyPlan(cst.CSTTransformer):
             if "habana_frameworks" in statement and " as " in statement:
                 alias = statement.rsplit(" as ", 1)[1].strip()
                 if code.startswith(f"{alias}."):
-                    return f"if {alias} is not None: {code}"
+                    return behind_name_test(alias, code, self.config)
         return code
 
     # -- imports losing names --------------------------------------------------
@@ -314,6 +314,13 @@ def _first_device_use(body, start: int, torch_at) -> "int | None":
         return None
     empty = cst.Module(body=[])
     return next((i for i in range(start, torch_at) if _NAMES_A_DEVICE.search(empty.code_for_node(body[i]))), None)
+
+
+def behind_name_test(name: str, code: str, config) -> str:
+    """``code`` run only where ``name`` is not None, over two lines in the
+    file's own indentation: `if x: call()` on one line is E701 to linters."""
+    newline = config.default_newline
+    return f"if {name} is not None:{newline}{config.default_indent}{code}{newline}"
 
 
 def _guarded(imports: list[str], config) -> list[str]:

@@ -420,7 +420,7 @@ def test_where_an_added_arm_makes_the_gaudi_import_optional_every_use_of_it_is_t
     assert 'elif hasattr(torch, "hpu") and torch.hpu.is_available():\n    device = "hpu"\n' in output
     assert "except ImportError:" in output
     # Without Gaudi's software `htcore` is None: a bare `htcore.mark_step()` would fail there.
-    assert output.count("if htcore is not None: htcore.mark_step()") == 2
+    assert output.count("if htcore is not None:\n        htcore.mark_step()") == 2
     assert output.count("htcore.mark_step()") == 2
 
 

@@ -291,4 +291,4 @@ def test_a_module_with_the_guarded_import_gets_guarded_mark_steps_and_none_twice
         assert result.exit_code == 0, result.output
         text = trainer.read_text()
         assert text.count("mark_step()") == 1
-        assert "        self.losses[\"total\"].backward()\n        if htcore is not None: htcore.mark_step()\n" in text
+        assert "        self.losses[\"total\"].backward()\n        if htcore is not None:\n            htcore.mark_step()\n" in text

@@ -374,7 +374,7 @@ def test_a_call_of_that_method_needs_no_mark_step_after_it(tmp_path):
     assert trainer.count("htcore.mark_step()") == 2  # after each backward pass of the trainer
     # Only after the third-party `accelerator.backward`, whose pass the port does not see.
     assert loop.count("htcore.mark_step()") == 1
-    assert "self.accelerator.backward(self.model(batch).mean())\n        if htcore is not None: htcore.mark_step()" in loop
+    assert "self.accelerator.backward(self.model(batch).mean())\n        if htcore is not None:\n            htcore.mark_step()" in loop
 
 
 def test_a_module_that_imports_an_extension_the_project_builds_from_cuda_is_kept_whole(tmp_path):

@@ -8,6 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from hpu_port.context import FileContext
+from hpu_port.edits import behind_name_test
 from hpu_port.model import Rule
 from hpu_port.names import dotted_name
 from hpu_port.visitors._references import last_name, written
@@ -343,7 +344,7 @@ class _InsertAfterVisitor(cst.BatchableCSTVisitor):
         guarded = spelling.binding is not None and spelling.binding.guarded
         if (self.ctx.gaudi_optional and spelling.new_import) or guarded:
             # The import may have failed (no Gaudi here): then the name is None.
-            code = f"if {spelling.code.split('.')[0]} is not None: {code}"
+            code = behind_name_test(spelling.code.split(".")[0], code, self.ctx.module.config_for_parsing)
         self.ctx.report(
             self.rule, call, message, lambda plan: plan.insert_after(statement, code), spelling
         )

@@ -200,6 +200,26 @@ def _identity(added_line: str) -> str:
     return added_line
 
 
+_NAME_TEST = re.compile(r"(\s*)if (\w+) is not None:\s*$")
+
+
+def _one_line_guards(added: list) -> list:
+    """``added`` with each call behind a test of a Gaudi name on one line
+    (`if htcore is not None: htcore.mark_step()`), as earlier releases wrote
+    it: the same change however it is laid out."""
+    joined, index = [], 0
+    while index < len(added):
+        test = _NAME_TEST.fullmatch(added[index])
+        following = added[index + 1] if index + 1 < len(added) else ""
+        if test and following.strip() and len(following) - len(following.lstrip()) > len(test.group(1)):
+            joined.append(f"{test.group(1)}if {test.group(2)} is not None: {following.strip()}")
+            index += 2
+            continue
+        joined.append(added[index])
+        index += 1
+    return joined
+
+
 def is_import_insertion(removed: list, added: list) -> bool:
     """Whether a change only adds Gaudi's imports at the top level of a
     module, plain or in a `try` block that makes them optional."""
@@ -289,7 +309,7 @@ def file_hunks(package: Package, config: str, path: str, diff: str, original: li
         # Nor are the blank lines that set it apart from its neighbours.
         kept = added if placed else [line for line in added if line.strip()]
         content = [package.name, package.version, path, before if placed else [], removed,
-                   [_identity(line) for line in kept], after if placed else []]
+                   [_identity(line) for line in _one_line_guards(kept)], after if placed else []]
         occurrence = seen.get(_digest(content), 0)
         seen[_digest(content)] = occurrence + 1
         change = _digest(content + [occurrence])
