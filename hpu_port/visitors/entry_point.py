@@ -29,6 +29,8 @@ class _EntryPointVisitor(RulesVisitor):
         self.notebook = ctx.path.endswith(".ipynb")
         self.inside_entry = self.notebook
         self.called_from_entry: set[str] = set()
+        # Methods the `__main__` block calls (`trainer.train()`).
+        self.methods_in_entry: set[str] = set()
 
     def visit_If(self, node: cst.If) -> None:
         if self.entry is None and self.ctx.scope is self.ctx.scopes.module and is_main_test(node.test):
@@ -48,6 +50,8 @@ class _EntryPointVisitor(RulesVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Attribute):
             self.called.add(node.func.attr.value)
+            if self.inside_entry:
+                self.methods_in_entry.add(node.func.attr.value)
         elif self.inside_entry and isinstance(node.func, cst.Name):
             self.called_from_entry.add(node.func.value)
 
@@ -115,13 +119,14 @@ class _EntryPointVisitor(RulesVisitor):
 
     def _script_like(self, module: cst.Module, imported: set, params: dict) -> bool:
         """A program: it parses a command line, trains or launches workers,
-        is made to be run (`#!`) or hands its `__main__` block to `main()`."""
+        is made to be run (`#!`) or hands its `__main__` block to `main()`
+        (or to a trainer: `trainer.train()`)."""
         if not params["script-imports"] and not params["script-calls"] and not params["script-main-calls"]:
             return True
         return bool(
             imported & params["script-imports"]
             or self.called & params["script-calls"]
-            or self.called_from_entry & params["script-main-calls"]
+            or (self.called_from_entry | self.methods_in_entry) & params["script-main-calls"]
             or _has_shebang(module)
         )
 
