@@ -13,7 +13,7 @@ from hpu_port.context import FileContext
 from hpu_port.device.evidence import of_options
 from hpu_port.kinds.call_advice import ANY_CALL, ANY_VALUE, EXPRESSION
 from hpu_port.model import Rule
-from hpu_port.visitors._references import NOT_A_LITERAL, RulesVisitor, literal_value, written
+from hpu_port.visitors._references import NOT_A_LITERAL, RulesVisitor, literal_value, shown_briefly, written
 from hpu_port.visitors.keyword_args import calls_match, same_value
 
 
@@ -40,6 +40,10 @@ class _CallAdviceVisitor(RulesVisitor):
         # The literal defaults of the fields of each class the walk is in
         # (`padding: str = "longest"`), read for a call passing `self.padding`.
         self.class_defaults: list[dict] = []
+        # Each function the walk is in, and the names it assigns once (read
+        # for a call passing such a name: `map_location=loc_type`).
+        self.functions: list[cst.FunctionDef] = []
+        self._assigned_once: dict[cst.FunctionDef, dict] = {}
         self.module_functions = {s.name.value for s in ctx.module.body if isinstance(s, cst.FunctionDef)}
 
     def _module_function(self, name: cst.Name) -> bool:
@@ -55,6 +59,20 @@ class _CallAdviceVisitor(RulesVisitor):
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self.class_defaults.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.pop()
+
+    def _names_of_function(self) -> dict:
+        if not self.functions:
+            return {}
+        function = self.functions[-1]
+        if function not in self._assigned_once:
+            self._assigned_once[function] = _assigned_once(function)
+        return self._assigned_once[function]
 
     # -- branches for other devices ----------------------------------------------
 
@@ -106,7 +124,7 @@ class _CallAdviceVisitor(RulesVisitor):
             entry = _entry_for(rule.params["calls"], qualified)
             if entry is None:
                 continue
-            advice = advice_for(entry, node, self.class_defaults[-1] if self.class_defaults else {})
+            advice = advice_for(entry, node, self.class_defaults[-1] if self.class_defaults else {}, self._names_of_function())
             if advice is not None:
                 message = rule.message.format(name=written(node.func), advice=advice)
                 self.held.append((rule, entry, node, message))
@@ -129,17 +147,22 @@ def _entry_for(calls: dict, qualified: Optional[str]) -> Optional[dict]:
     return calls.get(ANY_CALL)
 
 
-def advice_for(entry: dict, call: cst.Call, defaults: Optional[dict] = None) -> Optional[str]:
+def advice_for(entry: dict, call: cst.Call, defaults: Optional[dict] = None, names: Optional[dict] = None) -> Optional[str]:
     """The advice for ``call`` with its notes, or None when it does not apply.
     ``defaults``: the literal defaults of the fields of the class the call is
-    in, by name: an argument ``self.<field>`` counts as that default."""
+    in, by name: an argument ``self.<field>`` counts as that default.
+    ``names``: the names the enclosing function assigns once, and the code
+    each is assigned: an argument that is such a name counts as that code."""
     passed = arguments(call, entry["signature"])
-    from_fields = {}
+    from_fields, from_names = {}, {}
     for parameter, code in passed.items():
         field = code[len("self."):] if code.startswith("self.") else None
         if defaults and field in defaults:
             passed[parameter] = defaults[field]
             from_fields[parameter] = code
+        elif names and code in names:
+            passed[parameter] = names[code]
+            from_names[parameter] = code
     unpacks = any(arg.star == "**" for arg in call.args)
     deciding = [*entry["only-if"], *entry["skip-when"], *entry["skip-unless"]]
     if unpacks and not all(parameter in passed for parameter in deciding):
@@ -162,6 +185,7 @@ def advice_for(entry: dict, call: cst.Call, defaults: Optional[dict] = None) -> 
         if parameter in passed and not matches(passed[parameter], note["unless"] + entry["skip-unless"].get(parameter, []))
     ]
     notes += [f"`{code}` is `{passed[parameter]}` unless the class is given another" for parameter, code in from_fields.items() if parameter in entry["only-if"]]
+    notes += [f"`{parameter}={code}`, and `{code}` is `{shown_briefly(passed[parameter])}` here" for parameter, code in from_names.items() if parameter in deciding]
     return "; ".join([text, *notes])
 
 
@@ -228,9 +252,45 @@ def matches(code: str, values: list[str]) -> bool:
     not a literal (a value chosen elsewhere)."""
     if ANY_VALUE in values and literal_value(code) is not None and not _may_be_none(code):
         return True
-    if EXPRESSION in values and literal_value(code) is NOT_A_LITERAL:
+    if EXPRESSION in values and literal_value(code) is NOT_A_LITERAL and not _none_on_gaudi(code):
         return True
     return same_value(code, values)
+
+
+def _none_on_gaudi(code: str) -> bool:
+    """A conditional with a `None` arm whose test does not ask for CUDA
+    (`torch.device("cpu") if to_cpu else None`): None on Gaudi too, wherever
+    the test goes the other way. A test of CUDA's (`None if
+    torch.cuda.is_available() else "cpu"`) stays CUDA's: Gaudi takes the other arm."""
+    try:
+        node = ast.parse(code, mode="eval").body
+    except SyntaxError:
+        return False
+    return _may_be_none(code) and "cuda" not in ast.unparse(node.test).lower()
+
+
+def _assigned_once(function: cst.FunctionDef) -> dict:
+    """The names ``function`` assigns exactly once (`x = ...`, in its own
+    body, not in functions it defines), and the code assigned to each."""
+    counts: dict[str, int] = {}
+    values: dict[str, str] = {}
+    stack = list(function.body.children)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    counts[target.target.value] = counts.get(target.target.value, 0) + 1
+                    values[target.target.value] = written(node.value)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and isinstance(node.target, cst.Name):
+            counts[node.target.value] = counts.get(node.target.value, 0) + 2
+        elif isinstance(node, (cst.For, cst.With, cst.NamedExpr)):
+            for name in (n for n in cst.ensure_type(node, cst.CSTNode).children if isinstance(n, cst.Name)):
+                counts[name.value] = counts.get(name.value, 0) + 2
+        stack.extend(node.children)
+    return {name: values[name] for name, count in counts.items() if count == 1 and name in values}
 
 
 def _may_be_none(code: str) -> bool:
