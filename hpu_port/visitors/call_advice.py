@@ -15,6 +15,7 @@ from hpu_port.kinds.call_advice import ANY_CALL, ANY_VALUE, EXPRESSION
 from hpu_port.model import Rule
 from hpu_port.visitors._references import NOT_A_LITERAL, RulesVisitor, literal_value, shown_briefly, written
 from hpu_port.visitors.keyword_args import calls_match, same_value
+from hpu_port.walk import descendants
 
 
 def visitor(rules: list[Rule], ctx: FileContext) -> Optional[cst.BatchableCSTVisitor]:
@@ -270,10 +271,17 @@ def _none_on_gaudi(code: str) -> bool:
 
 
 def _assigned_once(function: cst.FunctionDef) -> dict:
-    """The names ``function`` assigns exactly once (`x = ...`, in its own
-    body, not in functions it defines), and the code assigned to each."""
+    """The names ``function`` assigns exactly once, by a plain `x = ...` in
+    its own body (not in functions it defines), and the code assigned to
+    each. A name bound any other way too (a loop, unpacking, `+=`, `with
+    ... as`) is left out: its value is not that code everywhere."""
     counts: dict[str, int] = {}
     values: dict[str, str] = {}
+
+    def bound(target) -> None:
+        for name in (n for n in [target, *descendants(target)] if isinstance(n, cst.Name)):
+            counts[name.value] = counts.get(name.value, 0) + 2
+
     stack = list(function.body.children)
     while stack:
         node = stack.pop()
@@ -284,11 +292,14 @@ def _assigned_once(function: cst.FunctionDef) -> dict:
                 if isinstance(target.target, cst.Name):
                     counts[target.target.value] = counts.get(target.target.value, 0) + 1
                     values[target.target.value] = written(node.value)
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and isinstance(node.target, cst.Name):
-            counts[node.target.value] = counts.get(node.target.value, 0) + 2
-        elif isinstance(node, (cst.For, cst.With, cst.NamedExpr)):
-            for name in (n for n in cst.ensure_type(node, cst.CSTNode).children if isinstance(n, cst.Name)):
-                counts[name.value] = counts.get(name.value, 0) + 2
+                else:
+                    bound(target.target)
+            stack.append(node.value)
+            continue
+        if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.CompFor)):
+            bound(node.target)
+        elif isinstance(node, cst.AsName):
+            bound(node.name)
         stack.extend(node.children)
     return {name: values[name] for name, count in counts.items() if count == 1 and name in values}
 
