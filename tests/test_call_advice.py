@@ -129,3 +129,20 @@ def test_a_hugging_face_finetuning_script_gets_clipping_and_padding_advice():
 def test_the_tuned_finetuning_script_gets_neither():
     script = FINETUNE / "finetune_optimised.py"
     assert port(script.read_text(), select=["HPU702", "HPU722"], apply=False).findings == []
+
+
+def test_a_name_counts_as_its_value_only_where_one_plain_assignment_binds_it():
+    import libcst as cst
+
+    from hpu_port.visitors.call_advice import _assigned_once
+
+    function = cst.parse_module(
+        "def load(a, r, p):\n"
+        "    location = 'cpu' if a else None\n"
+        "    twice = 1\n    twice = 2\n"
+        "    first, second = 3, 4\n    second = 5\n"
+        "    for looped in r:\n        pass\n    looped = 6\n"
+        "    with open(p) as handle:\n        pass\n    handle = 7\n"
+        "    total = 0\n    total += 1\n"
+    ).body[0]
+    assert _assigned_once(function) == {"location": "'cpu' if a else None"}
