@@ -10,9 +10,9 @@ from typing import Optional
 import libcst as cst
 
 from hpu_port.ast_nodes import dotted
-from hpu_port.patterns import matches_any
 from hpu_port.branches import NAMES_CUDA, Held
 from hpu_port.device.evidence import of_options
+from hpu_port.patterns import matches_any
 from hpu_port.visitors._definitions import name_words
 from hpu_port.visitors._device_string_index import gpu_enumeration
 from hpu_port.visitors._guards import (

@@ -97,7 +97,7 @@ class _EntryPointVisitor(RulesVisitor):
         function named for training (`trainer.train()`, `train(opt)` of a
         project module whose loop the port gave mark_step), or spawns workers."""
         called = self.called | self.called_from_entry
-        return any(True for name in called for word in _NAME_WORDS.split(name) if word.lower() in NOTEBOOK_TRAINING_WORDS)
+        return any(word.lower() in NOTEBOOK_TRAINING_WORDS for name in called for word in _NAME_WORDS.split(name))
 
     def _imports_cuda_project(self, imported: set) -> bool:
         """A launcher of the project's own code (`from glmtuner.tuner import
