@@ -263,11 +263,8 @@ def _none_on_gaudi(code: str) -> bool:
     (`torch.device("cpu") if to_cpu else None`): None on Gaudi too, wherever
     the test goes the other way. A test of CUDA's (`None if
     torch.cuda.is_available() else "cpu"`) stays CUDA's: Gaudi takes the other arm."""
-    try:
-        node = ast.parse(code, mode="eval").body
-    except SyntaxError:
-        return False
-    return _may_be_none(code) and "cuda" not in ast.unparse(node.test).lower()
+    choice = _choice_with_none(code)
+    return choice is not None and "cuda" not in ast.unparse(choice.test).lower()
 
 
 def _assigned_once(function: cst.FunctionDef) -> dict:
@@ -307,13 +304,18 @@ def _assigned_once(function: cst.FunctionDef) -> dict:
 def _may_be_none(code: str) -> bool:
     """A conditional with a `None` arm (`8 if args.fp16 else None`): unset
     whenever its condition goes the other way, as it does in bf16 on Gaudi."""
+    return _choice_with_none(code) is not None
+
+
+def _choice_with_none(code: str) -> Optional[ast.IfExp]:
+    """``code`` as a conditional expression one of whose arms is `None`, or None."""
     try:
         node = ast.parse(code, mode="eval").body
     except SyntaxError:
-        return False
-    return isinstance(node, ast.IfExp) and any(
-        isinstance(arm, ast.Constant) and arm.value is None for arm in (node.body, node.orelse)
-    )
+        return None
+    if isinstance(node, ast.IfExp) and any(isinstance(arm, ast.Constant) and arm.value is None for arm in (node.body, node.orelse)):
+        return node
+    return None
 
 
 class _Fields(dict):

@@ -163,8 +163,9 @@ class _KeywordArgsVisitor(cst.BatchableCSTVisitor):
             keywords = ", ".join(f"`{k}`" for k in changed)
             self.ctx.report(rule, node, f"{rule.message.format(name=written(node.func), keywords=keywords)} (not removed: {kept})")
             return
-        clashing = [new for old, new in rule.params["rename"].items() if old in present and new in present]
-        moved = _flag_moved(rule.params["rename"], present) if clashing else None
+        clashes = {old: new for old, new in rule.params["rename"].items() if old in present and new in present}
+        clashing = list(clashes.values())
+        moved = clashes if clashes and _flags_to_move(clashes, present) else None
         if moved is not None and original is None and report_at is None:
             # `fp16=True, bf16=False`: the flag moves to the renamed keyword.
             message = rule.message.format(name=written(node.func), keywords=", ".join(f"`{k}`" for k in changed))
@@ -361,15 +362,11 @@ def edit_keywords(call: cst.Call, params) -> cst.Call:
     return call.with_changes(args=args)
 
 
-def _flag_moved(rename: dict, present: dict) -> Optional[dict]:
-    """For a call that sets both a keyword and its new name to the literals
-    `True` and `False` (`fp16=True, bf16=False`), each such old -> new; None
-    when any clash is something else (`fp16=not ok, bf16=ok`)."""
-    pairs = {old: new for old, new in rename.items() if old in present and new in present}
-    values = {k: written(present[k].value) for pair in pairs.items() for k in pair}
-    if all(values[old] == "True" and values[new] == "False" for old, new in pairs.items()):
-        return pairs
-    return None
+def _flags_to_move(clashes: dict, present: dict) -> bool:
+    """Whether a call sets each keyword and its new name (old -> new in
+    ``clashes``) to the literals `True` and `False` (`fp16=True, bf16=False`),
+    not to anything else (`fp16=not ok, bf16=ok`)."""
+    return all(written(present[old].value) == "True" and written(present[new].value) == "False" for old, new in clashes.items())
 
 
 def _with_flag_moved(call: cst.Call, moved: dict, params) -> cst.Call:

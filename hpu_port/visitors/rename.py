@@ -74,9 +74,9 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         # `torch.cuda.current_device()` there is a device, elsewhere an index.
         self.call_of: dict[cst.CSTNode, cst.Call] = {}
         self.device_places: set[cst.CSTNode] = set()
-        # Calls whose value a statement names (`device = torch.cuda.current_device()`).
-        self.named_calls: dict[cst.Call, str] = {}
-        # A call assigned to a name or an attribute (`opt.num_gpu = ...`), as written.
+        # Calls whose value a statement keeps, by the name or attribute it is
+        # assigned to, as written (`device = torch.cuda.current_device()`,
+        # `opt.num_gpu = torch.cuda.device_count()`).
         self.assigned_to: dict[cst.Call, str] = {}
         # The f-strings the walk is in, innermost last; how deep in type hints it is.
         self.fstrings: list[cst.FormattedString] = []
@@ -160,8 +160,6 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
             self.assigned_to[node.value] = written(node.targets[0].target)
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
             name = node.targets[0].target.value
-            if isinstance(node.value, cst.Call):
-                self.named_calls[node.value] = name
             if _picks_float16(node.value) and self._dtype_name(name):
                 self.float16_names.add((self.ctx.scope.node, name))
         for target in node.targets:
@@ -250,11 +248,16 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         through a name called a device that only such places read."""
         if call in self.device_places:
             return True
-        name = self.named_calls.get(call)
+        name = self._name_of(call)
         if name is None or not _DEVICE_NAME.search(name):
             return False
         scope = next((d for d in reversed(self.definitions) if isinstance(d, cst.FunctionDef)), self.ctx.module)
         return used_as_a_device(scope, name, self.ctx)
+
+    def _name_of(self, call: Optional[cst.Call]) -> Optional[str]:
+        """The plain name a statement keeps ``call``'s value in, if any."""
+        target = self.assigned_to.get(call) if call is not None else None
+        return target if target is not None and target.isidentifier() else None
 
     def _count_for_data_parallel(self, node) -> Optional[str]:
         call = self.call_of.get(node)
@@ -265,7 +268,7 @@ class _RenameVisitor(Fp16Choices, SkipConditions, Surroundings, ReferenceVisitor
         share of the work (`gpu_idx * slice_idx`), and on Gaudi every
         process's device is 0."""
         call = self.call_of.get(node)
-        name = self.named_calls.get(call) if call is not None else None
+        name = self._name_of(call)
         scope = next((d for d in reversed(self.definitions) if isinstance(d, cst.FunctionDef)), self.ctx.module)
         if name is None or not used_as_a_rank(scope, name):
             return None
