@@ -173,6 +173,30 @@ def test_a_kernel_module_is_reported_once_however_many_lines_use_triton():
     assert "findings inside it said here only" in findings[0].message
 
 
+@pytest.mark.parametrize(
+    "decorator, where",
+    [("numba.jit(nopython=True)", "numba compiles for the CPU"), ("numba.cuda.jit", "only run on NVIDIA GPUs")],
+)
+def test_a_kernel_module_says_where_its_compiler_puts_the_kernels(decorator, where):
+    """numba's plain jit builds host code: calling it NVIDIA-only would send
+    the reader after CUDA the module does not have."""
+    code = f"""
+import numba
+import torch
+
+
+@{decorator}
+def circle_nms(dets, thresh):
+    return dets
+
+
+def move(boxes):
+    return torch.from_numpy(circle_nms(boxes, 0.5)).cuda()
+"""
+    unit = next(f for f in port(code).findings if f.code == "HPU615")
+    assert where in unit.message
+
+
 def test_a_not_on_another_operand_of_a_kept_check_does_not_free_its_body():
     """`if not args.disable_cuda and torch.cuda.is_available():` kept for the
     cuDNN version it reads keeps its device too: a converted body under a

@@ -110,9 +110,11 @@ class OtherBackend(Kind):
     def context(self, rule):
         # A function another unit calls is judged by what it uses (a CUDA
         # internal such as tinygemm's int4 packing): `check` must parse it
-        # too, or it would port the caller that `rewrite` holds.
+        # too, or it would port the caller that `rewrite` holds. A kernel's
+        # decorator makes its whole module another device's code.
         evidence = bundled()
-        return name_context([*evidence.internals, *evidence.statement_names, *evidence.names]) + word_context(
+        names = [*evidence.internals, *evidence.statement_names, *evidence.names, *evidence.kernel_decorators]
+        return name_context(names) + word_context(
             evidence.internal_attributes
         )
 

@@ -382,7 +382,8 @@ def _module_reason(ctx: FileContext, evidence: Evidence) -> Optional[str]:
     for function in functions(ctx.module.body):
         decorator = _kernel_decorator(ctx, function, evidence.kernel_decorators)
         if decorator is not None:
-            return f"it defines `@{decorator}` kernels (`{function.name.value}`), which only run on NVIDIA GPUs"
+            written_as, qualified = decorator
+            return f"it defines `@{written_as}` kernels (`{function.name.value}`), {_where_kernels_run(qualified)}"
     for node in ctx.module.body:
         if isinstance(node, cst.ClassDef):
             base = _matching_base(ctx, node, evidence.unit_class_bases)
@@ -530,13 +531,22 @@ def _imported_modules(small) -> list[str]:
     return []
 
 
-def _kernel_decorator(ctx: FileContext, function: cst.FunctionDef, patterns: tuple) -> Optional[str]:
+def _kernel_decorator(ctx: FileContext, function: cst.FunctionDef, patterns: tuple) -> Optional[tuple]:
+    """The first kernel decorator of `function`, as written and qualified."""
     for decorator in function.decorators:
         target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
         hit = ctx.qualify(target)
         if hit is not None and matches_any(hit[0], patterns):
-            return written(target)
+            return written(target), hit[0]
     return None
+
+
+def _where_kernels_run(qualified: str) -> str:
+    # numba's plain jit compiles for the host: its kernels take NumPy arrays,
+    # so "NVIDIA only" would send a reader looking for CUDA that is not there.
+    if qualified in ("numba.jit", "numba.njit"):
+        return "which numba compiles for the CPU (or NVIDIA GPUs), never for Gaudi: they take host arrays, not HPU tensors"
+    return "which only run on NVIDIA GPUs"
 
 
 def _implements(node: cst.ClassDef, base: str) -> str:
