@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from hpu_port.cli import main
 from hpu_port.engine import port_source
-from tests.conftest import REPO, make_ruleset, port
+from tests.conftest import REPO, make_ruleset, port, ported
 
 PACKAGE = REPO / "tests" / "fixtures" / "multi_device"
 
@@ -540,3 +540,45 @@ def test_a_script_that_accepts_the_cpu_and_cuda_is_ported_to_the_hpu(tmp_path):
     diff = CliRunner().invoke(main, ["rewrite", "--dry-run", "--no-cache", str(tmp_path)]).stdout
     assert '+        if "cpu" not in device and "hpu" not in device:' in diff
     assert '+        if device not in ("cpu", "hpu"):' in diff
+
+
+MEASURED_IN_ONE_METHOD_PRINTED_IN_ANOTHER = """
+import torch
+
+
+class MemoryTrace:
+    def __exit__(self, *exc):
+        if torch.xpu.is_available():
+            self.peak = torch.xpu.max_memory_allocated()
+        elif torch.cuda.is_available():
+            self.peak = torch.cuda.memory_stats()["active_bytes.all.peak"]
+
+    def print_stats(self):
+        device = None
+        if torch.xpu.is_available():
+            device = "XPU"
+        elif torch.cuda.is_available():
+            device = "CUDA"
+        if device:
+            print(f"Peak {device} memory was {self.peak}")
+"""
+
+
+def test_an_arm_that_reads_what_an_arm_without_a_twin_sets_is_held():
+    """`__exit__`'s CUDA arm reads a memory key Gaudi's stats lack, so it gets
+    no HPU twin; an HPU arm in `print_stats` would then print `self.peak`,
+    which nothing set on Gaudi. Both are reported, neither is rewritten."""
+    result = port(MEASURED_IN_ONE_METHOD_PRINTED_IN_ANOTHER)
+    assert result.new_source is None
+    printing = next(f for f in result.findings if f.line == 15 and f.code == "HPU620")
+    assert printing.kept == "by-hand" and "`self.peak`" in printing.message
+
+
+def test_an_arm_whose_attributes_are_set_elsewhere_too_is_extended():
+    """With `self.peak` set in `__init__`, Gaudi prints a value either way:
+    the HPU arm is added."""
+    code = MEASURED_IN_ONE_METHOD_PRINTED_IN_ANOTHER.replace(
+        "class MemoryTrace:\n", "class MemoryTrace:\n    def __init__(self):\n        self.peak = 0\n\n"
+    )
+    printing = ported(code).split("def print_stats")[1]
+    assert 'elif torch.cuda.is_available():\n            device = "CUDA"\n        elif hasattr(torch, "hpu")' in printing

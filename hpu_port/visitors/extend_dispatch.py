@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 from typing import Optional
@@ -10,6 +11,7 @@ import libcst as cst
 
 from hpu_port.branches import (
     CUDA_PROBE,
+    Held,
     LIGHTNING_GPU_TEST,
     chain_arms,
     cuda_arm_of_dispatch,
@@ -22,6 +24,8 @@ from hpu_port.branches import (
 from hpu_port.context import FileContext
 from hpu_port.device.declarations import HPU_PROBE_NAME
 from hpu_port.model import Rule
+from hpu_port.positions import positions_of
+from hpu_port.visitors._class_state import attributes_read, set_outside, unset_on_gaudi
 from hpu_port.visitors._references import shown_briefly, written
 from hpu_port.walk import descendants
 
@@ -46,13 +50,32 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         # expression's arm is ported inside its own statement and function
         # (`def backend(): return "nccl"`), where rules can tell what it is for.
         self.lines: list[cst.SimpleStatementLine] = []
-        self.functions: list[str] = []
+        self.functions: list[cst.FunctionDef] = []
+        # The classes the walk is in, each with the CUDA arms left without an
+        # HPU twin and the HPU arms its methods would get (decided as the class
+        # is left: see ``_class_state``).
+        self.classes: list[_ClassChoices] = []
+        self.head: Optional[cst.CSTNode] = None
 
     def visit_FunctionDef(self, node) -> None:
-        self.functions.append(node.name.value)
+        self.functions.append(node)
 
     def leave_FunctionDef(self, node) -> None:
         self.functions.pop()
+
+    def visit_ClassDef(self, node) -> None:
+        self.classes.append(_ClassChoices(node, len(self.functions)))
+
+    def leave_ClassDef(self, node) -> None:
+        choices = self.classes.pop()
+        unset = choices.unset_on_gaudi(self.ctx)
+        for method, at, message, fix in choices.extensions:
+            read = sorted(attributes_read(method) & unset) if unset else ()
+            if read:
+                why = f"the HPU arm would read `self.{read[0]}`, which only a CUDA arm left without an HPU twin sets (in this class); add both arms by hand"
+                self.ctx.report(self.rule, at, message, fix, kept=Held("by-hand", why), extends=True)
+            else:
+                self.ctx.report(self.rule, at, message, fix, extends=True)
 
     def visit_SimpleStatementLine(self, node) -> None:
         self.lines.append(node)
@@ -70,6 +93,7 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         if head in self.inner:
             return
         self.inner.update(chain_arms(head)[1:])
+        self.head = head
         if self.ctx.port_snippet is None or head not in self.ctx.branches.extended and not self._dispatch(head):
             return
         arm = cuda_arm_of_dispatch(head, self.ctx.module, self.ctx.branches.other_probe)
@@ -113,7 +137,7 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
             index = next(i for i, c in enumerate(node.cases) if c is case)
             return updated.with_changes(cases=[*cases[: index + 1], new_case, *cases[index + 1:]])
 
-        self.ctx.report(self.rule, case.pattern, message, lambda plan: _plan_edit(plan, node, insert, imports), extends=True)
+        self._report_extension(case.pattern, message, lambda plan: _plan_edit(plan, node, insert, imports))
 
     def visit_Dict(self, node: cst.Dict) -> None:
         """`{"cuda": "nccl", "npu": "hccl"}`: an `"hpu"` entry, with the CUDA
@@ -146,7 +170,7 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
                 cuda = cuda.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
             return updated.with_changes(elements=[*elements[:index], cuda, new_entry, *elements[index + 1:]])
 
-        self.ctx.report(self.rule, entry, message, lambda plan: _plan_edit(plan, node, insert, imports), extends=True)
+        self._report_extension(entry, message, lambda plan: _plan_edit(plan, node, insert, imports))
 
     def _hpu_key(self, key: cst.BaseExpression) -> tuple[Optional[cst.BaseExpression], str]:
         """The HPU's key beside CUDA's ``key`` (`"hpu"`, `DeviceType.HPU`),
@@ -226,7 +250,7 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         shown = first_line if beside else f"elif {first_line[3:]}"
         message = self.rule.message.format(name=shown_briefly(written(arm.test)), arm=shown)
         imports = (*ported.imports, *probe_imports)
-        self.ctx.report(self.rule, arm.test, message, lambda plan: _plan(plan, arm, new_arm, imports, beside), extends=True)
+        self._report_extension(arm.test, message, lambda plan: _plan(plan, arm, new_arm, imports, beside))
 
     def _extend_expression(self, head: cst.IfExp, arm: cst.IfExp) -> None:
         line = self.lines[-1].deep_replace(head, _marked(arm.body))
@@ -247,7 +271,7 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         new_arm = cst.IfExp(test=probe, body=value, orelse=arm.orelse)
         message = self.rule.message.format(name=shown_briefly(written(arm.test)), arm=_shown_arm(new_arm))
         imports = (*ported.imports, *probe_imports)
-        self.ctx.report(self.rule, arm.test, message, lambda plan: _plan(plan, arm, new_arm, imports), extends=True)
+        self._report_extension(arm.test, message, lambda plan: _plan(plan, arm, new_arm, imports))
 
     def _extend_fallback(self, head, last) -> None:
         """`"xpu" if is_torch_xpu_available() else "cuda"`: the HPU arm goes
@@ -288,14 +312,14 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         message = self.rule.message.format(name=shown_briefly(written(last.test)), arm=shown)
         message = message.replace("picks CUDA among other devices", "falls back to CUDA after other devices")
         imports = (*ported.imports, *probe_imports)
-        self.ctx.report(self.rule, last.test, message, lambda plan: _plan_edit(plan, last, edit, imports), extends=True)
+        self._report_extension(last.test, message, lambda plan: _plan_edit(plan, last, edit, imports))
 
     def _in_function(self, code: str) -> str:
         """``code`` inside a function of the same name as the one it is in:
         rules read what a value is for from it (`def backend(): return "nccl"`)."""
         if not self.functions:
             return code
-        return f"def {self.functions[-1]}():\n" + textwrap.indent(code, "    ")
+        return f"def {self.functions[-1].name.value}():\n" + textwrap.indent(code, "    ")
 
     def _missing(self, arm, ported) -> bool:
         if ported.missing:
@@ -307,6 +331,15 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         at = getattr(arm, "test", arm)
         message = self.rule.params["missing-message"].format(name=shown_briefly(written(at)), arm=what)
         self.ctx.report(self.rule, at, message)
+        if self.classes and isinstance(arm, cst.If):
+            self.classes[-1].missing.append((arm, self.head))
+
+    def _report_extension(self, at, message: str, fix) -> None:
+        """Report an HPU arm to add; in a method, once its class is read whole."""
+        choices = self.classes[-1] if self.classes else None
+        if choices is None or len(self.functions) <= choices.depth:
+            return self.ctx.report(self.rule, at, message, fix, extends=True)
+        choices.extensions.append((self.functions[choices.depth], at, message, fix))
 
     def _dispatch(self, head) -> bool:
         tests = "\n".join(self.ctx.module.code_for_node(a.test) for a in chain_arms(head))
@@ -351,7 +384,7 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         is_hpu_available()`, or imported), or of the project's own from a
         module this one imports from, with the import that needs; None if
         there is none. Either exists in the version the user runs."""
-        inside = self.functions[-1] if self.functions else None
+        inside = self.functions[-1].name.value if self.functions else None
         bound = _module_bindings(self.ctx.module)
         for name in sorted(bound):
             if HPU_PROBE_NAME.match(name) and name != inside:
@@ -601,3 +634,37 @@ def _is_pass(statement) -> bool:
 
 def _shown_arm(expression: cst.IfExp) -> str:
     return f"... if {written(expression.test)} else ..."
+
+
+class _ClassChoices:
+    """One class's device choices, as the walk finds them."""
+
+    def __init__(self, node: cst.ClassDef, depth: int) -> None:
+        self.node = node
+        self.depth = depth  # how many functions enclose the class: its methods are the next
+        self.missing: list[tuple] = []  # (CUDA arm without an HPU twin, head of its chain)
+        self.extensions: list[tuple] = []  # (method, node, message, fix)
+
+    def unset_on_gaudi(self, ctx: FileContext) -> set:
+        if not self.missing or not self.extensions:
+            return set()
+        heads = [head if head is not None and arm in chain_arms(head) else arm for arm, head in self.missing]
+        where = positions_of(ctx.module, [self.node, *heads])
+        tree = ctx.tree if ctx.tree is not None else _parsed(ctx.source)
+        if tree is None:
+            return set()
+        lines = (where[self.node].start.line, where[self.node].end.line)
+        unset = set()
+        for (arm, _), head in zip(self.missing, heads):
+            chain = (where[head].start.line, where[head].end.line)
+            arms = chain_arms(head)
+            fallback = arms[-1].orelse if isinstance(arms[-1], cst.If) else None
+            unset |= unset_on_gaudi(arm, fallback, set_outside(tree, self.node.name.value, lines, chain))
+        return unset
+
+
+def _parsed(source: bytes):
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
