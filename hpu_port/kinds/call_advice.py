@@ -36,7 +36,12 @@ passes every parameter the decision needs, and so is a call in the body of
 an ``if`` whose test names another accelerator (``npu``, ``xla``, ``mps``...).
 ``unless-used`` lists qualified names whose use anywhere in the file means
 the advice is not for it: it already does what the rule asks, or does
-something the advice does not fit (parameters sharded by FSDP).
+something the advice does not fit (parameters sharded by FSDP). With
+``unless-used-in = "function"`` only a use in the same outermost function as
+the call counts (or, for a call outside any function, a use outside any):
+`torch.save` in a script's own loop says it resumes what it saved, while a
+`save_weights` method beside `load_weights` says nothing of where the loaded
+weights come from.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ _ENTRY_KEYS = {"aliases", "advice", "signature", "only-if", "skip-when", "skip-u
 @register_kind
 class CallAdvice(Kind):
     name = "call-advice"
-    KEYS = {"calls": (dict, True), "unless-used": (list, False)}
+    KEYS = {"calls": (dict, True), "unless-used": (list, False), "unless-used-in": (str, False)}
     MESSAGE_FIELDS = frozenset({"name", "advice"})
 
     def build_params(self, table):
@@ -71,7 +76,10 @@ class CallAdvice(Kind):
                 calls[alias] = calls[name]
         if not calls:
             raise ValueError("'calls' must not be empty")
-        return {"calls": calls, "unless-used": set(string_list(table.get("unless-used", []), "unless-used"))}
+        scope = table.get("unless-used-in", "file")
+        if scope not in ("file", "function"):
+            raise ValueError(f"'unless-used-in' must be \"file\" or \"function\", not {scope!r}")
+        return {"calls": calls, "unless-used": set(string_list(table.get("unless-used", []), "unless-used")), "unless-used-in": scope}
 
     def handled_names(self, rule):
         return {name for name in rule.params["calls"] if name != ANY_CALL}

@@ -32,7 +32,10 @@ class _CallAdviceVisitor(RulesVisitor):
                 self.wanted |= {m for m in entry["only-in-files-with"] if not m.startswith(".")}
         self.wanted_last_words = {name.rsplit(".", 1)[-1] for name in self.wanted}
         self.used: set[str] = set()  # qualified names, and `.method` for methods called
-        self.held: list[tuple] = []  # (rule, entry, call, message): decided once the file was seen
+        # Where each name of a rule's `unless-used` is used: the outermost
+        # function, or None for the module's own statements.
+        self.used_in: dict[str, set] = {}
+        self.held: list[tuple] = []  # (rule, entry, call, message, outermost function): decided once the file was seen
         self.other_device_bodies: set[cst.CSTNode] = set()
         self.other_device_depth = 0
         # A test naming another accelerator: its body is written for that device, and
@@ -109,6 +112,7 @@ class _CallAdviceVisitor(RulesVisitor):
             hit = self.ctx.qualify(node)
             if hit is not None and hit[0] in self.wanted:
                 self.used.add(hit[0])
+                self.used_in.setdefault(hit[0], set()).add(self._outermost())
 
     # -- the calls ----------------------------------------------------------------
 
@@ -128,11 +132,22 @@ class _CallAdviceVisitor(RulesVisitor):
             advice = advice_for(entry, node, self.class_defaults[-1] if self.class_defaults else {}, self._names_of_function())
             if advice is not None:
                 message = rule.message.format(name=written(node.func), advice=advice)
-                self.held.append((rule, entry, node, message))
+                self.held.append((rule, entry, node, message, self._outermost()))
+
+    def _satisfied(self, rule: Rule, scope: Optional[cst.FunctionDef]) -> bool:
+        """Whether a name of the rule's `unless-used` is used where it counts
+        for a call in ``scope`` (see the kind's `unless-used-in`)."""
+        names = rule.params["unless-used"]
+        if rule.params["unless-used-in"] == "file":
+            return bool(self.used & names)
+        return any(scope in self.used_in.get(name, ()) for name in names)
+
+    def _outermost(self) -> Optional[cst.FunctionDef]:
+        return self.functions[0] if self.functions else None
 
     def leave_Module(self, node) -> None:
-        for rule, entry, call, message in self.held:
-            if self.used & rule.params["unless-used"]:
+        for rule, entry, call, message, scope in self.held:
+            if self._satisfied(rule, scope):
                 continue
             markers = entry["only-in-files-with"]
             if markers and not self.used & set(markers) and not (entry["or-in-cuda-projects"] and self.ctx.facts.uses_cuda):

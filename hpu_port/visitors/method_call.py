@@ -200,9 +200,18 @@ def _device_followed(call: cst.Call, keyword: str) -> Optional[cst.BaseExpressio
     device = next((arg.value for index, arg in enumerate(call.args) if _is_device_arg(arg, index, keyword)), None)
     if isinstance(device, cst.Call) and not device.args and isinstance(device.func, cst.Attribute):
         return device.func.value if device.func.attr.value == "get_device" else None
-    if isinstance(device, cst.Attribute) and device.attr.value == "device":
+    if isinstance(device, cst.Attribute) and device.attr.value == "device" and not _holds_settings(device.value):
         return device.value
     return None
+
+
+# Objects whose `device` is a setting, often a GPU number (`self.device =
+# args.gpu`), not the place of a tensor.
+_SETTINGS_HOLDERS = frozenset({"self", "cls", "args", "opt", "opts", "cfg", "config", "hparams", "options", "FLAGS"})
+
+
+def _holds_settings(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value in _SETTINGS_HOLDERS
 
 
 def _argument_receiver(call: cst.Call, method: str) -> Optional[cst.BaseExpression]:
