@@ -862,6 +862,27 @@ def test_a_launch_of_a_script_that_shards_with_fsdp_is_reported_not_set_to_lazy_
     assert "it runs `main_finetune.py`, which shards its model with FSDP" in check
 
 
+def test_a_script_that_imports_a_src_layout_module_that_shards_shards_too(tmp_path):
+    """llama-recipes' `getting-started/finetuning/finetuning.py` imports
+    `llama_cookbook.finetuning` from `src/`, a namespace package."""
+    _write(tmp_path, {
+        "src/cookbook/finetuning.py": """
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+            def main():
+                return FSDP(build())
+        """,
+        "recipes/finetuning.py": """
+            import fire
+            from cookbook.finetuning import main
+
+            fire.Fire(main)
+        """,
+    })
+    found = {os.path.relpath(path, tmp_path) for path in _facts(tmp_path).sharding_files}
+    assert os.path.join("recipes", "finetuning.py") in found
+
+
 # A training script that picks apex from its command line (SwAV's layout).
 APEX_OPTIONS = {
     "main.py": """

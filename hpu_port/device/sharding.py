@@ -33,6 +33,9 @@ def sharding_files(sources: dict, module_name: Callable[[str], str], holding: Ca
     importing = re.compile(rb"^[ \t]*((?:from|import)[ \t][^\n]*\b(?:" + "|".join(names).encode() + rb")\b[^\n]*)", re.M)
     top = os.path.commonpath([os.path.dirname(path) for path in sources])
     found = set(shards)
+    # Modules of the project's packages by the name they are imported by,
+    # wherever they lie (a `src/` layout is not above the scripts using it).
+    packaged = {module_name(path): path for path in sources if "." in module_name(path)}
     words = tuple(sorted({os.path.splitext(os.path.basename(path))[0].encode() for path in shards}))
     for path, source in sources.items():
         if not isinstance(source, bytes) or not any(word in source for word in words):
@@ -43,7 +46,8 @@ def sharding_files(sources: dict, module_name: Callable[[str], str], holding: Ca
         module = module_name(path)
         package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
         imported = [name for tree in statements if tree is not None for name in _imported(tree, package)]
-        if any(candidate in shards for candidate in _files_named(imported, path, top)):
+        candidates = [*_files_named(imported, path, top), *(packaged[name] for name in imported if name in packaged)]
+        if any(candidate in shards for candidate in candidates):
             found.add(path)
     return tuple(sorted(found))
 
@@ -69,8 +73,9 @@ def _statement(source: bytes, match: re.Match) -> Optional[ast.Module]:
 
 def _files_named(modules: Iterable[str], importer: str, top: str) -> Iterable[str]:
     """The paths a module name may stand for: the module's file or package
-    under the importing file's folder or a folder above it, up to ``top``
-    (folders without an `__init__.py` are imported by dotted name too)."""
+    under the importing file's folder or a folder above it, up to ``top``,
+    or under ``top``'s `src` folder (folders without an `__init__.py` are
+    imported by dotted name too)."""
     folders = []
     folder = os.path.dirname(importer)
     while True:
@@ -78,6 +83,8 @@ def _files_named(modules: Iterable[str], importer: str, top: str) -> Iterable[st
         if folder == top or os.path.dirname(folder) == folder or not folder.startswith(top):
             break
         folder = os.path.dirname(folder)
+    # A `src/` layout's packages, namespace packages too (no `__init__.py`).
+    folders.append(os.path.join(top, "src"))
     for name in set(modules):
         relative = os.path.join(*name.split("."))
         for folder in folders:

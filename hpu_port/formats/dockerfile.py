@@ -127,6 +127,7 @@ class DockerfileDocument(Document):
                     start = arguments.start + part.start()
                     self._images.append(Word(part.group(), Span(start, start + len(part.group()))))
                     self._images += self._image_arguments(part.group())
+                    self._images += self._expanded_image(part.group(), Span(start, start + len(part.group())))
                     break
         elif name in ("ENV", "ARG"):
             self._assignments += _key_values(text, arguments.start)
@@ -143,6 +144,18 @@ class DockerfileDocument(Document):
         if named is None:
             return []
         return [a.value for a in self._assignments if a.name.value == named.group(1) and a.value is not None and a.value.value]
+
+    def _expanded_image(self, image: str, span: Span) -> list[Word]:
+        """`FROM pytorch/$IMG_REPO:$IMG_TAG`: the image the `ARG` defaults
+        spell, at the `FROM` line, when every argument it names has one (an
+        image that starts with one is ``_image_arguments``')."""
+        names = [m.group(1) for m in _IMAGE_ARGUMENT.finditer(image)]
+        if not names or _IMAGE_ARGUMENT.match(image):
+            return []
+        defaults = {a.name.value: a.value.value for a in self._assignments if a.value is not None and a.value.value}
+        if not all(name in defaults for name in names):
+            return []
+        return [Word(_IMAGE_ARGUMENT.sub(lambda m: defaults[m.group(1)], image), span)]
 
     def _run(self, arguments: Span, body: Optional[Span], marker: Optional[Span]) -> None:
         flags = _RUN_FLAG.match(self.text, arguments.start, arguments.end)
