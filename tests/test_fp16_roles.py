@@ -197,3 +197,18 @@ def test_code_that_makes_a_value_float16_converts_with_the_model():
     assert "im = im.to(torch.bfloat16)" in output
     # The arm for values that are float16 already is theirs.
     assert "return x.half()" in output
+
+
+def test_a_deepspeed_config_written_in_python_trains_in_bf16_with_the_script():
+    """`samples.half()` beside a dict that asks DeepSpeed for fp16: with the
+    option both move to bf16, whatever order and layout the members have."""
+    code = (
+        "config = {'train_micro_batch_size_per_gpu': 8, 'fp16': {'loss_scale': 0, 'enabled': True, 'initial_scale_power': 16}, 'zero_optimization': {'stage': 2}}\n"
+        'c2 = {"optimizer": {}, "fp16": {"enabled": args.fp16, "loss_scale": 0,}}\n'
+    )
+    converted = port(code, fp16_to_bf16=True).new_source.decode()
+    assert converted == (
+        "config = {'train_micro_batch_size_per_gpu': 8, 'bf16': {'enabled': True}, 'zero_optimization': {'stage': 2}}\n"
+        'c2 = {"optimizer": {}, "bf16": {"enabled": args.fp16,}}\n'
+    )
+    assert port(code).new_source is None
