@@ -262,11 +262,14 @@ def find_facts(
     parsed: dict[str, Optional[ModuleJudge]] = {}
     trees = _Trees()
     first_needles = holds_evidence = _FirstNeedles(libraries)
+    # What imports a CUDA extension of the project is kernel code: judged with it.
+    extensions, builders_of_extensions = _cuda_extensions(sources, trees)
+    first_needles.needles += [name.encode() for name in sorted(extensions)]
     known: set = set()
     for _ in range(MAX_ROUNDS):
         for path, source in sources.items():
             if path not in parsed and source is not None and holds_evidence(source):
-                parsed[path] = ModuleJudge.of(path, trees.of(path, source), facts.module_name(path), builders, source)
+                parsed[path] = ModuleJudge.of(path, trees.of(path, source), facts.module_name(path), builders, source, extensions)
         modules = [module for module in parsed.values() if module is not None]
         while any([module.judge(found, kernel, libraries) for module in modules]):
             pass  # within what is parsed, until nothing more is found
@@ -283,7 +286,6 @@ def find_facts(
     *subclasses_and_parsers, clashes = project_subclasses(sources, trees.holding, facts.module_name, frozenset(bases), argument_fields or {})
     several = _serving_several(sources, facts, other_devices)
     syncing = _syncing_methods(sources, trees)
-    extensions, builders_of_extensions = _cuda_extensions(sources, trees)
     enums = {p: s for p, s in sources.items() if isinstance(s, bytes) and b"Enum" in s}
     return ProjectFacts(
         facts.first_party, packages, tuple(sorted(found.items())), several, syncing, extensions,
@@ -400,17 +402,18 @@ def _project_holds(python_files: dict, holds: dict) -> tuple:
 
 
 def _cuda_extensions(sources: dict, trees: "_Trees") -> tuple[frozenset, frozenset]:
-    """The module names of `CUDAExtension("name", ...)` (or `name="..."`) in
-    the project's files: modules built from CUDA sources; also through a
+    """The module names of `CUDAExtension("name", ...)` (or `name="..."`),
+    or of an `Extension` listing `.cu` sources, in the project's files:
+    modules built from CUDA sources; also through a
     name the same function sets to it (`extension = CUDAExtension` under a
     CUDA check, then `extension("DCNv3", sources)`). And the files that
     build them."""
     found, files = set(), set()
-    for path, tree in trees.holding(sources, (b"CUDAExtension",)):
+    for path, tree in trees.holding(sources, (b"CUDAExtension", b".cu'", b'.cu"')):
         builders = {"CUDAExtension"} | _names_bound_to_cuda_extension(tree)
         makers = _functions_returning_cuda_extension(tree)
         for node in breadth_first(tree):
-            if isinstance(node, ast.Call) and called_name(node.func) in builders | makers:
+            if isinstance(node, ast.Call) and (called_name(node.func) in builders | makers or _extension_of_cuda_sources(node)):
                 name = _text_argument(node, 0, "name")
                 if name is None:
                     continue
@@ -423,6 +426,18 @@ def _cuda_extensions(sources: dict, trees: "_Trees") -> tuple[frozenset, frozens
                 if package is not None:
                     found.add(f"{package}.{name}")
     return frozenset(found), frozenset(files)
+
+
+def _extension_of_cuda_sources(call: ast.Call) -> bool:
+    """`Extension("gpu_nms", ["nms_kernel.cu", "gpu_nms.pyx"], ...)`: a plain
+    setuptools (or distutils) extension whose listed sources hold CUDA code,
+    built by a setup script that runs nvcc itself."""
+    if called_name(call.func).rpartition(".")[2] != "Extension":
+        return False
+    sources = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "sources"), None)
+    return isinstance(sources, (ast.List, ast.Tuple)) and any(
+        isinstance(item, ast.Constant) and isinstance(item.value, str) and item.value.endswith((".cu", ".cuh")) for item in sources.elts
+    )
 
 
 def _text_argument(call: ast.Call, position: int, keyword: str) -> Optional[str]:

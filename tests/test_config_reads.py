@@ -56,6 +56,7 @@ def test_a_flag_is_renamed_only_where_the_projects_script_takes_the_new_one(tmp_
     result = CliRunner().invoke(main, ["rewrite", "--no-cache", "--fp16-to-bf16", str(tmp_path)], catch_exceptions=False)
     assert "--fp16" in (tmp_path / "run.sh").read_text()  # train.py has no --bf16: the launch would stop
     assert "HPU807" in result.output
+    assert "use --bf16 once the script has one (its parser defines --fp16 and no --bf16)" in result.output
     (tmp_path / "train.py").write_bytes(parser + b'p.add_argument("--bf16", action="store_true")\n')
     CliRunner().invoke(main, ["rewrite", "--no-cache", "--fp16-to-bf16", str(tmp_path)], catch_exceptions=False)
     assert "--bf16" in (tmp_path / "run.sh").read_text()

@@ -1054,3 +1054,115 @@ def test_a_launcher_of_the_projects_own_cuda_code_is_an_entry_point(tmp_path):
     (tmp_path / "tuner" / "sft.py").write_text("import torch\n\ndef run_training(model, batch):\n    model(batch).sum().backward()\n")
     cpu_only = CliRunner().invoke(main, ["check", "--no-cache", "--select", "HPU205", str(tmp_path)]).stdout
     assert "train_bash.py" not in cpu_only
+
+
+# torch-ngp's layout: an extension built by its own setup.py, loaded lazily
+# by a function, with a JIT build of the same sources as the fallback.
+LAZY_EXTENSION = {
+    "raymarching/setup.py": """
+        from setuptools import setup
+        from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+        setup(name="raymarching", ext_modules=[CUDAExtension(name="_raymarching", sources=["src/raymarching.cu"])])
+    """,
+    "raymarching/__init__.py": "from .raymarching import *\n",
+    "raymarching/raymarching.py": """
+        import torch
+        from torch.autograd import Function
+
+        BACKEND = None
+
+
+        def get_backend():
+            global BACKEND
+            if BACKEND is None:
+                try:
+                    import _raymarching as _backend
+                except ImportError:
+                    from .backend import _backend
+                BACKEND = _backend
+            return BACKEND
+
+
+        class _march_rays(Function):
+            @staticmethod
+            def forward(ctx, rays_o):
+                if not rays_o.is_cuda:
+                    rays_o = rays_o.cuda()
+                return get_backend().march_rays(rays_o)
+
+
+        def optional_backend():
+            try:
+                import _raymarching
+            except ImportError:
+                _raymarching = None
+            return _raymarching
+    """,
+    "nms/setup_linux.py": """
+        from setuptools import Extension, setup
+
+        setup(ext_modules=[Extension("gpu_nms", ["nms_kernel.cu", "gpu_nms.pyx"])])
+    """,
+    "nms/__init__.py": "",
+}
+
+
+def test_a_function_that_loads_a_cuda_extension_lazily_and_its_callers_are_kernel_code(tmp_path):
+    _write(tmp_path, LAZY_EXTENSION)
+    facts = _facts(tmp_path)
+    assert {"_raymarching", "gpu_nms"} <= facts.cuda_extensions  # a plain Extension of `.cu` sources too
+    assert "imports `_raymarching`" in facts.why_nvidia_only("raymarching.raymarching.get_backend")
+    assert facts.why_kernel_code("raymarching.raymarching._march_rays.forward")
+    # A fallback that leaves a way without the extension is not a load.
+    assert facts.why_nvidia_only("raymarching.raymarching.optional_backend") is None
+
+
+def test_the_wrappers_of_a_lazily_loaded_extension_keep_their_cuda_moves(tmp_path):
+    _write(tmp_path, LAZY_EXTENSION)
+    result = CliRunner().invoke(main, ["rewrite", "--dry-run", "--no-cache", str(tmp_path)])
+    assert "rays_o.to(" not in result.stdout
+    check = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
+    assert "imports `_raymarching`, which the project builds from CUDA sources" in check
+
+
+def test_a_module_that_imports_an_extension_at_its_top_with_a_build_as_fallback_is_kept(tmp_path):
+    files = dict(LAZY_EXTENSION)
+    files["raymarching/grid.py"] = """
+        import torch
+
+        try:
+            import _raymarching as _backend
+        except ImportError:
+            from .backend import _backend
+
+
+        def encode(x):
+            return _backend.encode(x.cuda())
+    """
+    files["nms/nms.py"] = """
+        import torch
+        from .gpu_nms import gpu_nms
+
+
+        def nms(dets):
+            return gpu_nms(dets.cuda())
+    """
+    files["raymarching/optional.py"] = """
+        import torch
+
+        try:
+            import _raymarching as _backend
+        except ImportError:
+            _backend = None
+
+
+        def encode(x):
+            return x.cuda()
+    """
+    _write(tmp_path, files)
+    check = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
+    assert "grid.py:1:1: HPU615 this module is not ported: it imports `_raymarching`" in check
+    assert "nms.py:1:1: HPU615 this module is not ported: it imports `.gpu_nms`" in check
+    # A fallback without the extension: the module runs without it, and is ported.
+    assert "optional.py:1:1: HPU615" not in check

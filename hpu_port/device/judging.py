@@ -47,8 +47,10 @@ def is_library(qualified: str, libraries: frozenset) -> bool:
 class ModuleJudge:
     """One module's definitions, and what each uses and calls, by qualified name."""
 
-    def __init__(self, name: str, tree: ast.Module, is_package: bool, builders: set, source: bytes = b"") -> None:
+    def __init__(self, name: str, tree: ast.Module, is_package: bool, builders: set, source: bytes = b"", extensions: frozenset = frozenset()) -> None:
         self.name = name
+        # The modules the project builds from CUDA sources (`_raymarching`).
+        self.extensions = extensions
         self._lines = source.split(b"\n") if source else None
         self._words: dict[ast.AST, tuple] = {}
         self._heads: Optional[tuple] = None
@@ -90,10 +92,12 @@ class ModuleJudge:
             yield (f"{self.name}.{local}" if self.name else local), local
 
     @classmethod
-    def of(cls, path: str, tree: Optional[ast.Module], name: str, builders: set, source: bytes = b"") -> Optional["ModuleJudge"]:
+    def of(
+        cls, path: str, tree: Optional[ast.Module], name: str, builders: set, source: bytes = b"", extensions: frozenset = frozenset()
+    ) -> Optional["ModuleJudge"]:
         if tree is None:
             return None  # the file's own port reports it
-        return cls(name, tree, os.path.basename(path) == "__init__.py", builders, source)
+        return cls(name, tree, os.path.basename(path) == "__init__.py", builders, source, extensions)
 
     def judge(self, found: dict, kernel: set, libraries: frozenset) -> bool:
         """Add the definitions that only run on NVIDIA GPUs to ``found``, and
@@ -163,7 +167,7 @@ class ModuleJudge:
             return True
         words, internal_access = self._words_of(definition)
         heads, internal_heads = self._interesting_heads(found, libraries)
-        return bool(words & heads) or (internal_access and bool(words & internal_heads))
+        return bool(words & heads) or (internal_access and bool(words & internal_heads)) or bool(words & self.extensions)
 
     def _words_of(self, definition: ast.AST) -> tuple:
         known = self._words.get(definition)
@@ -205,6 +209,9 @@ class ModuleJudge:
     def _why(self, definition: ast.AST, found: dict, kernel: set, libraries: frozenset) -> tuple[Optional[str], bool]:
         """Why ``definition`` only runs on NVIDIA GPUs, if it does, and
         whether the reason is CUDA kernel code."""
+        imported = _imported_extension(definition.body, self.extensions) if self.extensions else None
+        if imported is not None:
+            return f"imports `{imported}`, which the project builds from CUDA sources", True
         cuda_source: Optional[str] = None
         looked = False
         for kind, node, value, unconditional in self._walked(definition):
@@ -289,6 +296,47 @@ class ModuleJudge:
         if head in self.definitions or head in self.classes:
             return ".".join([self.name, head, *parts]) if self.name else ".".join([head, *parts])
         return None
+
+
+def _imported_extension(statements: list, extensions: frozenset) -> Optional[str]:
+    """The CUDA extension that ``statements`` import whenever they run
+    (`import _raymarching as _backend`), also in a `try` whose every
+    fallback imports something else in its place (a JIT build of the same
+    sources) and under a lazy load's `if BACKEND is None:`; not under
+    another `if`, nor in a nested function."""
+    for statement in statements:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            found = next((name for name in _imported_modules(statement) if name in extensions), None)
+            if found is not None:
+                return found
+        elif isinstance(statement, ast.Try) and statement.handlers and all(
+            handler.body and all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in handler.body) for handler in statement.handlers
+        ):
+            found = _imported_extension(statement.body, extensions)
+            if found is not None:
+                return found
+        elif isinstance(statement, ast.With) or (isinstance(statement, ast.If) and _loads_once(statement.test)):
+            found = _imported_extension(statement.body, extensions)
+            if found is not None:
+                return found
+    return None
+
+
+def _loads_once(test: ast.AST) -> bool:
+    """`if BACKEND is None:` (or `if not _loaded:`): the lazy load's first
+    call takes the branch, so every call needs what it imports."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is):
+        return isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+    return isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, (ast.Name, ast.Attribute))
+
+
+def _imported_modules(statement) -> list:
+    """Each module name an import statement may load, by its last part too
+    (`from .gpu_nms import gpu_nms` loads `gpu_nms`)."""
+    if isinstance(statement, ast.Import):
+        return [part for alias in statement.names for part in (alias.name, alias.name.split(".")[0])]
+    names = [statement.module, statement.module.rpartition(".")[2]] if statement.module else []
+    return names + [alias.name for alias in statement.names] if not statement.module else names
 
 
 def _global_bindings(definitions: dict) -> Iterable[tuple[str, str, ast.AST]]:

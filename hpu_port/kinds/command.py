@@ -249,6 +249,9 @@ class CommandFlag(DocumentKind):
                     if not reads.only_as_values(behind[1]):
                         edits = ()
                 replacement = params["flags"][flag] or (params["replace-values"].get(value.value, "") if value else "")
+                if params["flags"][flag] and document.facts is not None and not document.facts.takes_flag(flag, replacement):
+                    # `--bf16` on a script that has none would stop at "unrecognized arguments".
+                    replacement = f"{replacement} once the script has one (its parser defines {flag} and no {replacement})"
                 reason = _nvidia_reason(rule, document.facts, flag, value.value if value else "", command)
                 message = rule.message.format(name=flag, value=shown, replacement=replacement, reason=reason)
                 if not shown:

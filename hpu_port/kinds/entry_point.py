@@ -1,7 +1,10 @@
 """Kind ``entry-point``: what a script run as a program must set before torch starts.
 
 An entry point is a module with a top-level ``if __name__ == "__main__":``,
-or a notebook (its kernel runs the cells as a program). The rule speaks once
+a notebook (its kernel runs the cells as a program), or a module outside any
+package whose own statements (outside its functions and classes) call
+``backward``: a script that trains at its top, with no ``__main__`` block.
+The last two are reported at their first import of torch. The rule speaks once
 per entry point (at that ``if``; in a notebook, at its first import of torch) when the file imports
 one of ``imports`` (top-level modules: ``torch``, ``habana_frameworks``) and
 none of the ``unless-mentioned`` strings occurs in it as a string literal
@@ -93,13 +96,17 @@ class EntryPoint(Kind):
         # A notebook is an entry point too: its kernel runs the cells as a
         # program. The module its cells are joined into starts with a marker
         # (a pattern, which counts as found in the notebook's JSON).
-        return [text_trigger("__main__"), Trigger(pattern=notebooks.CELLS_MODULE_START)]
+        return [text_trigger("__main__"), Trigger(pattern=notebooks.CELLS_MODULE_START), text_trigger(".backward(")]
 
     def screen(self, rule, view):
         # A top-level `if __name__ == "__main__":` (or a notebook's cells) in a
         # file that imports one of the modules; most files that merely mention
         # `__main__` have neither.
-        if not notebooks.is_cells_module(view.first_line) and not any(_is_main_check(node) for node in view.tree.body):
+        if not (
+            notebooks.is_cells_module(view.first_line)
+            or any(_is_main_check(node) for node in view.tree.body)
+            or _trains_at_top(view.tree, TOP_LEVEL_TRAINING_CALLS)
+        ):
             return False
         if view.imported_names(rule.params["imports"]):
             return True
@@ -118,6 +125,24 @@ def _imported_roots(view) -> set:
     for node in view.nodes(ast.ImportFrom):
         roots.add(node.module.split(".")[0] if node.level == 0 and node.module else ".")
     return roots
+
+
+# A call the module's own statements make that shows a script training there.
+TOP_LEVEL_TRAINING_CALLS = frozenset({"backward"})
+
+
+def _trains_at_top(tree: ast.Module, methods: frozenset) -> bool:
+    """Whether the module's own statements (outside its functions and
+    classes) call one of ``methods``: a script that trains at its top."""
+    if not methods:
+        return False
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in methods:
+                return True
+    return False
 
 
 def _is_main_check(node: ast.stmt) -> bool:

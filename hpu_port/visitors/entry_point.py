@@ -9,7 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from hpu_port.context import FileContext
-from hpu_port.kinds.entry_point import STANDARD_LIBRARY
+from hpu_port.kinds.entry_point import STANDARD_LIBRARY, TOP_LEVEL_TRAINING_CALLS
 from hpu_port.model import Rule
 from hpu_port.visitors._references import RulesVisitor, is_main_test, literal_value, written
 
@@ -31,6 +31,9 @@ class _EntryPointVisitor(RulesVisitor):
         self.called_from_entry: set[str] = set()
         # Methods the `__main__` block calls (`trainer.train()`).
         self.methods_in_entry: set[str] = set()
+        # Methods called by the module's own statements, outside any function
+        # or class: a script without a `__main__` block that trains there.
+        self.called_at_top: set[str] = set()
 
     def visit_If(self, node: cst.If) -> None:
         if self.entry is None and self.ctx.scope is self.ctx.scopes.module and is_main_test(node.test):
@@ -50,6 +53,8 @@ class _EntryPointVisitor(RulesVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Attribute):
             self.called.add(node.func.attr.value)
+            if self.ctx.scope is self.ctx.scopes.module:
+                self.called_at_top.add(node.func.attr.value)
             if self.inside_entry:
                 self.methods_in_entry.add(node.func.attr.value)
         elif self.inside_entry and isinstance(node.func, cst.Name):
@@ -57,7 +62,7 @@ class _EntryPointVisitor(RulesVisitor):
 
     def leave_Module(self, node: cst.Module) -> None:
         if self.entry is None and not self.notebook:
-            return
+            return self._report_top_level_training(node)
         imported = {binding.module_path.split(".")[0] for binding in self.ctx.scopes.bindings}
         for rule in self.rules:
             params = rule.params
@@ -85,11 +90,30 @@ class _EntryPointVisitor(RulesVisitor):
         start with the setting, so the fix goes before that import."""
         if not self._notebook_trains():
             return  # a demonstration: lazy or eager, its inference runs the same
+        self._report_at_import(module, rule, params, NOTEBOOK_NOTE)
+
+    def _report_top_level_training(self, module: cst.Module) -> None:
+        """A script with no `__main__` block whose own statements train
+        (`loss.backward()` in a loop at the top of `train.py`): it is the
+        program, and its launch lines are plain `python train.py`."""
+        path = self.ctx.path or ""
+        if not path.endswith(".py") or self.ctx.facts.top_package(path) or self.ctx.facts.is_test(path):
+            return
+        if not self.called_at_top & TOP_LEVEL_TRAINING_CALLS:
+            return
+        imported = {binding.module_path.split(".")[0] for binding in self.ctx.scopes.bindings}
+        for rule in self.rules:
+            params = rule.params
+            if not imported & params["imports"] or self.mentioned & params["unless-mentioned"]:
+                continue
+            self._report_at_import(module, rule, params, TOP_LEVEL_NOTE)
+
+    def _report_at_import(self, module: cst.Module, rule: Rule, params: dict, note: str) -> None:
         modules = params["imports"] | (self.ctx.facts.first_party if self.ctx.facts.uses_cuda else set())
         anchor = next((found for s in module.body if (found := _import_of(s, modules)) is not None), None)
         if anchor is None:
             return  # imported only inside a function or a block: no place the setting surely precedes
-        message = rule.message.format(name=written(anchor)) + NOTEBOOK_NOTE
+        message = rule.message.format(name=written(anchor)) + note
         self.ctx.report(rule, anchor, message, self._fix(module, params["set-env"]))
 
     def _notebook_trains(self) -> bool:
@@ -144,6 +168,7 @@ class _EntryPointVisitor(RulesVisitor):
 
 # A notebook whose calls name one of these trains (or launches training).
 NOTEBOOK_TRAINING_WORDS = frozenset({"backward", "train", "fit", "finetune", "pretrain", "spawn"})
+TOP_LEVEL_NOTE = "; the script trains in its own top-level code, with no `__main__` block: it is the program its launch lines run"
 NOTEBOOK_NOTE = "; a notebook's kernel is its entry point: set it in the first cell, before torch is imported, or in the kernel's environment"
 
 

@@ -450,17 +450,61 @@ def _autouse_fixture(decorator: ast.expr) -> bool:
 
 def _imported_cuda_extension(ctx: FileContext) -> Optional[str]:
     """A module the project builds from CUDA sources, imported at the top of
-    this one, outside any `try` or `if` (`import swin_window_process`)."""
+    this one, outside any `if` (`import swin_window_process`), or in a `try`
+    whose every fallback imports something else in its place (`except
+    ImportError: from .backend import _backend`, a JIT build of the same
+    sources) rather than leaving a way without it (`_backend = None`)."""
     extensions = ctx.facts.cuda_extensions
     if not extensions:
         return None
     for statement in ctx.module.body:
         if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                for _, module in _bindings(small):
-                    if module in extensions or module.split(".")[0] in extensions:
-                        return module
+            found = _extension_in_line(statement, extensions)
+        elif isinstance(statement, cst.Try) and statement.handlers and all(_only_imports(h.body) for h in statement.handlers):
+            found = next(filter(None, (_extension_in_line(s, extensions) for s in _statements(statement.body))), None)
+        else:
+            found = None
+        if found is not None:
+            return found
     return None
+
+
+def _extension_in_line(statement, extensions: frozenset) -> Optional[str]:
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return None
+    for small in statement.body:
+        for _, module in _bindings(small):
+            if module in extensions or module.split(".")[0] in extensions:
+                return module
+        relative = _relative_extension(small, extensions)
+        if relative is not None:
+            return relative
+    return None
+
+
+def _statements(block) -> list:
+    return list(block.body) if isinstance(block, cst.IndentedBlock) else [cst.SimpleStatementLine(body=block.body)]
+
+
+def _only_imports(block) -> bool:
+    statements = _statements(block)
+    return bool(statements) and all(
+        isinstance(s, cst.SimpleStatementLine) and all(isinstance(small, (cst.Import, cst.ImportFrom)) for small in s.body) for s in statements
+    )
+
+
+def _relative_extension(small, extensions: frozenset) -> Optional[str]:
+    """`from .gpu_nms import gpu_nms` or `from . import gpu_nms` beside the
+    setup script that builds `gpu_nms` from CUDA sources."""
+    if not isinstance(small, cst.ImportFrom) or not small.relative:
+        return None
+    dots = "." * len(small.relative)
+    if small.module is not None:
+        module = written(small.module)
+        return dots + module if module.rpartition(".")[2] in extensions else None
+    if isinstance(small.names, cst.ImportStar):
+        return None
+    return next((dots + written(alias.name) for alias in small.names if written(alias.name) in extensions), None)
 
 
 def _imported_nvidia_module(ctx: FileContext) -> Optional[str]:
