@@ -434,7 +434,7 @@ _INSTALLERS = {"pip": _PIP_VALUED, "conda": _CONDA_VALUED, "mamba": _CONDA_VALUE
 def installed(commands: list[Command]) -> list[Word]:
     """The packages that `pip install`, `python -m pip install`, `uv pip
     install` and `conda install` commands name (options and their values,
-    paths and URLs left out)."""
+    paths and URLs left out, but for `git+` ones, named by their repository)."""
     found = []
     for command in commands:
         words = command.words
@@ -464,6 +464,8 @@ def _packages(words: tuple, valued: frozenset) -> list[Word]:
             continue
         if word.value[:1].isalnum() and "://" not in word.value and "/" not in word.value.split("@")[0]:
             found.append(word)
+        elif word.value.startswith("git+"):
+            found.append(word)  # `pip install git+https://github.com/NVlabs/nvdiffrast/`: the repository names it
     return found
 
 

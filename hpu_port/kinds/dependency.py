@@ -35,9 +35,15 @@ _PINNED = re.compile(r"==|~=|<|@\s*(?:git\+|https?:|file:)|^\s*(?:[\w.-]+::)?[A-
 _NAME = re.compile(r"\s*(?:[A-Za-z0-9_.-]+::)?([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
+# The owners of Intel's Gaudi forks on GitHub: what they publish is the Gaudi build.
+_GAUDI_OWNERS = re.compile(r"github\.com[/:](HabanaAI|intel)/", re.IGNORECASE)
+
+
 def _repository_package(url: str):
     """The project a `git+` requirement installs: its `#egg=` name, else the
     repository's name (`git+https://github.com/Dao-AILab/causal-conv1d@v1.4.0`)."""
+    if _GAUDI_OWNERS.search(url):
+        return None  # Intel's Gaudi build of it (`git+https://github.com/HabanaAI/DeepSpeed.git@1.19.0`)
     egg = re.search(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)", url)
     if egg:
         return normalized(egg.group(1))
