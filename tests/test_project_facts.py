@@ -1041,6 +1041,20 @@ def test_the_script_that_builds_a_cuda_extension_is_reported(tmp_path):
     assert "make.sh:2:8: HPU855" in check
 
 
+def test_a_makefile_that_builds_an_extension_after_its_own_cd_is_reported(tmp_path):
+    """HRNet's `lib/Makefile`: `cd nms; python setup_linux.py build_ext --inplace`."""
+    _write(tmp_path, {
+        "lib/nms/setup_linux.py": """
+            from setuptools import Extension, setup
+
+            setup(ext_modules=[Extension("gpu_nms", ["nms_kernel.cu", "gpu_nms.pyx"])])
+        """,
+        "lib/Makefile": "all:\n\tcd nms; python setup_linux.py build_ext --inplace; cd ../../\n",
+    })
+    check = CliRunner().invoke(main, ["check", "--no-cache", "--select", "HPU855", str(tmp_path)]).stdout
+    assert "Makefile:2:17: HPU855 setup_linux.py builds one of the project's CUDA extensions" in check
+
+
 def test_a_launcher_of_the_projects_own_cuda_code_is_an_entry_point(tmp_path):
     # ChatGLM-Efficient-Tuning's `src/train_bash.py` imports only its own
     # package, which brings torch; HPU205 asks for lazy mode there too.

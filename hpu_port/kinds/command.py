@@ -35,6 +35,7 @@ flag's value (a variable the script uses elsewhere too is reported).
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from typing import Iterator, Optional
 
@@ -135,7 +136,7 @@ class CommandKind(DocumentKind):
             word = command.words[0] if command.words else None
             if word is None or program_name(word.value) not in rule.params["programs"]:
                 continue
-            built = next((w for w in command.words[1:] if project_file(document, _setup_of(w.value), builders)), None)
+            built = next((w for w in command.words[1:] if _built_by(document, w.value, builders)), None)
             if built is not None:
                 yield Match(built.span, rule.message.format(name=built.value, replacement=""))
 
@@ -171,10 +172,23 @@ def _python_by_variable(command: Command) -> Command:
     return dataclasses.replace(command, words=(python, *command.words[1:]))
 
 
+def _built_by(document, argument: str, builders) -> Optional[str]:
+    """The project's file that builds CUDA extensions which ``argument``
+    names: from the document's folder or one above it, or else (a script
+    after its own `cd nms;`) the one file of that name below the folder."""
+    found = project_file(document, _setup_of(argument), builders)
+    if found is not None or not argument.endswith(".py") or "/" in argument or not document.path:
+        return found
+    folder = os.path.dirname(os.path.abspath(document.path)) + os.sep
+    below = [path for path in builders if path.startswith(folder) and os.path.basename(path) == argument]
+    return below[0] if len(below) == 1 else None
+
+
 def _setup_of(argument: str) -> str:
-    """The `setup.py` a command's argument names: itself, or the one in the
-    folder it names (`pip install -e .`)."""
-    if argument.endswith("setup.py"):
+    """The setup script a command's argument names: itself (`setup.py`,
+    `setup_linux.py`), or the `setup.py` in the folder it names (`pip
+    install -e .`)."""
+    if argument.endswith(".py"):
         return argument
     names_a_folder = argument in (".", "..") or argument.startswith(("./", "../")) or argument.endswith("/")
     return argument.rstrip("/") + "/setup.py" if names_a_folder and "=" not in argument else ""
