@@ -132,11 +132,15 @@ class CommandKind(DocumentKind):
         builders = document.facts.cuda_extension_builders if document.facts is not None else ()
         if not builders:
             return
+        folder = ""  # where the script's last `cd` went, relative to its own folder
         for command in document.commands():
             word = command.words[0] if command.words else None
+            if word is not None and word.value == "cd" and len(command.words) == 2:
+                folder = command.words[1].value
+                continue
             if word is None or program_name(word.value) not in rule.params["programs"]:
                 continue
-            built = next((w for w in command.words[1:] if _built_by(document, w.value, builders)), None)
+            built = next((w for w in command.words[1:] if _built_by(document, w.value, builders, folder)), None)
             if built is not None:
                 yield Match(built.span, rule.message.format(name=built.value, replacement=""))
 
@@ -172,16 +176,16 @@ def _python_by_variable(command: Command) -> Command:
     return dataclasses.replace(command, words=(python, *command.words[1:]))
 
 
-def _built_by(document, argument: str, builders) -> Optional[str]:
+def _built_by(document, argument: str, builders, folder: str = "") -> Optional[str]:
     """The project's file that builds CUDA extensions which ``argument``
-    names: from the document's folder or one above it, or else (a script
-    after its own `cd nms;`) the one file of that name below the folder."""
-    found = project_file(document, _setup_of(argument), builders)
-    if found is not None or not argument.endswith(".py") or "/" in argument or not document.path:
-        return found
-    folder = os.path.dirname(os.path.abspath(document.path)) + os.sep
-    below = [path for path in builders if path.startswith(folder) and os.path.basename(path) == argument]
-    return below[0] if len(below) == 1 else None
+    names, from the document's folder or one above it; after the script's
+    own `cd nms`, from that ``folder`` first."""
+    setup = _setup_of(argument)
+    if folder and setup and not os.path.isabs(folder):
+        found = project_file(document, os.path.join(folder, setup), builders)
+        if found is not None:
+            return found
+    return project_file(document, setup, builders)
 
 
 def _setup_of(argument: str) -> str:
