@@ -45,12 +45,14 @@ def example_ruleset(rule: Rule, all_rules: list[Rule], example: Example) -> Rule
     sharding = tuple(os.path.abspath(path) for path in example.options.get("sharding-files", ()))
     nvidia_values = tuple(tuple(entry) for entry in example.options.get("nvidia-flag-values", ()))
     builders = frozenset(os.path.abspath(path) for path in example.options.get("cuda-extension-builders", ()))
-    if sharding or nvidia_values or builders:
+    config_values = tuple(tuple(entry) for entry in example.options.get("nvidia-config-values", ()))
+    if sharding or nvidia_values or builders or config_values:
         # Files of the project that shard a model with FSDP (see HPU816);
-        # options whose values pick NVIDIA-only code (HPU853); files that
-        # build a CUDA extension (HPU855).
+        # options and config keys whose values pick NVIDIA-only code (HPU853,
+        # HPU862); files that build a CUDA extension (HPU855).
         ruleset.facts = ProjectFacts(
             sharding_files=sharding, nvidia_flag_values=nvidia_values, cuda_extension_builders=builders, root=os.sep,
+            nvidia_config_values=config_values,
         )
     return ruleset
 

@@ -43,7 +43,7 @@ from hpu_port.device.declarations import (
     hpu_probes,
 )
 from hpu_port.device.judging import ModuleJudge, all_statements, imported_names, is_library
-from hpu_port.device.nvidia_flags import nvidia_flag_values
+from hpu_port.device.nvidia_flags import nvidia_config_values, nvidia_flag_values
 from hpu_port.device.pins import normalized, project_pins
 from hpu_port.device.subclasses import project_subclasses
 from hpu_port.device.probes import probed_in
@@ -128,6 +128,10 @@ class ProjectFacts:
     # The files (absolute paths) that build the CUDA extensions: a script
     # that runs one (`python setup.py build install`) builds CUDA code.
     cuda_extension_builders: frozenset = frozenset()
+    # (config key path, pattern of values, why) for the config keys whose
+    # values pick a branch that uses an NVIDIA-only library (`BN.NORM_TYPE:
+    # sync_batchnorm_apex`).
+    nvidia_config_values: tuple = ()
     _index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     _module_index: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -230,6 +234,7 @@ class ProjectFacts:
             self.hpu_probes, self.nvidia_modules, self.config_reads, sorted(self.cli_flags), sorted(self.kernel_code),
             self.subclasses, self.parsing_scripts, self.pins, self.argument_clashes, self.moved_scripts, self.flag_defaults,
             self.sharding_files, self.nvidia_flag_values, self.uses_cuda, sorted(self.cuda_extension_builders),
+            self.nvidia_config_values,
         ))
         return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
@@ -303,6 +308,7 @@ def find_facts(
         flag_defaults=flag_defaults(sources.values()),
         sharding_files=sharding_files(sources, facts.module_name, trees.holding),
         nvidia_flag_values=nvidia_flag_values(sources, libraries, trees.holding),
+        nvidia_config_values=nvidia_config_values(sources, libraries, trees.holding),
         cuda_extension_builders=builders_of_extensions,
         uses_cuda=any(isinstance(source, bytes) and _USES_CUDA.search(source) for source in sources.values()),
     )

@@ -1180,3 +1180,28 @@ def test_a_module_that_imports_an_extension_at_its_top_with_a_build_as_fallback_
     assert "nms.py:1:1: HPU615 this module is not ported: it imports `.gpu_nms`" in check
     # A fallback without the extension: the module runs without it, and is ported.
     assert "optional.py:1:1: HPU615" not in check
+
+
+def test_config_values_that_pick_an_nvidia_only_branch_are_facts_and_reported(tmp_path):
+    _write(tmp_path, {
+        "slowfast/models/build.py": """
+            def build_model(cfg, args):
+                model = make(cfg)
+                if cfg.BN.NORM_TYPE == "sync_batchnorm_apex":
+                    import apex
+                    model = apex.parallel.convert_syncbn_model(model)
+                if cfg.SOLVER.OPTIMIZING_METHOD in ("sgd", "lars"):
+                    model = wrap(model)
+                if args.norm == "apex":
+                    import apex
+                return model
+        """,
+        "configs/run.yaml": "BN:\n  NORM_TYPE: sync_batchnorm_apex\nSOLVER:\n  OPTIMIZING_METHOD: sgd\n",
+        "configs/other.yaml": "MODEL:\n  NORM_TYPE: sync_batchnorm_apex\n",
+    })
+    facts = _facts(tmp_path)
+    # The option (`args.norm`) is the command line's; a branch without apex picks nothing.
+    assert [key for key, _, _ in facts.nvidia_config_values] == ["BN.NORM_TYPE"]
+    check = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)]).stdout
+    assert "run.yaml:2:14: HPU862 BN.NORM_TYPE: sync_batchnorm_apex picks code of the project" in check
+    assert "other.yaml" not in check

@@ -53,6 +53,50 @@ def nvidia_flag_values(sources: dict, libraries: frozenset, holding: Callable) -
     return tuple(sorted(found))
 
 
+def nvidia_config_values(sources: dict, libraries: frozenset, holding: Callable) -> tuple:
+    """(config key path, pattern of its values, why), sorted, for the config
+    keys whose values pick a branch that uses an NVIDIA-only library:
+    `if cfg.BN.NORM_TYPE == "sync_batchnorm_apex": import apex ...` makes
+    `BN.NORM_TYPE` (the path under the config object) such a key."""
+    words = tuple(sorted({_stem(name) for name in (*libraries, *_ALSO) if _stem(name)}))
+    candidates = {path: source for path, source in sources.items() if isinstance(source, bytes) and any(word in source for word in words)}
+    found = set()
+    for path, tree in holding(candidates, words):
+        bound = _library_names(tree, libraries | _ALSO)
+        if not bound:
+            continue
+        for branch in (node for node in ast.walk(tree) if isinstance(node, ast.If)):
+            used = _library_used(branch.body, bound)
+            if used is None:
+                continue
+            for key, texts in _config_comparisons(branch.test):
+                why = f"`{os.path.basename(path)}:{branch.lineno}` uses `{used}` when it is given"
+                found.add((key, "|".join(re.escape(text) for text in texts), why))
+    return tuple(sorted(found))
+
+
+def _config_comparisons(test: ast.expr) -> Iterable[tuple]:
+    """(key path, texts) for each `cfg.A.B == "text"` (or `in (...)`) the
+    test makes, parts of an `and` too: an attribute chain two deep or more
+    under a plain name (`args.x` is an option's, read by the flags)."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    for part in parts:
+        if not (isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], (ast.Eq, ast.In))):
+            continue
+        chain = _attribute_chain(part.left)
+        texts = _texts(part.comparators[0])
+        if chain is not None and len(chain) >= 3 and texts:
+            yield ".".join(chain[1:]), texts
+
+
+def _attribute_chain(node: ast.expr) -> Optional[list]:
+    names = []
+    while isinstance(node, ast.Attribute):
+        names.insert(0, node.attr)
+        node = node.value
+    return [node.id, *names] if isinstance(node, ast.Name) else None
+
+
 def _stem(name: str) -> bytes:
     return name.split(".")[0].rstrip("*").encode()
 
