@@ -308,7 +308,7 @@ def find_facts(
         flag_defaults=flag_defaults(sources.values()),
         sharding_files=sharding_files(sources, facts.module_name, trees.holding),
         nvidia_flag_values=nvidia_flag_values(sources, libraries, trees.holding),
-        nvidia_config_values=nvidia_config_values(sources, libraries, trees.holding),
+        nvidia_config_values=nvidia_config_values(sources, libraries, trees.holding, first_needles.imports_a_library),
         cuda_extension_builders=builders_of_extensions,
         uses_cuda=any(isinstance(source, bytes) and _USES_CUDA.search(source) for source in sources.values()),
     )
@@ -656,6 +656,9 @@ class _FirstNeedles:
             top, _, rest = library.partition(".")
             if top == "torch":
                 self.needles.append(rest.rsplit(".", 1)[-1].encode())  # `torch.distributed._symmetric_memory`
+            elif top in _FRAMEWORK_TOPS and rest:
+                # `deepspeed.ops.sparse_attention`: most files import the framework, few that module.
+                self.needles.append(rest.encode())
             else:
                 tops.append(top.rstrip("*").encode())
         self.tops = tuple(tops)
@@ -684,5 +687,7 @@ class _FirstNeedles:
 
 
 _MODULE_NAME = re.compile(rb"[\w.]+")
+# Frameworks whose NVIDIA-only parts are a module of theirs, not the whole.
+_FRAMEWORK_TOPS = frozenset({"deepspeed"})
 
 

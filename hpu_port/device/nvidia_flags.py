@@ -53,15 +53,19 @@ def nvidia_flag_values(sources: dict, libraries: frozenset, holding: Callable) -
     return tuple(sorted(found))
 
 
-def nvidia_config_values(sources: dict, libraries: frozenset, holding: Callable) -> tuple:
+def nvidia_config_values(sources: dict, libraries: frozenset, holding: Callable, imports_a_library: Callable) -> tuple:
     """(config key path, pattern of its values, why), sorted, for the config
     keys whose values pick a branch that uses an NVIDIA-only library:
     `if cfg.BN.NORM_TYPE == "sync_batchnorm_apex": import apex ...` makes
-    `BN.NORM_TYPE` (the path under the config object) such a key."""
-    words = tuple(sorted({_stem(name) for name in (*libraries, *_ALSO) if _stem(name)}))
-    candidates = {path: source for path, source in sources.items() if isinstance(source, bytes) and any(word in source for word in words)}
+    `BN.NORM_TYPE` (the path under the config object) such a key. Only the
+    files that import such a library (``imports_a_library``, on bytes) are
+    parsed: the library's name alone is in most files of a large tree."""
+    candidates = {
+        path: source for path, source in sources.items()
+        if isinstance(source, bytes) and (imports_a_library(source) or _IMPORTS_ALSO.search(source)) and _CONFIG_COMPARISON.search(source)
+    }
     found = set()
-    for path, tree in holding(candidates, words):
+    for path, tree in holding(candidates, (b"==", b" in ")):
         bound = _library_names(tree, libraries | _ALSO)
         if not bound:
             continue
@@ -73,6 +77,11 @@ def nvidia_config_values(sources: dict, libraries: frozenset, holding: Callable)
                 why = f"`{os.path.basename(path)}:{branch.lineno}` uses `{used}` when it is given"
                 found.add((key, "|".join(re.escape(text) for text in texts), why))
     return tuple(sorted(found))
+
+
+_IMPORTS_ALSO = re.compile(rb"\b(?:import|from)[ \t]+(?:" + b"|".join(name.encode() for name in sorted(_ALSO)) + rb")\b")
+# `cfg.BN.NORM_TYPE == "..."`, `cfg.X.Y in ("...", ...)`: what a parse would confirm.
+_CONFIG_COMPARISON = re.compile(rb"\w\.\w+\.\w+[ \t]*(?:==|in)[ \t]*[\"'(\[]")
 
 
 def _config_comparisons(test: ast.expr) -> Iterable[tuple]:
