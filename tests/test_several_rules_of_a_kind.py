@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 
 from hpu_port.engine import port_bytes
-from hpu_port.examples import example_file, example_options, example_source
+from hpu_port.examples import example_file, example_options, example_ruleset, example_source
 from hpu_port.kinds import kind_names
 from hpu_port.rules import load_rules
 from hpu_port.settings import RuleSet
@@ -41,6 +41,8 @@ CASES = [case for kind in kind_names() if (case := _first_rule_with_a_finding(ki
 def _findings(rules, example):
     source = example_source(example.before).encode()
     ruleset = RuleSet([*rules, *(r for r in IMPORTS if r not in rules)], example_options(example))
+    # The project facts an example stands on (`nvidia-config-values`, say) come with it.
+    ruleset.facts = example_ruleset(rules[0], RULES, example).facts
     result = port_bytes(example_file(rules[0], example), source, ruleset, apply=False)
     assert result.error is None, result.error
     if example.toolkit_log is not None:  # the kind reports what a runtime log shows
