@@ -9,6 +9,9 @@ whose type no import tells), and needs ``only-if``. Each table takes:
 - ``signature``: the parameter names in order, so that positional arguments
   count like keywords;
 - ``only-if``: parameter -> values; the call must pass one of them;
+- ``pattern``: a regular expression the file's code must match for the
+  file to be parsed for this call (`Tensor(..., device=`): a name
+  in most files (`Tensor`) is screened by the form of the call instead;
 - ``skip-when``: parameter -> values; a call passing one of them already does
   what the advice asks, or the advice does not apply (``"<any>"``: any value
   but ``None``);
@@ -51,6 +54,7 @@ import dataclasses
 import re
 import string
 from functools import lru_cache
+from typing import Optional
 
 from hpu_port.kinds import Kind, name_context, register_kind, string_list, word_context
 from hpu_port.shapes import written
@@ -59,7 +63,7 @@ from hpu_port.triggers import Trigger, name_trigger
 ANY_CALL = "*"
 ANY_VALUE = "<any>"
 EXPRESSION = "<expression>"
-_ENTRY_KEYS = {"aliases", "advice", "signature", "only-if", "skip-when", "skip-unless", "notes", "only-in-files-with", "or-in-cuda-projects"}
+_ENTRY_KEYS = {"aliases", "advice", "signature", "only-if", "skip-when", "skip-unless", "notes", "only-in-files-with", "or-in-cuda-projects", "pattern"}
 
 
 @register_kind
@@ -99,6 +103,8 @@ class CallAdvice(Kind):
         found = []
         for name, entry in rule.params["calls"].items():
             triggers = _any_call_triggers(entry) if name == ANY_CALL else [name_trigger(name, *_keywords_written(entry))]
+            if entry["pattern"] is not None:
+                triggers = [dataclasses.replace(t, pattern=entry["pattern"]) for t in triggers]
             markers = [] if entry["or-in-cuda-projects"] else _marker_triggers(entry["only-in-files-with"])
             found += [dataclasses.replace(t, alongside=tuple(markers)) for t in triggers] if markers else triggers
         return found
@@ -107,7 +113,10 @@ class CallAdvice(Kind):
         # `padding` is a word of most model files (convolutions, attention
         # masks): only a call that passes a value the advice is about, in a
         # file with one of the markers, needs the full parse.
-        named = {name.rsplit(".", 1)[-1] for name in rule.params["calls"] if name != ANY_CALL}
+        named = {
+            name.rsplit(".", 1)[-1] for name, entry in rule.params["calls"].items()
+            if name != ANY_CALL and (entry["pattern"] is None or entry["pattern"].search(view.text))
+        }
         if any(name.encode() in view.text for name in named):
             if named & _imported_originals(view):
                 return True
@@ -229,6 +238,7 @@ def _entry(name: str, entry) -> dict:
         "notes": _notes(entry.get("notes", {}), f"calls.{name}.notes"),
         "only-in-files-with": string_list(entry.get("only-in-files-with", []), f"calls.{name}.only-in-files-with"),
         "or-in-cuda-projects": bool(entry.get("or-in-cuda-projects", False)),
+        "pattern": _pattern(entry.get("pattern"), f"calls.{name}.pattern"),
     }
     if name == ANY_CALL and not result["only-if"]:
         raise ValueError("'calls.*' needs 'only-if': which calls of anything to advise on")
@@ -238,6 +248,17 @@ def _entry(name: str, entry) -> dict:
             if field is not None and field not in known:
                 raise ValueError(f"'calls.{name}': {{{field}}} names no parameter of the call")
     return result
+
+
+def _pattern(value, key: str) -> Optional["re.Pattern"]:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"'{key}' must be a non-empty string")
+    try:
+        return re.compile(value.encode())
+    except re.error as exc:
+        raise ValueError(f"'{key}' is not a regular expression: {exc}") from None
 
 
 def _value_table(value, key: str) -> dict[str, list[str]]:
