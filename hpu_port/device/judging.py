@@ -335,8 +335,9 @@ def _imported_modules(statement) -> list:
     (`from .gpu_nms import gpu_nms` loads `gpu_nms`)."""
     if isinstance(statement, ast.Import):
         return [part for alias in statement.names for part in (alias.name, alias.name.split(".")[0])]
-    names = [statement.module, statement.module.rpartition(".")[2]] if statement.module else []
-    return names + [alias.name for alias in statement.names] if not statement.module else names
+    if statement.module:
+        return [statement.module, statement.module.rpartition(".")[2]]
+    return [alias.name for alias in statement.names]  # `from . import gpu_nms`
 
 
 def _global_bindings(definitions: dict) -> Iterable[tuple[str, str, ast.AST]]:

@@ -14,7 +14,39 @@ from typing import Optional
 
 import libcst as cst
 
+from hpu_port.branches import chain_arms
+from hpu_port.positions import positions_of
+from hpu_port.visitors._references import whole_tree
 from hpu_port.walk import descendants
+
+
+class ClassChoices:
+    """One class's device choices, as the walk finds them: the CUDA arms
+    left without an HPU twin, and the HPU arms its methods would get."""
+
+    def __init__(self, node: cst.ClassDef, depth: int) -> None:
+        self.node = node
+        self.depth = depth  # how many functions enclose the class: its methods are the next
+        self.missing: list[tuple] = []  # (CUDA arm without an HPU twin, head of its chain)
+        self.extensions: list[tuple] = []  # (method, node, message, fix)
+
+    def unset_on_gaudi(self, ctx) -> set:
+        """The attributes only the arms of ``missing`` set in the class."""
+        if not self.missing or not self.extensions:
+            return set()
+        tree = whole_tree(ctx)
+        if tree is None:
+            return set()
+        heads = [head if head is not None and arm in chain_arms(head) else arm for arm, head in self.missing]
+        where = positions_of(ctx.module, [self.node, *heads])
+        lines = (where[self.node].start.line, where[self.node].end.line)
+        unset = set()
+        for (arm, _), head in zip(self.missing, heads):
+            chain = (where[head].start.line, where[head].end.line)
+            arms = chain_arms(head)
+            fallback = arms[-1].orelse if isinstance(arms[-1], cst.If) else None
+            unset |= _unset_on_gaudi(arm, fallback, _set_outside(tree, self.node.name.value, lines, chain))
+        return unset
 
 
 def attributes_set(node: cst.CSTNode) -> set[str]:
@@ -33,7 +65,7 @@ def attributes_read(node: cst.CSTNode) -> set[str]:
     return {child.attr.value for child in descendants(node) if _is_self_attribute(child)}
 
 
-def unset_on_gaudi(arm: cst.If, fallback: Optional[cst.CSTNode], elsewhere: set[str]) -> set[str]:
+def _unset_on_gaudi(arm: cst.If, fallback: Optional[cst.CSTNode], elsewhere: set[str]) -> set[str]:
     """The attributes that only ``arm`` (a CUDA arm left without an HPU twin)
     sets: not in the chain's ``fallback`` (its `else`, which Gaudi takes),
     nor ``elsewhere`` in the class."""
@@ -41,7 +73,7 @@ def unset_on_gaudi(arm: cst.If, fallback: Optional[cst.CSTNode], elsewhere: set[
     return unset - attributes_set(fallback) if fallback is not None else unset
 
 
-def set_outside(tree: ast.AST, name: str, lines: tuple[int, int], chain: tuple[int, int]) -> set[str]:
+def _set_outside(tree: ast.AST, name: str, lines: tuple[int, int], chain: tuple[int, int]) -> set[str]:
     """The `self` attributes the class ``name`` whose `class` line lies in
     ``lines`` assigns outside the ``chain``'s lines. Read from the standard
     parser's tree of the whole file: `check` gives libcst only the methods

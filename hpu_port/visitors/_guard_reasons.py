@@ -28,7 +28,7 @@ from hpu_port.visitors._guards import (
     passed_as,
     tensor_cuda_test,
 )
-from hpu_port.visitors._references import literal_value, shown_briefly, written
+from hpu_port.visitors._references import literal_value, shown_briefly, whole_tree, written
 from hpu_port.walk import contains, descendants
 
 
@@ -280,7 +280,7 @@ def counts_for_data_parallel(call: Optional[cst.Call], around: list, target: Opt
     torch.cuda's count, 0 there, keeps the single-device path; the HPU's
     would put every card's batch on one. A count that sizes processes
     (`spawn(nprocs=n)`, `batch_size // n`) is the process group's, not this."""
-    tree = _whole_tree(ctx)
+    tree = whole_tree(ctx)
     if call is None or tree is None or not _builds_data_parallel(tree):
         return None
     in_range = any(isinstance(n, cst.Call) and written(n.func) == "range" and contains(n, call) for n in around)
@@ -293,17 +293,6 @@ def counts_for_data_parallel(call: Optional[cst.Call], around: list, target: Opt
         "their ids): a Gaudi process drives one card (HPU607), and torch.cuda's count, 0 there, keeps the "
         "single-device path; give each card a process of its own with DistributedDataParallel"
     )
-
-
-def _whole_tree(ctx) -> Optional[ast.Module]:
-    # The standard parser's tree of the file as read: `check` stubs out the
-    # functions no rule acts on before the rules walk libcst's.
-    if ctx.tree is not None:
-        return ctx.tree
-    try:
-        return ast.parse(ctx.source) if ctx.source else None
-    except (SyntaxError, ValueError):
-        return None
 
 
 def _builds_data_parallel(tree: ast.Module) -> bool:

@@ -166,3 +166,15 @@ def is_main_test(test: cst.BaseExpression) -> bool:
     names = [s for s in sides if isinstance(s, cst.Name) and s.value == "__name__"]
     strings = [s for s in sides if isinstance(s, cst.SimpleString) and literal_value(s.value) == "__main__"]
     return len(names) == 1 and len(strings) == 1
+
+
+def whole_tree(ctx) -> Optional[ast.Module]:
+    """The standard parser's tree of the file as read (None if it does not
+    parse): `check` stubs out the functions no rule acts on before the rules
+    walk libcst's, so what a rule reads of other functions is read here."""
+    if ctx.tree is not None:
+        return ctx.tree
+    try:
+        return ast.parse(ctx.source) if ctx.source else None
+    except (SyntaxError, ValueError):
+        return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import re
 import textwrap
 from typing import Optional
@@ -24,8 +23,7 @@ from hpu_port.branches import (
 from hpu_port.context import FileContext
 from hpu_port.device.declarations import HPU_PROBE_NAME
 from hpu_port.model import Rule
-from hpu_port.positions import positions_of
-from hpu_port.visitors._class_state import attributes_read, set_outside, unset_on_gaudi
+from hpu_port.visitors._class_state import ClassChoices, attributes_read
 from hpu_port.visitors._references import shown_briefly, written
 from hpu_port.walk import descendants
 
@@ -54,7 +52,7 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         # The classes the walk is in, each with the CUDA arms left without an
         # HPU twin and the HPU arms its methods would get (decided as the class
         # is left: see ``_class_state``).
-        self.classes: list[_ClassChoices] = []
+        self.classes: list[ClassChoices] = []
         self.head: Optional[cst.CSTNode] = None
 
     def visit_FunctionDef(self, node) -> None:
@@ -64,7 +62,7 @@ class _ExtendVisitor(cst.BatchableCSTVisitor):
         self.functions.pop()
 
     def visit_ClassDef(self, node) -> None:
-        self.classes.append(_ClassChoices(node, len(self.functions)))
+        self.classes.append(ClassChoices(node, len(self.functions)))
 
     def leave_ClassDef(self, node) -> None:
         choices = self.classes.pop()
@@ -634,37 +632,3 @@ def _is_pass(statement) -> bool:
 
 def _shown_arm(expression: cst.IfExp) -> str:
     return f"... if {written(expression.test)} else ..."
-
-
-class _ClassChoices:
-    """One class's device choices, as the walk finds them."""
-
-    def __init__(self, node: cst.ClassDef, depth: int) -> None:
-        self.node = node
-        self.depth = depth  # how many functions enclose the class: its methods are the next
-        self.missing: list[tuple] = []  # (CUDA arm without an HPU twin, head of its chain)
-        self.extensions: list[tuple] = []  # (method, node, message, fix)
-
-    def unset_on_gaudi(self, ctx: FileContext) -> set:
-        if not self.missing or not self.extensions:
-            return set()
-        heads = [head if head is not None and arm in chain_arms(head) else arm for arm, head in self.missing]
-        where = positions_of(ctx.module, [self.node, *heads])
-        tree = ctx.tree if ctx.tree is not None else _parsed(ctx.source)
-        if tree is None:
-            return set()
-        lines = (where[self.node].start.line, where[self.node].end.line)
-        unset = set()
-        for (arm, _), head in zip(self.missing, heads):
-            chain = (where[head].start.line, where[head].end.line)
-            arms = chain_arms(head)
-            fallback = arms[-1].orelse if isinstance(arms[-1], cst.If) else None
-            unset |= unset_on_gaudi(arm, fallback, set_outside(tree, self.node.name.value, lines, chain))
-        return unset
-
-
-def _parsed(source: bytes):
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None

@@ -35,7 +35,7 @@ from hpu_port.visitors._definitions import (
     statements_outside_defs,
 )
 from hpu_port.visitors._held_helpers import mark_helpers_of_held_code
-from hpu_port.visitors._references import shown_briefly, written
+from hpu_port.visitors._references import shown_briefly, whole_tree, written
 from hpu_port.walk import contains, walk
 from hpu_port.words import words_in
 
@@ -407,12 +407,9 @@ def _export_script(ctx) -> Optional[str]:
     source = ctx.source or b""
     if not _EXPORT_FILE_WORDS & set(re.split(r"[^a-z0-9]+", name)) or not (b"onnx" in source or b"jit" in source or b"export" in source):
         return None
-    tree = ctx.tree
+    tree = whole_tree(ctx)
     if tree is None:
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
-            return None
+        return None
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             called = dotted(node.func)
